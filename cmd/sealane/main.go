@@ -1,0 +1,83 @@
+// Command sealane deploys Helm charts through the sealane pipeline: by default with an
+// embedded NATS server and all four stages in this process, or against a shared pipeline with
+// --nats.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// exitError carries a process exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+type globalFlags struct {
+	natsURL     string
+	dataDir     string
+	kubeconfig  string
+	kubeContext string
+	logLevel    string
+	logJSON     bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newRoot().ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "Error:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.code)
+	}
+	os.Exit(1)
+}
+
+func newRoot() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:           "sealane",
+		Short:         "Deploy Helm charts with werf-grade semantics through an event pipeline over NATS JetStream",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.natsURL, "nats", os.Getenv("SEALANE_NATS_URL"), "NATS URL of a shared pipeline (default: embedded NATS and all stages in this process)")
+	pf.StringVar(&g.dataDir, "data-dir", os.Getenv("SEALANE_DATA_DIR"), "where the embedded NATS keeps its JetStream data (default ~/.local/share/sealane)")
+	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
+	pf.StringVar(&g.kubeContext, "kube-context", "", "kubeconfig context = cluster name (default: the current context)")
+	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
+	root.AddCommand(newDeployCmd(g), newServeCmd(g), newEventsCmd(g))
+	return root
+}
+
+func (g *globalFlags) logger() (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(g.logLevel)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", g.logLevel, err)
+	}
+	cfg := zap.NewDevelopmentConfig()
+	if g.logJSON {
+		cfg = zap.NewProductionConfig()
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.OutputPaths = []string{"stderr"}
+	return cfg.Build()
+}

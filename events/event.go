@@ -1,0 +1,109 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+)
+
+// Extension attribute names sealane sets (CloudEvents names: lowercase, at most 20 characters).
+const (
+	ExtCorrelationID = "correlationid" // the deploy id, the same on every event of one deploy
+	ExtCausationID   = "causationid"   // the id of the event that caused this one
+	ExtDataRef       = "dataref"       // Object Store reference of a large payload
+	ExtTraceParent   = "traceparent"   // W3C trace context of the deploy
+)
+
+// Meta holds the attributes of an event besides its type and payload.
+type Meta struct {
+	ID            string // deterministic: see StepID
+	Source        string // the producer, e.g. "/sealane/renderer"
+	Target        Target
+	CorrelationID string
+	CausationID   string
+	DataRef       string
+	Time          time.Time
+}
+
+// New builds a validated CloudEvent of type t with a JSON payload.
+func New(t Type, m Meta, payload any) (cloudevents.Event, error) {
+	if !t.Known() {
+		return cloudevents.Event{}, fmt.Errorf("new event: unknown type %q", t)
+	}
+	if err := m.Target.Validate(); err != nil {
+		return cloudevents.Event{}, fmt.Errorf("new %s event: %w", t.Token(), err)
+	}
+	e := cloudevents.New()
+	e.SetID(m.ID)
+	e.SetSource(m.Source)
+	e.SetType(string(t))
+	e.SetSubject(m.Target.String())
+	if m.Time.IsZero() {
+		m.Time = time.Now()
+	}
+	e.SetTime(m.Time.UTC())
+	if m.CorrelationID != "" {
+		e.SetExtension(ExtCorrelationID, m.CorrelationID)
+	}
+	if m.CausationID != "" {
+		e.SetExtension(ExtCausationID, m.CausationID)
+	}
+	if m.DataRef != "" {
+		e.SetExtension(ExtDataRef, m.DataRef)
+	}
+	if err := e.SetData(cloudevents.ApplicationJSON, payload); err != nil {
+		return cloudevents.Event{}, fmt.Errorf("new %s event %s: encode payload: %w", t.Token(), m.ID, err)
+	}
+	if err := e.Validate(); err != nil {
+		return cloudevents.Event{}, fmt.Errorf("new %s event %s: %w", t.Token(), m.ID, err)
+	}
+	return e, nil
+}
+
+// StepID builds a deterministic event id from the deploy id and the step that emits it, so a
+// retried step publishes the same id and JetStream drops the duplicate.
+func StepID(correlationID, step string, parts ...any) string {
+	var b strings.Builder
+	b.WriteString(correlationID)
+	b.WriteByte('.')
+	b.WriteString(step)
+	for _, p := range parts {
+		fmt.Fprintf(&b, ".%v", p)
+	}
+	return b.String()
+}
+
+// CorrelationID returns the deploy id the event belongs to.
+func CorrelationID(e cloudevents.Event) string { return ext(e, ExtCorrelationID) }
+
+// CausationID returns the id of the event that caused e.
+func CausationID(e cloudevents.Event) string { return ext(e, ExtCausationID) }
+
+// DataRef returns the Object Store reference carried by e, if any.
+func DataRef(e cloudevents.Event) string { return ext(e, ExtDataRef) }
+
+// TargetOf reads the release target from the event's subject attribute.
+func TargetOf(e cloudevents.Event) (Target, error) { return ParseTarget(e.Subject()) }
+
+// DecodeData reads the JSON payload of e into v, naming the event when it cannot.
+func DecodeData(e cloudevents.Event, v any) error {
+	if err := e.DataAs(v); err != nil {
+		return fmt.Errorf("event %s (%s): payload: %w", e.ID(), e.Type(), err)
+	}
+	return nil
+}
+
+func ext(e cloudevents.Event, name string) string {
+	v, ok := e.Extensions()[name]
+	if !ok {
+		return ""
+	}
+	s, err := types.ToString(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return s
+}

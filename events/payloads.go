@@ -1,0 +1,195 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Payloads are JSON ("datacontenttype: application/json"). Anything that may hold a secret
+// (chart values, rendered manifests) is never inline: it lives in the Object Store and is named
+// by a dataref ("nats-obj://<bucket>/<name>").
+
+// ResourceRef names one Kubernetes object of a release.
+type ResourceRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// String is the form used in messages: "Deployment/web" or "Deployment/shop/web".
+func (r ResourceRef) String() string {
+	if r.Namespace == "" {
+		return r.Kind + "/" + r.Name
+	}
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// ChartSource points at a packed chart in the Object Store.
+type ChartSource struct {
+	Ref     string `json:"ref"`    // dataref of the .tgz
+	Digest  string `json:"digest"` // sha256 hex of the .tgz
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Duration is a time.Duration written as Go duration text ("5m0s") in JSON.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as text.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads duration text ("90s", "5m0s").
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// RequestedData is the payload of DeployRequested.
+type RequestedData struct {
+	Target      Target      `json:"target"`
+	Project     string      `json:"project,omitempty"`
+	Env         string      `json:"env,omitempty"`
+	Chart       ChartSource `json:"chart"`
+	InputsRef   string      `json:"inputsRef,omitempty"` // dataref of the values files and --set values
+	Timeout     Duration    `json:"timeout"`
+	RequestedBy string      `json:"requestedBy,omitempty"`
+}
+
+// RenderedData is the payload of DeployRendered.
+type RenderedData struct {
+	Target    Target        `json:"target"`
+	Revision  int           `json:"revision"`
+	IsUpgrade bool          `json:"isUpgrade"`
+	Chart     ChartSource   `json:"chart"`
+	RenderRef string        `json:"renderRef"` // dataref of the render (manifest, hooks, values, notes)
+	Resources []ResourceRef `json:"resources"`
+	Timeout   Duration      `json:"timeout"`
+}
+
+// StartedData is the payload of DeployStarted.
+type StartedData struct {
+	Target    Target   `json:"target"`
+	Revision  int      `json:"revision"`
+	RenderRef string   `json:"renderRef"`
+	Timeout   Duration `json:"timeout"`
+}
+
+// Action says what applying did to one object.
+type Action string
+
+// The outcomes of applying one object.
+const (
+	ActionCreated    Action = "created"
+	ActionConfigured Action = "configured"
+	ActionUnchanged  Action = "unchanged"
+)
+
+// AppliedResource is one object of an applied phase and what happened to it.
+type AppliedResource struct {
+	Resource ResourceRef `json:"resource"`
+	Action   Action      `json:"action"`
+}
+
+// PhaseAppliedData is the payload of PhaseApplied.
+type PhaseAppliedData struct {
+	Target   Target            `json:"target"`
+	Revision int               `json:"revision"`
+	Phase    int               `json:"phase"`
+	Phases   int               `json:"phases"`
+	Applied  []AppliedResource `json:"applied"`
+	Track    []ResourceRef     `json:"track"`    // what the tracker must wait for
+	Deadline time.Time         `json:"deadline"` // when the whole deploy times out
+}
+
+// State is a resource's readiness as the tracker sees it.
+type State string
+
+// The readiness states shown in the progress table.
+const (
+	StateWaiting State = "WAITING"
+	StateReady   State = "READY"
+	StateFailed  State = "FAILED"
+)
+
+// ProgressedData is the payload of ResourceProgressed.
+type ProgressedData struct {
+	Target   Target      `json:"target"`
+	Revision int         `json:"revision"`
+	Phase    int         `json:"phase"`
+	Resource ResourceRef `json:"resource"`
+	State    State       `json:"state"`
+	Ready    int32       `json:"ready"`
+	Desired  int32       `json:"desired"`
+	Message  string      `json:"message,omitempty"`
+}
+
+// ResourceFailure names a resource that failed a deploy and why.
+type ResourceFailure struct {
+	Resource ResourceRef `json:"resource"`
+	Reason   string      `json:"reason"`
+}
+
+// PhaseTrackedData is the payload of PhaseTracked.
+type PhaseTrackedData struct {
+	Target   Target            `json:"target"`
+	Revision int               `json:"revision"`
+	Phase    int               `json:"phase"`
+	Phases   int               `json:"phases"`
+	Ready    bool              `json:"ready"`
+	Failures []ResourceFailure `json:"failures,omitempty"`
+}
+
+// SucceededData is the payload of DeploySucceeded.
+type SucceededData struct {
+	Target   Target `json:"target"`
+	Revision int    `json:"revision"`
+}
+
+// Stage names a pipeline stage.
+type Stage string
+
+// The pipeline stages.
+const (
+	StageRenderer Stage = "renderer"
+	StageApplier  Stage = "applier"
+	StageTracker  Stage = "tracker"
+	StageRecorder Stage = "recorder"
+)
+
+// FailedData is the payload of DeployFailed. Revision is 0 when the deploy failed before a
+// release revision was written.
+type FailedData struct {
+	Target   Target            `json:"target"`
+	Revision int               `json:"revision"`
+	Stage    Stage             `json:"stage"`
+	Reason   string            `json:"reason"`
+	Failures []ResourceFailure `json:"failures,omitempty"`
+}
+
+// Outcome is how a deploy ended.
+type Outcome string
+
+// The deploy outcomes.
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+)
+
+// RecordedData is the payload of ReleaseRecorded, the last event of every deploy.
+type RecordedData struct {
+	Target   Target  `json:"target"`
+	Revision int     `json:"revision"`         // 0 when no revision was written
+	Status   string  `json:"status,omitempty"` // Helm release status: deployed, failed
+	Outcome  Outcome `json:"outcome"`
+	Reason   string  `json:"reason,omitempty"`
+}

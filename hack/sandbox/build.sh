@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds (once, cached) everything the sandbox cluster and the interop tests need:
+# kube-apiserver, kube-controller-manager, kube-scheduler (from the k8s.io/kubernetes module),
+# kwok (fake kubelet), helm (reference CLI) and nats-server. Installs etcd from Debian if missing.
+# Binaries land in $SEALANE_CACHE/bin (default ~/.cache/sealane/bin). Safe to run repeatedly.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-v1.34.2}
+KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+HELM_VERSION=${HELM_VERSION:-v3.19.2}
+NATS_VERSION=${NATS_VERSION:-v2.15.2}
+CACHE=${SEALANE_CACHE:-$HOME/.cache/sealane}
+BIN=$CACHE/bin
+mkdir -p "$BIN"
+export GOWORK=off GOFLAGS=-mod=mod
+
+log() { echo "[sandbox-build] $*" >&2; }
+
+need_etcd() {
+  if command -v etcd >/dev/null 2>&1; then return; fi
+  log "installing etcd-server from Debian"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq etcd-server >/dev/null
+  # the package may start a system service on 2379; we run our own on other ports
+  (command -v systemctl >/dev/null && $SUDO systemctl disable --now etcd >/dev/null 2>&1) || true
+}
+
+build_kube() {
+  local missing=0
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    [ -x "$BIN/$c-$K8S_VERSION" ] || missing=1
+  done
+  [ $missing = 1 ] || return 0
+  local mod=$CACHE/build/k8s-$K8S_VERSION
+  mkdir -p "$mod"
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION (first time: ~8 min)"
+  local gomod
+  gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  local stagever=v0${K8S_VERSION#v1}
+  {
+    echo "module sealane.dev/sandbox-build"
+    echo "go 1.24"
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    # every staging module kubernetes replaces with ./staging/... gets its published twin
+    sed -n '/^replace (/,/^)/p' "$gomod" | awk '/=> \.\/staging/ {print "replace " $1 " => " $1 " '"$stagever"'"}'
+  } >"$mod/go.mod"
+  cat >"$mod/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
+GO
+  (cd "$mod" && go mod tidy -e >/dev/null 2>&1 || true)
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    if [ ! -x "$BIN/$c-$K8S_VERSION" ]; then
+      (cd "$mod" && go build -tags tools -o "$BIN/$c-$K8S_VERSION.tmp" "k8s.io/kubernetes/cmd/$c")
+      mv "$BIN/$c-$K8S_VERSION.tmp" "$BIN/$c-$K8S_VERSION"
+    fi
+    ln -sf "$c-$K8S_VERSION" "$BIN/$c"
+  done
+}
+
+go_install() { # name module version
+  local name=$1 pkg=$2 ver=$3
+  if [ -x "$BIN/$name-$ver" ]; then ln -sf "$name-$ver" "$BIN/$name"; return; fi
+  log "building $name $ver"
+  GOBIN=$CACHE/build/gobin-$name-$ver go install "$pkg@$ver"
+  mv "$CACHE/build/gobin-$name-$ver/$name" "$BIN/$name-$ver"
+  ln -sf "$name-$ver" "$BIN/$name"
+}
+
+what=${1:-all}
+case $what in
+  etcd) need_etcd ;;
+  kube) build_kube ;;
+  kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
+  helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+  nats) go_install nats-server github.com/nats-io/nats-server/v2 "$NATS_VERSION" ;;
+  all)
+    need_etcd
+    build_kube
+    go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
+    go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+    go_install nats-server github.com/nats-io/nats-server/v2 "$NATS_VERSION"
+    ;;
+  *) echo "usage: $0 [all|etcd|kube|kwok|helm|nats]" >&2; exit 2 ;;
+esac

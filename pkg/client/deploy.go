@@ -1,0 +1,171 @@
+// Package client is the pipeline's client side: it turns a deploy command into a
+// deploy.requested event (chart and values in the Object Store) and follows the deploy's
+// events until the recorder closes it. The CLI, the webhook and fleet rollouts use it.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/chart"
+)
+
+// DeployRequest is a deploy as a person or a webhook asks for it.
+type DeployRequest struct {
+	ChartDir    string
+	Project     string // default: the chart's name
+	Env         string
+	Release     string // default: <project>-<env>
+	Namespace   string // default: <project>-<env>
+	Cluster     string
+	ValuesFiles []string
+	Set         []string
+	SetString   []string
+	SetJSON     []string
+	Timeout     time.Duration
+	RequestedBy string
+}
+
+// Result is how a deploy ended, from its release_recorded event.
+type Result struct {
+	DeployID string
+	events.RecordedData
+}
+
+// ErrDeployFailed is returned (wrapped, with the reason) when the pipeline reports a failure.
+var ErrDeployFailed = errors.New("deploy failed")
+
+// Deploy publishes a deploy request and calls onEvent for each event of that deploy until the
+// recorder closes it. It returns ErrDeployFailed (wrapped with the reason) when the deploy
+// failed, and an error naming the input when the request cannot even be built.
+func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(cloudevents.Event)) (Result, error) {
+	requested, deployID, err := prepare(ctx, b, req)
+	if err != nil {
+		return Result{}, err
+	}
+	target := requested.Target
+	var res Result
+	res.DeployID = deployID
+	done := make(chan error, 1)
+	followCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now().Add(-time.Minute)
+	go func() {
+		done <- b.Follow(followCtx, bus.FollowOptions{
+			FilterSubjects: []string{events.Filter{Cluster: target.Cluster, Namespace: target.Namespace, Release: target.Release}.Subject()},
+			StartTime:      start,
+		}, func(m jetstream.Msg) error {
+			e, err := events.Decode(m.Headers(), m.Data())
+			if err != nil || events.CorrelationID(e) != deployID {
+				return nil
+			}
+			if onEvent != nil {
+				onEvent(e)
+			}
+			if events.Type(e.Type()) == events.ReleaseRecorded {
+				if err := events.DecodeData(e, &res.RecordedData); err != nil {
+					return err
+				}
+				return bus.ErrStop
+			}
+			return nil
+		})
+	}()
+	ev, err := events.New(events.DeployRequested, events.Meta{
+		ID: events.StepID(deployID, "requested"), Source: "/sealane/cli", Target: target,
+		CorrelationID: deployID, DataRef: requested.InputsRef,
+	}, requested)
+	if err != nil {
+		return res, err
+	}
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return res, err
+	}
+	if _, err := b.Publish(ctx, msg, ev.ID()); err != nil {
+		return res, fmt.Errorf("publish deploy request: %w", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return res, fmt.Errorf("follow deploy %s: %w", deployID, err)
+		}
+	case <-ctx.Done():
+		return res, fmt.Errorf("deploy %s: no final answer from the pipeline: %w", deployID, ctx.Err())
+	}
+	if res.Outcome != events.OutcomeSucceeded {
+		return res, fmt.Errorf("%w: %s", ErrDeployFailed, res.Reason)
+	}
+	return res, nil
+}
+
+func prepare(ctx context.Context, b *bus.Bus, req DeployRequest) (events.RequestedData, string, error) {
+	var out events.RequestedData
+	archive, meta, digest, err := chart.Pack(req.ChartDir)
+	if err != nil {
+		return out, "", err
+	}
+	inputs := chart.Inputs{Set: req.Set, SetString: req.SetString, SetJSON: req.SetJSON}
+	for _, f := range req.ValuesFiles {
+		content, err := os.ReadFile(f)
+		if err != nil {
+			return out, "", fmt.Errorf("values file %s: %w", f, err)
+		}
+		inputs.ValuesFiles = append(inputs.ValuesFiles, chart.ValuesFile{Name: f, Content: content})
+	}
+	// Check values here too, so a typo fails before anything is published.
+	if _, err := chart.UserValues(inputs); err != nil {
+		return out, "", err
+	}
+	if _, err := ResolveNames(orDefault(req.Project, meta.Name), req.Env, req.Release, req.Namespace); err != nil {
+		return out, "", err
+	}
+	deployID := uuid.NewString()
+	chartRef, err := b.PutBlob(ctx, "charts/"+digest, archive)
+	if err != nil {
+		return out, "", err
+	}
+	raw, err := json.Marshal(inputs)
+	if err != nil {
+		return out, "", fmt.Errorf("encode values: %w", err)
+	}
+	inputsRef, err := b.PutBlob(ctx, "inputs/"+deployID, raw)
+	if err != nil {
+		return out, "", err
+	}
+	project := req.Project
+	if project == "" {
+		project = meta.Name
+	}
+	names, err := ResolveNames(project, req.Env, req.Release, req.Namespace)
+	if err != nil {
+		return out, "", err
+	}
+	out = events.RequestedData{
+		Target:      events.Target{Cluster: req.Cluster, Namespace: names.Namespace, Release: names.Release},
+		Project:     project,
+		Env:         names.Env,
+		Chart:       events.ChartSource{Ref: chartRef, Digest: digest, Name: meta.Name, Version: meta.Version},
+		InputsRef:   inputsRef,
+		Timeout:     events.Duration(req.Timeout),
+		RequestedBy: req.RequestedBy,
+	}
+	return out, deployID, out.Target.Validate()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,87 @@
+// Package deploy holds the per-deploy state machine shared by the pipeline stages: the state
+// kept in one JetStream KV entry per deploy, and which event moves it where.
+package deploy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sealane/sealane/events"
+)
+
+// Status is where a deploy stands.
+type Status string
+
+// The deploy statuses, in order. Succeeded and Failed are terminal.
+const (
+	Requested Status = "requested"
+	Rendered  Status = "rendered"
+	Started   Status = "started"
+	Applied   Status = "applied"
+	Tracked   Status = "tracked"
+	Succeeded Status = "succeeded"
+	Failed    Status = "failed"
+	Recorded  Status = "recorded"
+)
+
+// Terminal reports whether no stage will move the deploy further except the recorder.
+func (s Status) Terminal() bool { return s == Succeeded || s == Failed || s == Recorded }
+
+// State is the KV value of one deploy. Stages read it to ignore stale or duplicated events
+// and write it with compare-and-set.
+type State struct {
+	ID        string        `json:"id"`
+	Target    events.Target `json:"target"`
+	Status    Status        `json:"status"`
+	Revision  int           `json:"revision,omitempty"`
+	Phase     int           `json:"phase"`
+	Phases    int           `json:"phases,omitempty"`
+	Deadline  time.Time     `json:"deadline,omitzero"`
+	Reason    string        `json:"reason,omitempty"`
+	LastEvent string        `json:"lastEvent,omitempty"`
+	Updated   time.Time     `json:"updated,omitzero"`
+}
+
+// Key is the KV key of a deploy's state.
+func Key(correlationID string) string { return "deploy." + correlationID }
+
+// statusAfter maps an event type to the status it leads to.
+var statusAfter = map[events.Type]Status{
+	events.DeployRequested: Requested,
+	events.DeployRendered:  Rendered,
+	events.DeployStarted:   Started,
+	events.PhaseApplied:    Applied,
+	events.PhaseTracked:    Tracked,
+	events.DeploySucceeded: Succeeded,
+	events.DeployFailed:    Failed,
+	events.ReleaseRecorded: Recorded,
+}
+
+// Accepts decides whether a stage should act on an event of type t given the deploy's state:
+// events for a deploy that already ended are stale, except the ones that end it for the
+// recorder. A nil state (the first event of a deploy) is always accepted.
+func (s *State) Accepts(t events.Type) error {
+	if s == nil {
+		return nil
+	}
+	switch {
+	case s.Status == Recorded:
+		return fmt.Errorf("deploy %s already ended (%s)", s.ID, s.Status)
+	case s.Status.Terminal() && t != events.DeploySucceeded && t != events.DeployFailed:
+		return fmt.Errorf("deploy %s already %s: %s is stale", s.ID, s.Status, t.Token())
+	}
+	return nil
+}
+
+// Observe returns the state after the stage emitted an event of type t with the given id.
+func (s State) Observe(t events.Type, eventID string, now time.Time) State {
+	if next, ok := statusAfter[t]; ok {
+		// A late non-terminal event never moves a terminal deploy back.
+		if !s.Status.Terminal() || next == Recorded || next == Failed {
+			s.Status = next
+		}
+	}
+	s.LastEvent = eventID
+	s.Updated = now
+	return s
+}

@@ -1,0 +1,109 @@
+// Package pipeline holds the four deploy stages — renderer, applier, tracker, recorder — as
+// stage handlers over the engine libraries (chart, apply, track, release). The stage runtime
+// (package stage) moves their events over JetStream.
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/stage"
+)
+
+// Blobs stores large payloads (charts, renders) and hands back dataref strings.
+type Blobs interface {
+	PutBlob(ctx context.Context, name string, data []byte) (string, error)
+	GetBlob(ctx context.Context, ref string) ([]byte, error)
+}
+
+// Clusters resolves a cluster name from an event to clients.
+type Clusters interface {
+	Get(name string) (*kube.Cluster, error)
+}
+
+// Deps are what the stages need from the outside world.
+type Deps struct {
+	Blobs    Blobs
+	Clusters Clusters
+	Log      *zap.Logger
+	Clock    func() time.Time
+}
+
+func (d Deps) now() time.Time {
+	if d.Clock == nil {
+		return time.Now()
+	}
+	return d.Clock()
+}
+
+func (d Deps) log() *zap.Logger {
+	if d.Log == nil {
+		return zap.NewNop()
+	}
+	return d.Log
+}
+
+// Stages returns the named stages ("all" or empty = all four) wired to deps.
+func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
+	all := map[events.Stage]stage.Stage{
+		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: &Renderer{d}},
+		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed}, Handler: &Recorder{d}},
+		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
+		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
+	}
+	if len(names) == 0 || (len(names) == 1 && names[0] == "all") {
+		names = []events.Stage{events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker}
+	}
+	var out []stage.Stage
+	for _, n := range names {
+		s, ok := all[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown stage %q: use renderer, applier, tracker, recorder or all", n)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// RenderBundle is what the renderer stores for one deploy and the applier and recorder read:
+// it may hold secret values, so it only travels by reference.
+type RenderBundle struct {
+	Manifest string          `json:"manifest"`
+	Hooks    []*release.Hook `json:"hooks,omitempty"`
+	Notes    string          `json:"notes,omitempty"`
+	Config   map[string]any  `json:"config,omitempty"`
+}
+
+func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error) {
+	data, err := b.GetBlob(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("load render %s: %w", ref, err)
+	}
+	var rb RenderBundle
+	if err := json.Unmarshal(data, &rb); err != nil {
+		return nil, fmt.Errorf("decode render %s: %w", ref, err)
+	}
+	return &rb, nil
+}
+
+func decode(in stage.Input, v any) error {
+	if err := events.DecodeData(in.Event, v); err != nil {
+		return err
+	}
+	return nil
+}
+
+func toEventRef(r kube.Ref) events.ResourceRef {
+	return events.ResourceRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+func toKubeRef(r events.ResourceRef) kube.Ref {
+	return kube.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}

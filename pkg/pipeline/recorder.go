@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/release"
+	"github.com/sealane/sealane/pkg/stage"
+)
+
+const defaultTimeout = 5 * time.Minute
+
+// Recorder keeps Helm-compatible release records: it writes the pending revision before
+// anything is applied and marks it deployed or failed when the deploy ends. Its
+// release_recorded event is the last of every deploy.
+type Recorder struct{ Deps }
+
+// Handle records one rendered, succeeded or failed event.
+func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+	switch in.Type {
+	case events.DeployRendered:
+		var d events.RenderedData
+		if err := decode(in, &d); err != nil {
+			return stage.Output{}, stage.Permanent(err)
+		}
+		return r.pending(ctx, in, d)
+	case events.DeploySucceeded:
+		var d events.SucceededData
+		if err := decode(in, &d); err != nil {
+			return stage.Output{}, stage.Permanent(err)
+		}
+		return r.result(ctx, in, d.Revision, true, "")
+	case events.DeployFailed:
+		var d events.FailedData
+		if err := decode(in, &d); err != nil {
+			return stage.Output{}, stage.Permanent(err)
+		}
+		return r.result(ctx, in, d.Revision, false, d.Reason)
+	}
+	return stage.Output{}, stage.Permanent(fmt.Errorf("recorder does not handle %s", in.Type))
+}
+
+func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.RenderedData) (stage.Output, error) {
+	fail := func(reason string) (stage.Output, error) {
+		// Revision 0: nothing was recorded, so the failure closes without a record.
+		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRecorder, in, 0, reason)}}, nil
+	}
+	bundle, err := loadBundle(ctx, r.Blobs, d.RenderRef)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	archive, err := r.Blobs.GetBlob(ctx, d.Chart.Ref)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	ch, err := chart.Load(archive)
+	if err != nil {
+		return fail(fmt.Sprintf("chart %s: %v", d.Chart.Name, err))
+	}
+	cluster, err := r.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return fail(err.Error())
+	}
+	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+	if _, err := store.RecordPending(ctx, release.Pending{
+		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
+		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
+		Description: "Deploy in progress (sealane)",
+	}); err != nil {
+		if release.IsTooLarge(err) {
+			return fail(err.Error())
+		}
+		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)
+	}
+	return stage.Output{Emits: []stage.Emit{{Type: events.DeployStarted, Step: "started", DataRef: d.RenderRef,
+		Data: events.StartedData{Target: in.Target, Revision: d.Revision, RenderRef: d.RenderRef, Timeout: d.Timeout}}}}, nil
+}
+
+func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, error) {
+	rec := events.RecordedData{Target: in.Target, Revision: revision, Outcome: events.OutcomeFailed, Reason: reason}
+	if ok {
+		rec.Outcome = events.OutcomeSucceeded
+		rec.Reason = ""
+	}
+	if revision > 0 {
+		cluster, err := r.Clusters.Get(in.Target.Cluster)
+		if err != nil {
+			return stage.Output{}, err
+		}
+		store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+		desc := "Install complete"
+		if revision > 1 {
+			desc = "Upgrade complete"
+		}
+		if !ok {
+			desc = "Deploy failed: " + reason
+		}
+		rel, err := store.RecordResult(ctx, in.Target.Release, revision, ok, desc)
+		if err != nil {
+			return stage.Output{}, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
+		}
+		rec.Status = rel.Info.Status.String()
+	}
+	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+}

@@ -1,0 +1,104 @@
+// Package progress shows a deploy's events to a person: for now one line per event and per
+// resource state change.
+package progress
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/sealane/sealane/events"
+)
+
+// Line describes one event in one line of text, or "" when it is not worth showing.
+func Line(e cloudevents.Event) string {
+	switch events.Type(e.Type()) {
+	case events.DeployRequested:
+		var d events.RequestedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		return fmt.Sprintf("requested: chart %s %s → release %s, namespace %s, cluster %s", d.Chart.Name, d.Chart.Version, d.Target.Release, d.Target.Namespace, d.Target.Cluster)
+	case events.DeployRendered:
+		var d events.RenderedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		verb := "install"
+		if d.IsUpgrade {
+			verb = "upgrade"
+		}
+		return fmt.Sprintf("rendered: %d resources, revision %d (%s)", len(d.Resources), d.Revision, verb)
+	case events.DeployStarted:
+		var d events.StartedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		return fmt.Sprintf("started: revision %d recorded as pending", d.Revision)
+	case events.PhaseApplied:
+		var d events.PhaseAppliedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		counts := map[events.Action]int{}
+		var b strings.Builder
+		for _, a := range d.Applied {
+			counts[a.Action]++
+			fmt.Fprintf(&b, "\n    %-11s %s", a.Action, a.Resource)
+		}
+		return fmt.Sprintf("applied phase %d/%d: %d created, %d configured, %d unchanged%s", d.Phase+1, d.Phases,
+			counts[events.ActionCreated], counts[events.ActionConfigured], counts[events.ActionUnchanged], b.String())
+	case events.ResourceProgressed:
+		var d events.ProgressedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		s := fmt.Sprintf("  %-8s %s", d.State, d.Resource)
+		if d.Desired > 0 {
+			s += fmt.Sprintf(" %d/%d", d.Ready, d.Desired)
+		}
+		if d.Message != "" {
+			s += "  " + d.Message
+		}
+		return s
+	case events.PhaseTracked:
+		var d events.PhaseTrackedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		if d.Ready {
+			return fmt.Sprintf("tracked phase %d/%d: all resources ready", d.Phase+1, d.Phases)
+		}
+		return fmt.Sprintf("tracked phase %d/%d: %d resource(s) failed", d.Phase+1, d.Phases, len(d.Failures))
+	case events.DeploySucceeded:
+		return "succeeded"
+	case events.DeployFailed:
+		var d events.FailedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		return fmt.Sprintf("FAILED at %s: %s", d.Stage, d.Reason)
+	case events.ReleaseRecorded:
+		var d events.RecordedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		if d.Revision == 0 {
+			return fmt.Sprintf("release %s: no revision written", d.Target.Release)
+		}
+		return fmt.Sprintf("release %s revision %d: %s", d.Target.Release, d.Revision, d.Status)
+	}
+	return ""
+}
+
+// Printer writes Line for each event it is given.
+type Printer struct{ W io.Writer }
+
+// Print writes the event's line, if it has one.
+func (p Printer) Print(e cloudevents.Event) {
+	if l := Line(e); l != "" {
+		fmt.Fprintln(p.W, l)
+	}
+}

@@ -1,0 +1,66 @@
+package serve
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/clusters"
+	"github.com/sealane/sealane/pkg/pipeline"
+)
+
+// Main is the whole main function of a one-stage service binary (services/<stage>): flags or
+// environment for NATS and the kubeconfig, JSON logs, run until SIGTERM.
+func Main(name events.Stage) {
+	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
+	natsURL := fs.String("nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig; empty inside a cluster uses the pod's service account")
+	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
+	_ = fs.Parse(os.Args[1:])
+
+	lvl, err := zapcore.ParseLevel(*level)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sealane-%s: --log-level: %v\n", name, err)
+		os.Exit(2)
+	}
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	log, err := cfg.Build()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sealane-%s: logger: %v\n", name, err)
+		os.Exit(2)
+	}
+	log = log.With(zap.String("service", string(name)))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, name, *natsURL, *kubeconfig, log); err != nil {
+		log.Error("exit", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+	_ = log.Sync()
+}
+
+func run(ctx context.Context, name events.Stage, natsURL, kubeconfig string, log *zap.Logger) error {
+	node, err := Open(ctx, Options{NATSURL: natsURL, Name: "sealane-" + string(name), Log: log})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	log.Info("serving", zap.String("nats", natsURL))
+	return RunStages(ctx, node.Bus, pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(kubeconfig), Log: log}, name)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

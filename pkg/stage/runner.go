@@ -1,0 +1,193 @@
+package stage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/deploy"
+)
+
+// Runner runs stages against one bus.
+type Runner struct {
+	Bus   *bus.Bus
+	Log   *zap.Logger
+	Clock func() time.Time
+}
+
+// Run consumes the stage's events with its durable consumer until ctx is done. Several
+// replicas may Run the same stage against one NATS: they share the work.
+func (r *Runner) Run(ctx context.Context, st Stage) error {
+	if r.Clock == nil {
+		r.Clock = time.Now
+	}
+	if r.Log == nil {
+		r.Log = zap.NewNop()
+	}
+	log := r.Log.With(zap.String("stage", string(st.Name)))
+	subjects := make([]string, 0, len(st.Types))
+	for _, t := range st.Types {
+		subjects = append(subjects, events.Filter{Type: t}.Subject())
+	}
+	opts := bus.ConsumerOptions{
+		Durable:        string(st.Name),
+		FilterSubjects: subjects,
+		Workers:        st.Workers,
+		AckWait:        st.AckWait,
+		OnDeadLetter: func(ctx context.Context, msg jetstream.Msg, reason string) {
+			r.deadLetter(ctx, st, msg, reason, log)
+		},
+	}
+	opts = opts.WithDefaults()
+	return r.Bus.Consume(ctx, opts, func(ctx context.Context, msg jetstream.Msg) error {
+		return r.handle(ctx, st, msg, log)
+	})
+}
+
+func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger) error {
+	e, err := events.Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		return bus.Permanent(fmt.Errorf("%s: message on %s: %w", st.Name, msg.Subject(), err))
+	}
+	in := Input{Event: e, Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
+	if in.DeployID == "" {
+		return bus.Permanent(fmt.Errorf("%s: event %s has no %s extension", st.Name, e.ID(), events.ExtCorrelationID))
+	}
+	if in.Target, err = events.TargetOf(e); err != nil {
+		return bus.Permanent(fmt.Errorf("%s: event %s: %w", st.Name, e.ID(), err))
+	}
+	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()))
+
+	state, rev, err := r.loadState(ctx, in.DeployID)
+	if err != nil {
+		return err
+	}
+	if err := state.Accepts(in.Type); err != nil {
+		log.Info("ignoring event", zap.Error(err))
+		return nil
+	}
+	in.State = state
+	in.Publish = func(ctx context.Context, em Emit) error { return r.publish(ctx, st, in, em) }
+
+	start := r.Clock()
+	out, err := st.Handler.Handle(ctx, in)
+	if err != nil {
+		log.Warn("handler failed, will retry", zap.Error(err))
+		return fmt.Errorf("%s: handle %s: %w", st.Name, e.ID(), err)
+	}
+	next := deploy.State{ID: in.DeployID, Target: in.Target}
+	if state != nil {
+		next = *state
+	}
+	if out.State != nil {
+		next = *out.State
+	}
+	for _, em := range out.Emits {
+		next = next.Observe(em.Type, events.StepID(in.DeployID, em.Step), r.Clock())
+	}
+	if err := r.saveState(ctx, next, rev, state == nil); err != nil {
+		return err
+	}
+	for _, em := range out.Emits {
+		if err := r.publish(ctx, st, in, em); err != nil {
+			return err
+		}
+	}
+	log.Debug("handled", zap.Duration("took", r.Clock().Sub(start)), zap.Int("emitted", len(out.Emits)))
+	return nil
+}
+
+func (r *Runner) publish(ctx context.Context, st Stage, in Input, em Emit) error {
+	ev, err := events.New(em.Type, events.Meta{
+		ID:            events.StepID(in.DeployID, em.Step),
+		Source:        "/sealane/" + string(st.Name),
+		Target:        in.Target,
+		CorrelationID: in.DeployID,
+		CausationID:   in.Event.ID(),
+		DataRef:       em.DataRef,
+		Time:          r.Clock(),
+	}, em.Data)
+	if err != nil {
+		return bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
+	}
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
+	}
+	if _, err := r.Bus.Publish(ctx, msg, ev.ID()); err != nil {
+		return fmt.Errorf("%s: %w", st.Name, err)
+	}
+	return nil
+}
+
+func (r *Runner) loadState(ctx context.Context, id string) (*deploy.State, uint64, error) {
+	entry, err := r.Bus.State().Get(ctx, deploy.Key(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("load state of deploy %s: %w", id, err)
+	}
+	var s deploy.State
+	if err := json.Unmarshal(entry.Value(), &s); err != nil {
+		return nil, 0, bus.Permanent(fmt.Errorf("state of deploy %s is corrupt: %w", id, err))
+	}
+	return &s, entry.Revision(), nil
+}
+
+// saveState writes the state with compare-and-set; a conflict means another worker moved the
+// deploy meanwhile, so the event is retried against the fresh state.
+func (r *Runner) saveState(ctx context.Context, s deploy.State, rev uint64, create bool) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode state of deploy %s: %w", s.ID, err)
+	}
+	if create {
+		_, err = r.Bus.State().Create(ctx, deploy.Key(s.ID), b)
+	} else {
+		_, err = r.Bus.State().Update(ctx, deploy.Key(s.ID), b, rev)
+	}
+	if err != nil {
+		return fmt.Errorf("save state of deploy %s (revision %d): %w", s.ID, rev, err)
+	}
+	return nil
+}
+
+// deadLetter reports a deploy whose event a stage gave up on as failed, so that the recorder
+// closes it and the client waiting for it gets an answer.
+func (r *Runner) deadLetter(ctx context.Context, st Stage, msg jetstream.Msg, reason string, log *zap.Logger) {
+	e, err := events.Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		log.Error("dead letter is not a CloudEvent; no deploy to fail", zap.String("subject", msg.Subject()), zap.String("reason", reason))
+		return
+	}
+	in := Input{Event: e, Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
+	in.Target, err = events.TargetOf(e)
+	if err != nil || in.DeployID == "" || in.Type == events.ReleaseRecorded {
+		log.Error("dead letter cannot be tied to a deploy", zap.String("event", e.ID()), zap.String("reason", reason))
+		return
+	}
+	state, _, _ := r.loadState(ctx, in.DeployID)
+	revision := 0
+	if state != nil {
+		revision = state.Revision
+	}
+	em := Fail(st.Name, in, revision, fmt.Sprintf("%s gave up on event %s: %s", st.Name, e.ID(), reason))
+	em.Step = "failed." + string(st.Name) + ".deadletter"
+	if in.Type == events.DeployFailed || in.Type == events.DeploySucceeded {
+		// The recorder itself gave up: nothing downstream would record it, so end the deploy.
+		em = Emit{Type: events.ReleaseRecorded, Step: "recorded.deadletter", Data: events.RecordedData{
+			Target: in.Target, Revision: revision, Outcome: events.OutcomeFailed, Reason: em.Data.(events.FailedData).Reason,
+		}}
+	}
+	if err := r.publish(ctx, st, in, em); err != nil {
+		log.Error("publish dead-letter failure", zap.Error(err))
+	}
+}

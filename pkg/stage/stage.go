@@ -1,0 +1,78 @@
+// Package stage runs a pipeline stage handler on the bus: it decodes the CloudEvent, loads the
+// deploy's state, calls the handler, saves the new state with compare-and-set and publishes the
+// handler's events with deterministic ids. Handlers never touch NATS.
+package stage
+
+import (
+	"context"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/deploy"
+)
+
+// Emit is an event a handler wants published.
+type Emit struct {
+	Type    events.Type
+	Step    string // unique within the deploy; the event id is "<deploy id>.<step>"
+	Data    any
+	DataRef string
+}
+
+// Input is what a handler gets for one event.
+type Input struct {
+	Event    cloudevents.Event
+	Type     events.Type
+	DeployID string
+	Target   events.Target
+	// State is the deploy's state before this event, nil for the first event of a deploy.
+	State *deploy.State
+	// Publish sends an event right away (live progress) instead of at the end.
+	Publish func(ctx context.Context, e Emit) error
+}
+
+// Output is what a handler decided: events to publish and, optionally, the new state
+// (nil keeps the current one; the runtime records the emitted events in it either way).
+type Output struct {
+	Emits []Emit
+	State *deploy.State
+}
+
+// Handler handles one event of a stage. An error means "retry later"; a deploy that cannot
+// go on is reported by emitting events.DeployFailed, not by an error.
+type Handler interface {
+	Handle(ctx context.Context, in Input) (Output, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, in Input) (Output, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, in Input) (Output, error) { return f(ctx, in) }
+
+// Stage binds a handler to the event types it consumes.
+type Stage struct {
+	Name    events.Stage
+	Types   []events.Type
+	Handler Handler
+	// Workers is how many events one replica handles at once (default 1).
+	Workers int
+	// AckWait bounds how long a handler may go without a heartbeat (default 30s).
+	AckWait time.Duration
+}
+
+// Fail builds the DeployFailed event a handler emits when the deploy cannot go on.
+func Fail(stage events.Stage, in Input, revision int, reason string, failures ...events.ResourceFailure) Emit {
+	return Emit{
+		Type: events.DeployFailed,
+		Step: "failed",
+		Data: events.FailedData{Target: in.Target, Revision: revision, Stage: stage, Reason: reason, Failures: failures},
+	}
+}
+
+// Permanent marks an error that retrying cannot fix (a malformed event): the runtime
+// dead-letters the event at once and reports the deploy as failed.
+func Permanent(err error) error { return bus.Permanent(err) }

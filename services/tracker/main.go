@@ -1,0 +1,10 @@
+// Command tracker runs sealane's tracker stage as its own service; replicas share its durable
+// consumer. Configuration: --nats / $SEALANE_NATS_URL, --kubeconfig, --log-level.
+package main
+
+import (
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/serve"
+)
+
+func main() { serve.Main(events.StageTracker) }
