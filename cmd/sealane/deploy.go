@@ -80,7 +80,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 			return err
 		}
 		go func() {
-			stagesDone <- serve.RunStages(stagesCtx, node.Bus, pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log})
+			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log})
 		}()
 	} else {
 		close(stagesDone)

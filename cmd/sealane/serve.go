@@ -42,7 +42,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			defer node.Close()
 			log.Info("serving")
 			deps := pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(g.kubeconfig), Log: log}
-			return serve.RunStages(cmd.Context(), node.Bus, deps, names...)
+			return serve.RunStages(cmd.Context(), node.Runner(log), deps, names...)
 		},
 	}
 }

@@ -49,11 +49,15 @@ var ErrDeployFailed = errors.New("deploy failed")
 // recorder closes it. It returns ErrDeployFailed (wrapped with the reason) when the deploy
 // failed, and an error naming the input when the request cannot even be built.
 func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(cloudevents.Event)) (Result, error) {
-	requested, deployID, err := prepare(ctx, b, req)
+	ev, err := Prepare(ctx, b, req)
 	if err != nil {
 		return Result{}, err
 	}
-	target := requested.Target
+	deployID := events.CorrelationID(ev)
+	target, err := events.TargetOf(ev)
+	if err != nil {
+		return Result{}, err
+	}
 	var res Result
 	res.DeployID = deployID
 	done := make(chan error, 1)
@@ -81,13 +85,6 @@ func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(clo
 			return nil
 		})
 	}()
-	ev, err := events.New(events.DeployRequested, events.Meta{
-		ID: events.StepID(deployID, "requested"), Source: "/sealane/cli", Target: target,
-		CorrelationID: deployID, DataRef: requested.InputsRef,
-	}, requested)
-	if err != nil {
-		return res, err
-	}
 	msg, err := events.Encode(ev)
 	if err != nil {
 		return res, err
@@ -109,7 +106,25 @@ func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(clo
 	return res, nil
 }
 
-func prepare(ctx context.Context, b *bus.Bus, req DeployRequest) (events.RequestedData, string, error) {
+// Blobs is where Prepare stores the chart and the values.
+type Blobs interface {
+	PutBlob(ctx context.Context, name string, data []byte) (string, error)
+}
+
+// Prepare checks the request, stores the packed chart and the values in blobs and returns the
+// deploy.requested event (not yet published). Bad input fails here, before anything is sent.
+func Prepare(ctx context.Context, blobs Blobs, req DeployRequest) (cloudevents.Event, error) {
+	data, deployID, err := prepare(ctx, blobs, req)
+	if err != nil {
+		return cloudevents.Event{}, err
+	}
+	return events.New(events.DeployRequested, events.Meta{
+		ID: events.StepID(deployID, "requested"), Source: "/sealane/cli", Target: data.Target,
+		CorrelationID: deployID, DataRef: data.InputsRef,
+	}, data)
+}
+
+func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedData, string, error) {
 	var out events.RequestedData
 	archive, meta, digest, err := chart.Pack(req.ChartDir)
 	if err != nil {

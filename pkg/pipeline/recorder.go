@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -70,7 +71,8 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
 		Description: "Deploy in progress (sealane)",
 	}); err != nil {
-		if release.IsTooLarge(err) {
+		var tooLarge *release.RecordTooLargeError
+		if errors.As(err, &tooLarge) {
 			return fail(err.Error())
 		}
 		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)

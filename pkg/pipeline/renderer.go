@@ -63,11 +63,11 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		return fail(err.Error())
 	}
 	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
-	revision, err := store.NextRevision(in.Target.Release)
+	revision, err := store.NextRevision(ctx, in.Target.Release)
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release %s history: %w", in.Target.Release, err)
 	}
-	_, err = store.Deployed(in.Target.Release)
+	_, err = store.Deployed(ctx, in.Target.Release)
 	isUpgrade := err == nil
 	if err != nil && !errors.Is(err, release.ErrNotFound) {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)

@@ -55,7 +55,7 @@ func run(ctx context.Context, name events.Stage, natsURL, kubeconfig string, log
 	}
 	defer node.Close()
 	log.Info("serving", zap.String("nats", natsURL))
-	return RunStages(ctx, node.Bus, pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(kubeconfig), Log: log}, name)
+	return RunStages(ctx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(kubeconfig), Log: log}, name)
 }
 
 func envOr(key, def string) string {

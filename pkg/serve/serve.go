@@ -85,6 +85,9 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 	return n, nil
 }
 
+// Runner returns a stage runner on this node's bus.
+func (n *Node) Runner(log *zap.Logger) *stage.Runner { return &stage.Runner{Bus: n.Bus, Log: log} }
+
 // Close drains the connection and stops the embedded server, if any.
 func (n *Node) Close() {
 	if n.conn != nil {
@@ -97,13 +100,12 @@ func (n *Node) Close() {
 	}
 }
 
-// RunStages runs the named stages until ctx is done; it returns the first stage error.
-func RunStages(ctx context.Context, b *bus.Bus, deps pipeline.Deps, names ...events.Stage) error {
+// RunStages runs the named stages with r until ctx is done; it returns the first stage error.
+func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names ...events.Stage) error {
 	stages, err := pipeline.Stages(deps, names...)
 	if err != nil {
 		return err
 	}
-	r := &stage.Runner{Bus: b, Log: deps.Log, Clock: deps.Clock}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

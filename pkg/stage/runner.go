@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -20,6 +21,9 @@ type Runner struct {
 	Bus   *bus.Bus
 	Log   *zap.Logger
 	Clock func() time.Time
+	// Observe, if set, is called when a handler starts on an event: the time since the event
+	// was created is the hop latency (queueing + delivery).
+	Observe func(stage events.Stage, e cloudevents.Event, start time.Time)
 }
 
 // Run consumes the stage's events with its durable consumer until ctx is done. Several
@@ -77,21 +81,15 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	in.Publish = func(ctx context.Context, em Emit) error { return r.publish(ctx, st, in, em) }
 
 	start := r.Clock()
+	if r.Observe != nil {
+		r.Observe(st.Name, e, start)
+	}
 	out, err := st.Handler.Handle(ctx, in)
 	if err != nil {
 		log.Warn("handler failed, will retry", zap.Error(err))
 		return fmt.Errorf("%s: handle %s: %w", st.Name, e.ID(), err)
 	}
-	next := deploy.State{ID: in.DeployID, Target: in.Target}
-	if state != nil {
-		next = *state
-	}
-	if out.State != nil {
-		next = *out.State
-	}
-	for _, em := range out.Emits {
-		next = next.Observe(em.Type, events.StepID(in.DeployID, em.Step), r.Clock())
-	}
+	next := nextState(in, out, r.Clock())
 	if err := r.saveState(ctx, next, rev, state == nil); err != nil {
 		return err
 	}
@@ -105,17 +103,9 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 }
 
 func (r *Runner) publish(ctx context.Context, st Stage, in Input, em Emit) error {
-	ev, err := events.New(em.Type, events.Meta{
-		ID:            events.StepID(in.DeployID, em.Step),
-		Source:        "/sealane/" + string(st.Name),
-		Target:        in.Target,
-		CorrelationID: in.DeployID,
-		CausationID:   in.Event.ID(),
-		DataRef:       em.DataRef,
-		Time:          r.Clock(),
-	}, em.Data)
+	ev, err := build(st, in, em, r.Clock())
 	if err != nil {
-		return bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
+		return bus.Permanent(err)
 	}
 	msg, err := events.Encode(ev)
 	if err != nil {

@@ -5,6 +5,7 @@ package stage
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -76,3 +77,37 @@ func Fail(stage events.Stage, in Input, revision int, reason string, failures ..
 // Permanent marks an error that retrying cannot fix (a malformed event): the runtime
 // dead-letters the event at once and reports the deploy as failed.
 func Permanent(err error) error { return bus.Permanent(err) }
+
+// build turns a handler's Emit into the CloudEvent the stage publishes: id "<deploy>.<step>",
+// caused by the input event, same deploy id and target.
+func build(st Stage, in Input, em Emit, now time.Time) (cloudevents.Event, error) {
+	ev, err := events.New(em.Type, events.Meta{
+		ID:            events.StepID(in.DeployID, em.Step),
+		Source:        "/sealane/" + string(st.Name),
+		Target:        in.Target,
+		CorrelationID: in.DeployID,
+		CausationID:   in.Event.ID(),
+		DataRef:       em.DataRef,
+		Time:          now,
+	}, em.Data)
+	if err != nil {
+		return ev, fmt.Errorf("%s: %w", st.Name, err)
+	}
+	return ev, nil
+}
+
+// nextState is the deploy state after a handler's output: the handler's replacement (or the
+// current state) with every emitted event observed.
+func nextState(in Input, out Output, now time.Time) deploy.State {
+	next := deploy.State{ID: in.DeployID, Target: in.Target}
+	if in.State != nil {
+		next = *in.State
+	}
+	if out.State != nil {
+		next = *out.State
+	}
+	for _, em := range out.Emits {
+		next = next.Observe(em.Type, events.StepID(in.DeployID, em.Step), now)
+	}
+	return next
+}

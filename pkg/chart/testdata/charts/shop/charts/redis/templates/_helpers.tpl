@@ -1,0 +1,3 @@
+{{- define "redis.fullname" -}}
+{{- printf "%s-redis" .Release.Name -}}
+{{- end -}}

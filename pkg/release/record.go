@@ -1,0 +1,220 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
+)
+
+// Pending is a new revision about to be applied.
+type Pending struct {
+	Name      string
+	Namespace string // release namespace; empty means the Store's namespace
+	Revision  int
+	Chart     *helmchart.Chart
+	Config    map[string]any // user-supplied values
+	Manifest  string
+	Hooks     []*helmrelease.Hook
+	Notes     string
+	// Description overrides Helm's "Initial install underway" / "Preparing upgrade".
+	Description string
+}
+
+// RecordPending stores revision p.Revision as pending-install (when no revision
+// is deployed) or pending-upgrade, like `helm install`/`helm upgrade` do before
+// applying. If the revision already exists it is returned unchanged (redelivered
+// events). Older revisions left pending by an interrupted deploy become failed.
+func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Release, error) {
+	if err := chartutil.ValidateReleaseName(p.Name); err != nil {
+		return nil, fmt.Errorf("record release %q: %w", p.Name, err)
+	}
+	if p.Revision < 1 {
+		return nil, fmt.Errorf("record release %s: revision %d, want >= 1", p.Name, p.Revision)
+	}
+	h, err := s.History(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	if existing := find(h, p.Revision); existing != nil {
+		s.log.Debug("release revision already recorded", zap.String("release", p.Name), zap.Int("revision", p.Revision),
+			zap.String("status", existing.Info.Status.String()))
+		return existing, nil
+	}
+	if next := nextRevision(h); p.Revision != next {
+		return nil, fmt.Errorf("record release %s revision %d: the next revision is %d", p.Name, p.Revision, next)
+	}
+
+	rel := s.newPendingRelease(p, latestDeployed(h))
+	if err := checkSize(rel); err != nil {
+		return nil, err
+	}
+	if err := s.storage.Create(rel); err != nil {
+		if errors.Is(err, driver.ErrReleaseExists) {
+			// A concurrent delivery of the same event won the race.
+			return s.Get(ctx, p.Name, p.Revision)
+		}
+		return nil, fmt.Errorf("record release %s revision %d: %w", p.Name, p.Revision, err)
+	}
+	s.log.Info("release revision recorded", zap.String("release", p.Name), zap.Int("revision", p.Revision),
+		zap.String("status", rel.Info.Status.String()))
+
+	for _, old := range h {
+		if old.Info != nil && old.Info.Status.IsPending() {
+			old.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Interrupted: superseded by revision %d before it finished", p.Revision))
+			if err := s.update(old); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rel, nil
+}
+
+func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *helmrelease.Release {
+	now := helmtime.Time{Time: s.now()}
+	ns := p.Namespace
+	if ns == "" {
+		ns = s.namespace
+	}
+	info := &helmrelease.Info{
+		FirstDeployed: now,
+		LastDeployed:  now,
+		Status:        helmrelease.StatusPendingInstall,
+		Description:   "Initial install underway",
+		Notes:         p.Notes,
+	}
+	if deployed != nil {
+		info.Status = helmrelease.StatusPendingUpgrade
+		info.Description = "Preparing upgrade"
+		if deployed.Info != nil {
+			info.FirstDeployed = deployed.Info.FirstDeployed
+		}
+	}
+	if p.Description != "" {
+		info.Description = p.Description
+	}
+	return &helmrelease.Release{
+		Name:      p.Name,
+		Namespace: ns,
+		Info:      info,
+		Chart:     p.Chart,
+		Config:    p.Config,
+		Manifest:  p.Manifest,
+		Hooks:     p.Hooks,
+		Version:   p.Revision,
+	}
+}
+
+// RecordResult ends a pending revision: deployed (every other deployed revision
+// becomes superseded, as in Helm) or failed. A revision that is no longer
+// pending is returned unchanged. description overrides Helm's
+// "Install complete"/"Upgrade complete"; on failure it is the reason, stored as
+// `Release "<name>" failed: <reason>` (`Upgrade "<name>" failed: ...` for upgrades).
+func (s *Store) RecordResult(ctx context.Context, name string, revision int, succeeded bool, description string) (*helmrelease.Release, error) {
+	h, err := s.History(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	rel := find(h, revision)
+	if rel == nil {
+		return nil, fmt.Errorf("record result of release %s revision %d in namespace %s: %w", name, revision, s.namespace, ErrNotFound)
+	}
+	if rel.Info == nil {
+		return nil, fmt.Errorf("record result of release %s revision %d: the stored record has no info", name, revision)
+	}
+	if !rel.Info.Status.IsPending() {
+		s.log.Debug("release revision already final", zap.String("release", name), zap.Int("revision", revision),
+			zap.String("status", rel.Info.Status.String()))
+		if rel.Info.Status == helmrelease.StatusDeployed {
+			// Finish a supersede step an earlier attempt may not have completed.
+			return rel, s.supersedeOthers(h, revision)
+		}
+		return rel, nil
+	}
+
+	status, desc := resultStatus(rel, succeeded, description)
+	if newer := latestDeployed(h); succeeded && newer != nil && newer.Version > revision {
+		status = helmrelease.StatusSuperseded // a later revision is already deployed
+	}
+	rel.SetStatus(status, desc)
+	if err := s.update(rel); err != nil {
+		return nil, err
+	}
+	s.log.Info("release revision finished", zap.String("release", name), zap.Int("revision", revision),
+		zap.String("status", status.String()))
+	if status == helmrelease.StatusDeployed {
+		if err := s.supersedeOthers(h, revision); err != nil {
+			return nil, err
+		}
+	}
+	return rel, nil
+}
+
+// resultStatus returns the final status and description of a pending revision, with Helm's texts.
+func resultStatus(rel *helmrelease.Release, succeeded bool, description string) (helmrelease.Status, string) {
+	verb := map[helmrelease.Status]string{
+		helmrelease.StatusPendingInstall:  "Install",
+		helmrelease.StatusPendingUpgrade:  "Upgrade",
+		helmrelease.StatusPendingRollback: "Rollback",
+	}[rel.Info.Status]
+	if succeeded {
+		if description == "" {
+			description = verb + " complete"
+		}
+		return helmrelease.StatusDeployed, description
+	}
+	prefix := fmt.Sprintf("Release %q failed", rel.Name)
+	if rel.Info.Status != helmrelease.StatusPendingInstall {
+		prefix = fmt.Sprintf("%s %q failed", verb, rel.Name)
+	}
+	if description == "" {
+		return helmrelease.StatusFailed, prefix
+	}
+	return helmrelease.StatusFailed, prefix + ": " + description
+}
+
+// supersedeOthers marks every deployed revision other than revision superseded.
+func (s *Store) supersedeOthers(h []*helmrelease.Release, revision int) error {
+	for _, r := range h {
+		if r.Version == revision || r.Info == nil || r.Info.Status != helmrelease.StatusDeployed {
+			continue
+		}
+		r.Info.Status = helmrelease.StatusSuperseded
+		if err := s.update(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) update(rel *helmrelease.Release) error {
+	if err := checkSize(rel); err != nil {
+		return err
+	}
+	if err := s.storage.Update(rel); err != nil {
+		return fmt.Errorf("update release %s revision %d: %w", rel.Name, rel.Version, err)
+	}
+	return nil
+}
+
+func find(h []*helmrelease.Release, revision int) *helmrelease.Release {
+	for _, r := range h {
+		if r.Version == revision {
+			return r
+		}
+	}
+	return nil
+}
+
+func nextRevision(h []*helmrelease.Release) int {
+	if len(h) == 0 {
+		return 1
+	}
+	return h[len(h)-1].Version + 1
+}
