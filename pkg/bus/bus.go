@@ -1,0 +1,275 @@
+// Package bus is the JetStream adapter every pipeline stage uses: it creates the deploy
+// stream, state bucket, blob store and dead-letter stream, and offers idempotent publishing,
+// shared durable consumers with retries and dead letters, blobs, and stream following.
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// Defaults for Options.
+const (
+	DefaultStream           = "SEALANE_DEPLOY"
+	DefaultSubject          = "sealane.deploy.>"
+	DefaultMaxAge           = 30 * 24 * time.Hour
+	DefaultDuplicates       = 2 * time.Minute
+	DefaultStateBucket      = "sealane-deploys"
+	DefaultBlobBucket       = "sealane-blobs"
+	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
+	// DeadLetterSubjectPrefix is the subject prefix of dead letters; the durable name follows it.
+	DeadLetterSubjectPrefix = "sealane.deadletter"
+	// stateHistory is how many revisions of each deploy state key are kept.
+	stateHistory = 16
+)
+
+// Options names and sizes the JetStream topology. Zero fields take the defaults.
+type Options struct {
+	// Stream holds every deploy event (limits retention, file storage).
+	Stream string
+	// Subjects bound to Stream.
+	Subjects []string
+	// Replicas for the streams and buckets; 3 on a production cluster.
+	Replicas int
+	// MaxAge of events, dead letters and blobs.
+	MaxAge time.Duration
+	// Duplicates is the Nats-Msg-Id deduplication window (at least 2 minutes).
+	Duplicates time.Duration
+	// StateBucket is the KV bucket with one entry per deploy.
+	StateBucket string
+	// BlobBucket is the object store for payloads above max_payload.
+	BlobBucket string
+	// DeadLetterStream records messages a stage gave up on, on DeadLetterSubjectPrefix.>.
+	DeadLetterStream string
+}
+
+// DefaultOptions returns the production topology names with one replica.
+func DefaultOptions() Options {
+	return Options{
+		Stream:           DefaultStream,
+		Subjects:         []string{DefaultSubject},
+		Replicas:         1,
+		MaxAge:           DefaultMaxAge,
+		Duplicates:       DefaultDuplicates,
+		StateBucket:      DefaultStateBucket,
+		BlobBucket:       DefaultBlobBucket,
+		DeadLetterStream: DefaultDeadLetterStream,
+	}
+}
+
+// WithDefaults returns o with every zero field set from DefaultOptions.
+func (o Options) WithDefaults() Options {
+	d := DefaultOptions()
+	if o.Stream == "" {
+		o.Stream = d.Stream
+	}
+	if len(o.Subjects) == 0 {
+		o.Subjects = d.Subjects
+	}
+	if o.Replicas == 0 {
+		o.Replicas = d.Replicas
+	}
+	if o.MaxAge == 0 {
+		o.MaxAge = d.MaxAge
+	}
+	if o.Duplicates == 0 {
+		o.Duplicates = d.Duplicates
+	}
+	if o.StateBucket == "" {
+		o.StateBucket = d.StateBucket
+	}
+	if o.BlobBucket == "" {
+		o.BlobBucket = d.BlobBucket
+	}
+	if o.DeadLetterStream == "" {
+		o.DeadLetterStream = d.DeadLetterStream
+	}
+	return o
+}
+
+var (
+	streamNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	bucketNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+// Validate reports the first invalid field of o after defaults are applied.
+func (o Options) Validate() error {
+	o = o.WithDefaults()
+	for _, s := range []string{o.Stream, o.DeadLetterStream} {
+		if !streamNameRe.MatchString(s) {
+			return fmt.Errorf("bus options: invalid stream name %q", s)
+		}
+	}
+	if o.Stream == o.DeadLetterStream {
+		return fmt.Errorf("bus options: dead-letter stream must differ from stream %q", o.Stream)
+	}
+	for _, s := range o.Subjects {
+		if !validSubject(s, true) {
+			return fmt.Errorf("bus options: invalid subject %q", s)
+		}
+		if subjectsOverlap(s, DeadLetterSubjectPrefix+".>") {
+			return fmt.Errorf("bus options: subject %q overlaps dead letters %s.>", s, DeadLetterSubjectPrefix)
+		}
+	}
+	for _, b := range []string{o.StateBucket, o.BlobBucket} {
+		if !bucketNameRe.MatchString(b) {
+			return fmt.Errorf("bus options: invalid bucket name %q", b)
+		}
+	}
+	if o.Replicas < 1 || o.Replicas > 5 {
+		return fmt.Errorf("bus options: replicas %d out of range 1..5", o.Replicas)
+	}
+	if o.MaxAge < 0 {
+		return fmt.Errorf("bus options: negative max age %s", o.MaxAge)
+	}
+	if o.Duplicates < DefaultDuplicates {
+		return fmt.Errorf("bus options: duplicate window %s is below %s", o.Duplicates, DefaultDuplicates)
+	}
+	if o.MaxAge > 0 && o.Duplicates > o.MaxAge {
+		return fmt.Errorf("bus options: duplicate window %s exceeds max age %s", o.Duplicates, o.MaxAge)
+	}
+	return nil
+}
+
+// Bus is a JetStream connection bound to the sealane topology. It is safe for concurrent use.
+type Bus struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	opts  Options
+	log   *zap.Logger
+	state jetstream.KeyValue
+	blobs jetstream.ObjectStore
+}
+
+// setupAttempts bounds retries of topology creation racing other replicas.
+const setupAttempts = 5
+
+// New creates or updates the deploy stream, dead-letter stream, state bucket and blob store,
+// and returns a Bus using them. Many replicas may call it at once with the same options.
+func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bus, error) {
+	if nc == nil {
+		return nil, errors.New("new bus: nil connection")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	opts = opts.WithDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("new bus: %w", err)
+	}
+	b := &Bus{nc: nc, js: js, opts: opts, log: log}
+	steps := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"stream " + opts.Stream, b.ensureStream},
+		{"dead-letter stream " + opts.DeadLetterStream, b.ensureDeadLetterStream},
+		{"state bucket " + opts.StateBucket, b.ensureState},
+		{"blob bucket " + opts.BlobBucket, b.ensureBlobs},
+	}
+	for _, st := range steps {
+		if err := retrySetup(ctx, st.do); err != nil {
+			return nil, fmt.Errorf("new bus: %s: %w", st.what, err)
+		}
+	}
+	return b, nil
+}
+
+// retrySetup runs do until it succeeds, ctx ends or setupAttempts are used. Concurrent
+// creators can see transient "already in use" or timeout answers; a second pass updates.
+func retrySetup(ctx context.Context, do func(context.Context) error) error {
+	bo := backoff{min: 100 * time.Millisecond, max: 2 * time.Second}
+	var err error
+	for range setupAttempts {
+		if err = do(ctx); err == nil {
+			return nil
+		}
+		if serr := sleepCtx(ctx, bo.next()); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+	return err
+}
+
+func (b *Bus) ensureStream(ctx context.Context) error {
+	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        b.opts.Stream,
+		Description: "sealane deploy events",
+		Subjects:    b.opts.Subjects,
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+		MaxAge:      b.opts.MaxAge,
+		Duplicates:  b.opts.Duplicates,
+		Discard:     jetstream.DiscardOld,
+	})
+	return err
+}
+
+func (b *Bus) ensureDeadLetterStream(ctx context.Context) error {
+	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        b.opts.DeadLetterStream,
+		Description: "sealane messages a stage gave up on",
+		Subjects:    []string{DeadLetterSubjectPrefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+		MaxAge:      b.opts.MaxAge,
+		Duplicates:  b.opts.Duplicates,
+		Discard:     jetstream.DiscardOld,
+	})
+	return err
+}
+
+func (b *Bus) ensureState(ctx context.Context) error {
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      b.opts.StateBucket,
+		Description: "sealane deploy state, one key per deploy",
+		History:     stateHistory,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+	})
+	if err != nil {
+		return err
+	}
+	b.state = kv
+	return nil
+}
+
+func (b *Bus) ensureBlobs(ctx context.Context) error {
+	obs, err := b.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      b.opts.BlobBucket,
+		Description: "sealane payloads above max_payload",
+		TTL:         b.opts.MaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+	})
+	if err != nil {
+		return err
+	}
+	b.blobs = obs
+	return nil
+}
+
+// Conn returns the underlying NATS connection.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// JetStream returns the JetStream API handle the bus uses.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// State returns the deploy state KV bucket.
+func (b *Bus) State() jetstream.KeyValue { return b.state }
+
+// Options returns the topology the bus was created with, defaults filled in.
+func (b *Bus) Options() Options { return b.opts }

@@ -1,0 +1,352 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// Handler processes one message. It returns nil once the side effect is durable (the bus then
+// acks), a Permanent error for input that can never succeed, or any other error to retry.
+// It must not ack, nak or term the message itself.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// Consumer defaults.
+const (
+	DefaultAckWait       = 30 * time.Second
+	DefaultMaxDeliver    = 10
+	DefaultWorkers       = 1
+	DefaultMaxAckPending = 256
+)
+
+// Internal consume timings.
+const (
+	fetchWait      = 30 * time.Second       // one pull request's lifetime when idle
+	fetchHeartbeat = 5 * time.Second        // idle heartbeat of a pull; 2 missed = error
+	ackTimeout     = 10 * time.Second       // DoubleAck, dead-letter recording after the handler
+	minAckWait     = 100 * time.Millisecond // below this InProgress cannot keep up
+	closedPoll     = time.Second            // how often a waiting fetch checks the connection
+)
+
+// ConsumerOptions configures one stage's durable pull consumer. Zero fields take defaults.
+type ConsumerOptions struct {
+	// Durable names the consumer; every replica of a stage uses the same name.
+	Durable string
+	// FilterSubjects limits the consumer to these subjects; empty means the whole stream.
+	FilterSubjects []string
+	// AckWait is how long a delivery may go without ack or InProgress before redelivery.
+	AckWait time.Duration
+	// MaxDeliver is the number of deliveries before a message is dead-lettered.
+	MaxDeliver int
+	// Backoff gives the NakWithDelay delay after a failed delivery (1 for the first).
+	Backoff func(delivery uint64) time.Duration
+	// Workers is the number of messages one Consume call handles in parallel.
+	Workers int
+	// MaxAckPending caps unacked messages, including retries waiting for their delay.
+	MaxAckPending int
+	// OnDeadLetter, if set, is called after a message was recorded as a dead letter and
+	// before it is terminated (the stage runtime publishes a "deploy failed" event here).
+	OnDeadLetter func(ctx context.Context, msg jetstream.Msg, reason string)
+}
+
+// DefaultConsumerOptions returns the defaults for the stage consumer named durable.
+func DefaultConsumerOptions(durable string) ConsumerOptions {
+	return ConsumerOptions{Durable: durable}.WithDefaults()
+}
+
+// WithDefaults returns o with every zero field set to its default.
+func (o ConsumerOptions) WithDefaults() ConsumerOptions {
+	if o.AckWait == 0 {
+		o.AckWait = DefaultAckWait
+	}
+	if o.MaxDeliver == 0 {
+		o.MaxDeliver = DefaultMaxDeliver
+	}
+	if o.Backoff == nil {
+		o.Backoff = ExponentialBackoff(time.Second, 30*time.Second)
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.MaxAckPending == 0 {
+		o.MaxAckPending = max(DefaultMaxAckPending, o.Workers)
+	}
+	return o
+}
+
+// Validate reports the first invalid field of o after defaults are applied.
+func (o ConsumerOptions) Validate() error {
+	o = o.WithDefaults()
+	if !validName(o.Durable) {
+		return fmt.Errorf("consumer options: invalid durable name %q", o.Durable)
+	}
+	for _, s := range o.FilterSubjects {
+		if !validSubject(s, true) {
+			return fmt.Errorf("consumer %s: invalid filter subject %q", o.Durable, s)
+		}
+	}
+	if o.AckWait < minAckWait {
+		return fmt.Errorf("consumer %s: ack wait %s below %s", o.Durable, o.AckWait, minAckWait)
+	}
+	if o.MaxDeliver < 1 {
+		return fmt.Errorf("consumer %s: max deliver %d below 1", o.Durable, o.MaxDeliver)
+	}
+	if o.Workers < 1 {
+		return fmt.Errorf("consumer %s: workers %d below 1", o.Durable, o.Workers)
+	}
+	if o.MaxAckPending < o.Workers {
+		return fmt.Errorf("consumer %s: max ack pending %d below workers %d", o.Durable, o.MaxAckPending, o.Workers)
+	}
+	return nil
+}
+
+// config is the server-side consumer configuration for o. Retries use NakWithDelay only,
+// so there is no BackOff; there is no InactiveThreshold, so the durable is never reaped.
+func (o ConsumerOptions) config() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:        o.Durable,
+		Description:    "sealane stage " + o.Durable,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        o.AckWait,
+		MaxDeliver:     o.MaxDeliver,
+		FilterSubjects: o.FilterSubjects,
+		MaxAckPending:  o.MaxAckPending,
+	}
+}
+
+// Consume runs h for the messages of the durable consumer opts.Durable, creating or updating
+// it first, until ctx is done; replicas calling Consume with the same durable share the work.
+// Each worker fetches one message at a time, heartbeats it with InProgress while h runs, and
+// acks, retries with NakWithDelay, or records a dead letter and terminates it. It returns nil
+// when ctx ends and an error only for invalid options, a consumer that cannot be created, or
+// a closed connection.
+func (b *Bus) Consume(ctx context.Context, opts ConsumerOptions, h Handler) error {
+	if h == nil {
+		return fmt.Errorf("consume %s: nil handler", opts.Durable)
+	}
+	opts = opts.WithDefaults()
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	c := &consumer{
+		b:    b,
+		opts: opts,
+		h:    h,
+		log:  b.log.With(zap.String("stream", b.opts.Stream), zap.String("consumer", opts.Durable)),
+	}
+	cons, err := c.create(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for i := range opts.Workers {
+		wg.Go(func() {
+			if err := c.work(wctx, i, cons); err != nil {
+				errOnce.Do(func() { firstErr = err })
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// consumer is one Consume call's state shared by its workers.
+type consumer struct {
+	b    *Bus
+	opts ConsumerOptions
+	h    Handler
+	log  *zap.Logger
+}
+
+// create creates or updates the durable, retrying transient errors until ctx ends.
+func (c *consumer) create(ctx context.Context) (jetstream.Consumer, error) {
+	bo := backoff{min: 250 * time.Millisecond, max: 5 * time.Second}
+	for {
+		cons, err := c.b.js.CreateOrUpdateConsumer(ctx, c.b.opts.Stream, c.opts.config())
+		if err == nil {
+			return cons, nil
+		}
+		if ctx.Err() != nil || !transient(err) {
+			return nil, fmt.Errorf("create consumer %s on stream %s: %w", c.opts.Durable, c.b.opts.Stream, err)
+		}
+		c.log.Warn("create consumer failed; retrying", zap.Error(err))
+		if err := sleepCtx(ctx, bo.next()); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// work is one worker's fetch-handle loop. It returns nil when ctx ends and an error when the
+// connection is closed for good.
+func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer) error {
+	log := c.log.With(zap.Int("worker", worker))
+	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
+	for ctx.Err() == nil {
+		msg, err := fetchOne(ctx, c.b.nc, cons)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if c.b.nc.IsClosed() {
+				return fmt.Errorf("consume %s on stream %s: %w", c.opts.Durable, c.b.opts.Stream, nats.ErrConnectionClosed)
+			}
+			// Deleted consumer, missed heartbeats, leader change, reconnect: wait, then
+			// recreate the durable (idempotent) and fetch again.
+			log.Warn("fetch failed; recovering consumer", zap.Error(err))
+			if sleepCtx(ctx, bo.next()) != nil {
+				return nil
+			}
+			if fresh, err := c.b.js.CreateOrUpdateConsumer(ctx, c.b.opts.Stream, c.opts.config()); err != nil {
+				log.Warn("recreate consumer failed", zap.Error(err))
+			} else {
+				cons = fresh
+			}
+			continue
+		}
+		bo.reset()
+		if msg != nil {
+			c.handle(ctx, msg)
+		}
+	}
+	return nil
+}
+
+// fetchOne pulls at most one message, waiting up to fetchWait. It returns (nil, nil) when no
+// message arrived in time, and notices a closed connection within a second.
+func fetchOne(ctx context.Context, nc *nats.Conn, cons jetstream.Consumer) (jetstream.Msg, error) {
+	fctx, cancel := context.WithTimeout(ctx, fetchWait)
+	defer cancel()
+	batch, err := cons.Fetch(1, jetstream.FetchContext(fctx), jetstream.FetchHeartbeat(fetchHeartbeat))
+	if err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(closedPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case msg, ok := <-batch.Messages():
+			if ok {
+				return msg, nil
+			}
+			err = batch.Error()
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil, nil
+			}
+			return nil, err
+		case <-tick.C:
+			if nc.IsClosed() {
+				return nil, nats.ErrConnectionClosed
+			}
+		}
+	}
+}
+
+// handle runs the handler for one delivery and settles the message.
+func (c *consumer) handle(ctx context.Context, msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		c.log.Error("message without jetstream metadata; terminating", zap.String("subject", msg.Subject()), zap.Error(err))
+		_ = msg.TermWithReason("no jetstream metadata")
+		return
+	}
+	log := c.log.With(zap.String("subject", msg.Subject()),
+		zap.Uint64("stream_seq", md.Sequence.Stream), zap.Uint64("delivery", md.NumDelivered))
+
+	herr := c.run(ctx, msg, log)
+	interrupted := ctx.Err() != nil
+
+	// Settle even when ctx ended: a finished side effect must still be acked.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+	defer cancel()
+	if herr == nil {
+		if err := msg.DoubleAck(actx); err != nil {
+			log.Warn("ack failed; message will be redelivered", zap.Error(err))
+		}
+		return
+	}
+	switch {
+	case IsPermanent(herr):
+		c.deadLetter(actx, msg, md, fmt.Sprintf("%s: %v", ReasonPermanent, herr), log)
+	case md.NumDelivered >= uint64(c.opts.MaxDeliver):
+		c.deadLetter(actx, msg, md, fmt.Sprintf("%s (%d of %d): %v", ReasonMaxDeliver, md.NumDelivered, c.opts.MaxDeliver, herr), log)
+	default:
+		delay := c.opts.Backoff(md.NumDelivered)
+		if interrupted {
+			delay = 0 // shutting down: let another replica take it now
+		}
+		log.Info("handler failed; retrying", zap.Duration("delay", delay), zap.Error(herr))
+		if err := msg.NakWithDelay(delay); err != nil {
+			log.Warn("nak failed; message will be redelivered after ack wait", zap.Error(err))
+		}
+	}
+}
+
+// run calls the handler while heartbeating the message every AckWait/3, turning a handler
+// panic into an error.
+func (c *consumer) run(ctx context.Context, msg jetstream.Msg, log *zap.Logger) (err error) {
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(c.opts.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				if err := msg.InProgress(); err != nil {
+					log.Debug("in-progress heartbeat failed", zap.Error(err))
+				}
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panic on %s: %v", msg.Subject(), r)
+		}
+	}()
+	return c.h(hctx, msg)
+}
+
+// permanentError marks an error that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as poison input: the message is dead-lettered without retry.
+// Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil || IsPermanent(err) {
+		return err
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err or an error it wraps was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

@@ -1,0 +1,217 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// Headers added to a dead letter; the original message's headers are kept beside them.
+const (
+	HeaderDeadReason     = "Sealane-Dead-Reason"
+	HeaderDeadConsumer   = "Sealane-Dead-Consumer"
+	HeaderDeadDeliveries = "Sealane-Dead-Deliveries"
+	HeaderDeadStreamSeq  = "Sealane-Dead-Stream-Seq"
+	HeaderDeadSubject    = "Sealane-Dead-Subject"
+	// HeaderDeadMsgID keeps the original Nats-Msg-Id, which cannot be stored under its own name.
+	HeaderDeadMsgID = "Sealane-Dead-Msg-Id"
+)
+
+// Prefixes of DeadLetter.Reason saying why the consumer gave up.
+const (
+	ReasonPermanent  = "permanent error"
+	ReasonMaxDeliver = "max deliveries reached"
+)
+
+// maxReasonLen caps the reason sent with TermWithReason and stored in a header.
+const maxReasonLen = 1024
+
+// deadLetterListWait bounds the wait for the next dead letter while listing.
+const deadLetterListWait = 5 * time.Second
+
+// DeadLetter is a message a consumer gave up on, as recorded in the dead-letter stream.
+type DeadLetter struct {
+	// Consumer is the durable (stage) that gave up.
+	Consumer string
+	// Subject is the original subject, where Redrive publishes again.
+	Subject string
+	// Reason starts with ReasonPermanent or ReasonMaxDeliver, then the handler's error.
+	Reason string
+	// Deliveries is how many times the message had been delivered.
+	Deliveries uint64
+	// StreamSeq is the original message's sequence in the deploy stream.
+	StreamSeq uint64
+	// Seq is this dead letter's sequence in the dead-letter stream.
+	Seq uint64
+	// MsgID is the original Nats-Msg-Id, if it had one.
+	MsgID string
+	// Time is when the dead letter was recorded.
+	Time time.Time
+	// Header holds the original headers, without server-interpreted Nats-* ones.
+	Header nats.Header
+	// Data is the original payload.
+	Data []byte
+}
+
+// deadLetter records msg as a dead letter, calls the hook and terminates the message.
+// If recording fails the message is nak'd so a later delivery can try again.
+func (c *consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, reason string, log *zap.Logger) {
+	reason = oneLine(reason)
+	if err := c.b.recordDeadLetter(ctx, c.opts.Durable, msg, md, reason); err != nil {
+		// On the last delivery the server will not redeliver; the message stays in the stream.
+		log.Error("record dead letter failed; nak'ing message", zap.String("reason", reason), zap.Error(err))
+		_ = msg.NakWithDelay(c.opts.Backoff(md.NumDelivered))
+		return
+	}
+	log.Warn("message dead-lettered", zap.String("reason", reason))
+	if c.opts.OnDeadLetter != nil {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					log.Error("dead-letter hook panicked", zap.Any("panic", r))
+				}
+			}()
+			c.opts.OnDeadLetter(ctx, msg, reason)
+		}()
+	}
+	if err := msg.TermWithReason(reason); err != nil {
+		log.Warn("terminate failed; message may be redelivered", zap.Error(err))
+	}
+}
+
+// recordDeadLetter publishes msg to the dead-letter stream with Msg-Id "<durable>.<seq>", so
+// recording the same delivery twice stores it once.
+func (b *Bus) recordDeadLetter(ctx context.Context, durable string, msg jetstream.Msg, md *jetstream.MsgMetadata, reason string) error {
+	h := make(nats.Header, len(msg.Headers())+6)
+	for k, v := range msg.Headers() {
+		if isServerHeader(k) {
+			continue
+		}
+		h[k] = append([]string(nil), v...)
+	}
+	if id := msg.Headers().Get(jetstream.MsgIDHeader); id != "" {
+		h.Set(HeaderDeadMsgID, id)
+	}
+	h.Set(HeaderDeadReason, reason)
+	h.Set(HeaderDeadConsumer, durable)
+	h.Set(HeaderDeadDeliveries, strconv.FormatUint(md.NumDelivered, 10))
+	h.Set(HeaderDeadStreamSeq, strconv.FormatUint(md.Sequence.Stream, 10))
+	h.Set(HeaderDeadSubject, msg.Subject())
+	dl := &nats.Msg{Subject: DeadLetterSubjectPrefix + "." + durable, Header: h, Data: msg.Data()}
+	_, err := b.publish(ctx, b.opts.DeadLetterStream, dl, fmt.Sprintf("%s.%d", durable, md.Sequence.Stream))
+	return err
+}
+
+// DeadLetters lists every recorded dead letter, oldest first.
+func (b *Bus) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
+	name := b.opts.DeadLetterStream
+	s, err := b.js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+	}
+	if s.CachedInfo().State.Msgs == 0 {
+		return nil, nil
+	}
+	oc, err := b.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+	}
+	it, err := oc.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+	}
+	defer it.Stop()
+	var out []DeadLetter
+	for {
+		nctx, cancel := context.WithTimeout(ctx, deadLetterListWait)
+		msg, err := it.Next(jetstream.NextContext(nctx))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return out, nil // messages were removed while listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+		}
+		dl, md, err := parseDeadLetter(msg)
+		if err != nil {
+			return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+		}
+		out = append(out, dl)
+		if md.NumPending == 0 {
+			return out, nil
+		}
+	}
+}
+
+// parseDeadLetter reads a dead-letter stream message.
+func parseDeadLetter(msg jetstream.Msg) (DeadLetter, *jetstream.MsgMetadata, error) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return DeadLetter{}, nil, fmt.Errorf("dead letter on %s: %w", msg.Subject(), err)
+	}
+	hdr := msg.Headers()
+	dl := DeadLetter{
+		Consumer: hdr.Get(HeaderDeadConsumer),
+		Subject:  hdr.Get(HeaderDeadSubject),
+		Reason:   hdr.Get(HeaderDeadReason),
+		MsgID:    hdr.Get(HeaderDeadMsgID),
+		Seq:      md.Sequence.Stream,
+		Time:     md.Timestamp,
+		Header:   nats.Header{},
+		Data:     msg.Data(),
+	}
+	if dl.Deliveries, err = strconv.ParseUint(hdr.Get(HeaderDeadDeliveries), 10, 64); err != nil {
+		return DeadLetter{}, nil, fmt.Errorf("dead letter %d: %s: %w", dl.Seq, HeaderDeadDeliveries, err)
+	}
+	if dl.StreamSeq, err = strconv.ParseUint(hdr.Get(HeaderDeadStreamSeq), 10, 64); err != nil {
+		return DeadLetter{}, nil, fmt.Errorf("dead letter %d: %s: %w", dl.Seq, HeaderDeadStreamSeq, err)
+	}
+	for k, v := range hdr {
+		if isServerHeader(k) || strings.HasPrefix(k, "Sealane-Dead-") {
+			continue
+		}
+		dl.Header[k] = append([]string(nil), v...)
+	}
+	return dl, md, nil
+}
+
+// Redrive publishes dl's original message again on its original subject, under the Msg-Id
+// "<original id>.redrive.<dead-letter seq>": retrying one Redrive is deduplicated, while each
+// dead letter can be redriven. The dead letter itself stays recorded.
+func (b *Bus) Redrive(ctx context.Context, dl DeadLetter) error {
+	if dl.Subject == "" || dl.Seq == 0 {
+		return fmt.Errorf("redrive dead letter of %s seq %d: incomplete dead letter (use DeadLetters)", dl.Consumer, dl.StreamSeq)
+	}
+	id := dl.MsgID
+	if id == "" {
+		id = fmt.Sprintf("%s.%d", dl.Consumer, dl.StreamSeq)
+	}
+	id = fmt.Sprintf("%s.redrive.%d", id, dl.Seq)
+	msg := &nats.Msg{Subject: dl.Subject, Header: cloneHeader(dl.Header), Data: dl.Data}
+	if _, err := b.Publish(ctx, msg, id); err != nil {
+		return fmt.Errorf("redrive dead letter %d to %s: %w", dl.Seq, dl.Subject, err)
+	}
+	return nil
+}
+
+// isServerHeader reports whether k is a header the server interprets (Nats-Msg-Id,
+// Nats-Expected-*, ...); copying one into another publish would change its meaning.
+func isServerHeader(k string) bool {
+	return len(k) >= 5 && strings.EqualFold(k[:5], "Nats-")
+}
+
+// oneLine makes s safe as a header value and bounded in size.
+func oneLine(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if len(s) > maxReasonLen {
+		s = strings.ToValidUTF8(s[:maxReasonLen], "")
+	}
+	return s
+}

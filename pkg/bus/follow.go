@@ -1,0 +1,128 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// ErrStop returned by a Follow callback ends Follow with a nil error.
+var ErrStop = errors.New("stop following")
+
+// FollowOptions selects what Follow delivers. With neither DeliverAll nor StartTime only
+// messages published after Follow starts are delivered.
+type FollowOptions struct {
+	// FilterSubjects limits delivery to these subjects; empty means the whole stream.
+	FilterSubjects []string
+	// DeliverAll starts at the first stored message.
+	DeliverAll bool
+	// StartTime starts at the first message stored at or after it (ignored with DeliverAll).
+	StartTime time.Time
+	// HeadersOnly omits payloads (CloudEvents binary mode keeps every attribute in headers).
+	HeadersOnly bool
+}
+
+// Follow delivers deploy stream messages in order to fn through an ephemeral ordered consumer
+// (no acks, no durable state) until ctx is done (nil), fn returns ErrStop (nil) or another
+// error (returned). Lost consumers are recreated from the last delivered message.
+func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.Msg) error) error {
+	if fn == nil {
+		return errors.New("follow: nil callback")
+	}
+	for _, s := range opts.FilterSubjects {
+		if !validSubject(s, true) {
+			return fmt.Errorf("follow %s: invalid filter subject %q", b.opts.Stream, s)
+		}
+	}
+	f := &follower{b: b, opts: opts, fn: fn, log: b.log.With(zap.String("stream", b.opts.Stream), zap.Strings("filter", opts.FilterSubjects))}
+	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
+	for {
+		progressed, err := f.run(ctx)
+		var cbErr *callbackError
+		switch {
+		case errors.Is(err, ErrStop) || ctx.Err() != nil && !errors.As(err, &cbErr):
+			return nil
+		case errors.As(err, &cbErr):
+			return cbErr.err
+		case b.nc.IsClosed():
+			return fmt.Errorf("follow %s: %w", b.opts.Stream, nats.ErrConnectionClosed)
+		}
+		if progressed {
+			bo.reset()
+		}
+		f.log.Warn("follow interrupted; resuming", zap.Uint64("after_seq", f.lastSeq), zap.Error(err))
+		if sleepCtx(ctx, bo.next()) != nil {
+			return nil
+		}
+	}
+}
+
+// callbackError carries an error returned by the Follow callback, as opposed to NATS errors.
+type callbackError struct{ err error }
+
+func (e *callbackError) Error() string { return e.err.Error() }
+
+// follower remembers the last delivered sequence so a new ordered consumer resumes after it.
+type follower struct {
+	b       *Bus
+	opts    FollowOptions
+	fn      func(jetstream.Msg) error
+	log     *zap.Logger
+	lastSeq uint64
+}
+
+func (f *follower) config() jetstream.OrderedConsumerConfig {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: f.opts.FilterSubjects,
+		HeadersOnly:    f.opts.HeadersOnly,
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	}
+	switch {
+	case f.lastSeq > 0:
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = f.lastSeq + 1
+	case f.opts.DeliverAll:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	case !f.opts.StartTime.IsZero():
+		t := f.opts.StartTime
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &t
+	}
+	return cfg
+}
+
+// run follows with one ordered consumer until an error; it reports whether any message
+// was delivered. A callback error comes back as *callbackError (ErrStop as is).
+func (f *follower) run(ctx context.Context) (progressed bool, err error) {
+	oc, err := f.b.js.OrderedConsumer(ctx, f.b.opts.Stream, f.config())
+	if err != nil {
+		return false, err
+	}
+	it, err := oc.Messages()
+	if err != nil {
+		return false, err
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return progressed, err
+		}
+		if md, err := msg.Metadata(); err == nil {
+			// Before fn: if fn stops us, a resume would not repeat this message anyway.
+			f.lastSeq = md.Sequence.Stream
+		}
+		progressed = true
+		if err := f.fn(msg); err != nil {
+			if errors.Is(err, ErrStop) {
+				return true, ErrStop
+			}
+			return true, &callbackError{err: err}
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package bus
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+const testSubject = "sealane.deploy.requested.c1.ns.api"
+
+// publishTest publishes data on subj with msgID and fails the test on error.
+func publishTest(t *testing.T, b *Bus, subj, data, msgID string) {
+	t.Helper()
+	msg := nats.NewMsg(subj)
+	msg.Data = []byte(data)
+	msg.Header.Set("X-Test", "kept")
+	if _, err := b.Publish(testCtx(t, 10*time.Second), msg, msgID); err != nil {
+		t.Fatalf("publish %s: %v", msgID, err)
+	}
+}
+
+func TestPublishDeduplicates(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t, 10*time.Second)
+	msg := nats.NewMsg(testSubject)
+	msg.Data = []byte("hello")
+
+	for i, wantDup := range []bool{false, true} {
+		dup, err := e.bus.Publish(ctx, msg, "deploy-1.requested.0")
+		if err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		if dup != wantDup {
+			t.Errorf("publish %d: duplicate = %v, want %v", i, dup, wantDup)
+		}
+	}
+	if len(msg.Header) != 0 {
+		t.Errorf("Publish modified the caller's headers: %v", msg.Header)
+	}
+	s, err := e.bus.JetStream().Stream(ctx, DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CachedInfo().State.Msgs; n != 1 {
+		t.Errorf("stream holds %d messages, want 1", n)
+	}
+}
+
+func TestPublishRetriesUntilStreamIsBack(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t, 15*time.Second)
+	if err := e.bus.JetStream().DeleteStream(ctx, DefaultStream); err != nil {
+		t.Fatal(err)
+	}
+	// No stream answers now, as during a leader election; bring it back shortly.
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		if err := e.bus.ensureStream(ctx); err != nil {
+			t.Errorf("recreate stream: %v", err)
+		}
+	}()
+	start := time.Now()
+	dup, err := e.bus.Publish(ctx, &nats.Msg{Subject: testSubject, Data: []byte("x")}, "retry-1")
+	if err != nil {
+		t.Fatalf("publish while stream was missing: %v", err)
+	}
+	if dup {
+		t.Error("duplicate = true, want false")
+	}
+	if took := time.Since(start); took < 500*time.Millisecond {
+		t.Errorf("publish returned after %s, before the stream was back", took)
+	}
+}
+
+func TestPublishFailsFast(t *testing.T) {
+	e := newTestEnv(t)
+	tests := []struct {
+		name  string
+		msg   *nats.Msg
+		id    string
+		inErr string
+	}{
+		{"over max payload", &nats.Msg{Subject: testSubject, Data: make([]byte, 2<<20)}, "big", testSubject},
+		{"empty id", &nats.Msg{Subject: testSubject}, "", "empty message id"},
+		{"wildcard subject", &nats.Msg{Subject: "sealane.deploy.>"}, "w", "invalid subject"},
+		{"nil message", nil, "n", "nil message"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t, 10*time.Second)
+			start := time.Now()
+			_, err := e.bus.Publish(ctx, tt.msg, tt.id)
+			if err == nil || !strings.Contains(err.Error(), tt.inErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.inErr)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("took %s; a permanent error must not be retried", took)
+			}
+		})
+	}
+}
+
+func TestPublishGivesUpWithContext(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t, 800*time.Millisecond)
+	// A subject no stream binds: no responders, retried until ctx ends.
+	_, err := e.bus.Publish(ctx, &nats.Msg{Subject: "sealane.nostream.x"}, "id")
+	if err == nil || !errors.Is(err, ctx.Err()) {
+		t.Fatalf("err = %v, want it to wrap %v", err, ctx.Err())
+	}
+}

@@ -1,0 +1,194 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ErrNamespaceRequired is returned by ResourceFor for a namespaced kind referenced without a
+// namespace.
+var ErrNamespaceRequired = errors.New("namespaced kind needs a namespace")
+
+// Options selects and tunes the connection to one cluster.
+type Options struct {
+	// Kubeconfig is an explicit kubeconfig file; "" uses $KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string
+	// Context overrides the kubeconfig's current-context.
+	Context string
+	// QPS and Burst are the client-side rate limits (defaults 500 and 1000).
+	QPS   float32
+	Burst int
+	// Timeout bounds every single request (0: none). It cuts watches too (informers then
+	// re-establish them), so leave it 0 for clusters that Track watches.
+	Timeout time.Duration
+}
+
+// DefaultOptions returns the defaults Connect uses for unset fields.
+func DefaultOptions() Options {
+	return Options{QPS: 500, Burst: 1000}
+}
+
+// Validate reports options that cannot work.
+func (o Options) Validate() error {
+	if o.QPS < 0 || o.Burst < 0 || o.Timeout < 0 {
+		return fmt.Errorf("kube options: QPS, Burst and Timeout must not be negative (got %v, %d, %s)", o.QPS, o.Burst, o.Timeout)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.QPS == 0 {
+		o.QPS = d.QPS
+	}
+	if o.Burst == 0 {
+		o.Burst = d.Burst
+	}
+	return o
+}
+
+// Cluster holds the clients of one cluster. Build it with Connect or NewCluster.
+type Cluster struct {
+	// Name is the kubeconfig context the clients were built from.
+	Name string
+	// Config is the REST config all clients were built from.
+	Config *rest.Config
+	// Dynamic serves any kind as unstructured objects; Typed serves the built-in kinds.
+	Dynamic dynamic.Interface
+	Typed   kubernetes.Interface
+	// Mapper maps kinds to resources from cached discovery; ResourceFor resets it once when a
+	// kind is unknown (e.g. a CRD applied a moment ago).
+	Mapper meta.ResettableRESTMapper
+
+	mu       sync.Mutex
+	resetGen uint64
+}
+
+// InClusterName is the Cluster.Name of a connection made from the pod's service account.
+const InClusterName = "in-cluster"
+
+// Connect loads the kubeconfig (explicit file, else $KUBECONFIG, else ~/.kube/config), applies
+// the context override and builds the clients; with no kubeconfig at all, inside a pod, it uses
+// the pod's service account. It does not contact the cluster.
+func Connect(opts Options) (*Cluster, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = opts.Kubeconfig
+	where := strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator))
+	if opts.Kubeconfig != "" {
+		where = opts.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: opts.Context})
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", where, err)
+	}
+	name := raw.CurrentContext
+	if opts.Context != "" {
+		name = opts.Context
+	}
+	if len(raw.Contexts) == 0 {
+		if opts.Kubeconfig == "" && opts.Context == "" {
+			if cfg, err := rest.InClusterConfig(); err == nil {
+				cfg.QPS, cfg.Burst, cfg.Timeout = opts.QPS, opts.Burst, opts.Timeout
+				return NewCluster(InClusterName, cfg)
+			}
+		}
+		return nil, fmt.Errorf("kubeconfig %s: no contexts found (is the file missing or empty?)", where)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("kubeconfig %s: no current-context set and no context given", where)
+	}
+	if _, ok := raw.Contexts[name]; !ok {
+		names := make([]string, 0, len(raw.Contexts))
+		for n := range raw.Contexts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("kubeconfig %s: context %q not found (have %s)", where, name, strings.Join(names, ", "))
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s, context %q: %w", where, name, err)
+	}
+	cfg.QPS, cfg.Burst, cfg.Timeout = opts.QPS, opts.Burst, opts.Timeout
+	c, err := NewCluster(name, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s, context %q: %w", where, name, err)
+	}
+	return c, nil
+}
+
+// NewCluster builds the clients for cfg as it is (no defaults applied); name is for messages.
+func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "sealane"
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("typed client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(typed.Discovery()))
+	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Mapper: mapper}, nil
+}
+
+// Mapping returns the REST mapping of gvk. On a no-match error it resets the discovery cache
+// once (at most one reset for a burst of concurrent misses) and asks again.
+func (c *Cluster) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	c.mu.Lock()
+	gen := c.resetGen
+	c.mu.Unlock()
+	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil || !meta.IsNoMatchError(err) {
+		return m, err
+	}
+	c.mu.Lock()
+	if c.resetGen == gen {
+		c.Mapper.Reset()
+		c.resetGen++
+	}
+	c.mu.Unlock()
+	return c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// ResourceFor returns the dynamic client for ref's resource, scoped to ref's namespace when the
+// kind is namespaced (the namespace of a cluster-scoped ref is ignored), and the mapping used.
+func (c *Cluster) ResourceFor(ref Ref) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || ref.APIVersion == "" {
+		return nil, nil, fmt.Errorf("%s: invalid apiVersion %q", ref, ref.APIVersion)
+	}
+	m, err := c.Mapping(gv.WithKind(ref.Kind))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: cluster %s: %w", ref, c.Name, err)
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return c.Dynamic.Resource(m.Resource), m, nil
+	}
+	if ref.Namespace == "" {
+		return nil, nil, fmt.Errorf("%s: %w", ref, ErrNamespaceRequired)
+	}
+	return c.Dynamic.Resource(m.Resource).Namespace(ref.Namespace), m, nil
+}

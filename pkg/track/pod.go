@@ -1,0 +1,181 @@
+package track
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// FailingContainerReasons are the container waiting reasons that fail a pod (and the workload
+// owning it): the container cannot start without someone changing something.
+var FailingContainerReasons = map[string]bool{
+	"CrashLoopBackOff":           true,
+	"ImagePullBackOff":           true,
+	"ErrImagePull":               true,
+	"ErrImageNeverPull":          true,
+	"InvalidImageName":           true,
+	"CreateContainerConfigError": true,
+}
+
+// podStatus: phase Failed fails the pod and Succeeded makes it Ready; a container waiting for a
+// FailingContainerReasons reason fails it; else it is Ready when its Ready condition is True.
+func podStatus(obj *unstructured.Unstructured) Status {
+	o := obj.Object
+	containers, _, _ := unstructured.NestedSlice(o, "spec", "containers")
+	st := Status{State: Waiting, Desired: int32(len(containers))}
+	statuses, _, _ := unstructured.NestedSlice(o, "status", "containerStatuses")
+	for _, c := range statuses {
+		if m, ok := c.(map[string]any); ok {
+			if ready, _, _ := unstructured.NestedBool(m, "ready"); ready {
+				st.Ready++
+			}
+		}
+	}
+	switch str(o, "status", "phase") {
+	case "Failed":
+		st.State, st.Message = Failed, withDetail("pod failed", strings.TrimSpace(str(o, "status", "reason")+" "+str(o, "status", "message")))
+		return st
+	case "Succeeded":
+		st.State, st.Message = Ready, "succeeded"
+		return st
+	}
+	if msg, failed := containerFailure(o); failed {
+		st.State, st.Message = Failed, msg
+		return st
+	}
+	if _, ok := conditionTrue(o, "Ready"); ok {
+		st.State, st.Message = Ready, fmt.Sprintf("%d/%d containers ready", st.Ready, st.Desired)
+		return st
+	}
+	st.Message = podWaitingMessage(o, st)
+	return st
+}
+
+// containerFailure returns "container NAME: Reason: message" for the first init or regular
+// container waiting for a FailingContainerReasons reason.
+func containerFailure(pod map[string]any) (string, bool) {
+	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
+		list, _, _ := unstructured.NestedSlice(pod, "status", field)
+		for _, c := range list {
+			m, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			if reason := str(m, "state", "waiting", "reason"); FailingContainerReasons[reason] {
+				return fmt.Sprintf("container %s: %s", str(m, "name"), withDetail(reason, str(m, "state", "waiting", "message"))), true
+			}
+		}
+	}
+	return "", false
+}
+
+// podWaitingMessage says why a pod is not ready yet, most specific first.
+func podWaitingMessage(pod map[string]any, st Status) string {
+	if c, ok := findCondition(pod, "PodScheduled"); ok && c.Status == "False" {
+		return withDetail("not scheduled: "+c.Reason, c.Message)
+	}
+	phase := str(pod, "status", "phase")
+	if phase == "" {
+		return "waiting to be scheduled"
+	}
+	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
+		list, _, _ := unstructured.NestedSlice(pod, "status", field)
+		for _, c := range list {
+			m, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			if reason := str(m, "state", "waiting", "reason"); reason != "" {
+				return fmt.Sprintf("container %s: %s", str(m, "name"), reason)
+			}
+		}
+	}
+	if phase == "Running" {
+		return fmt.Sprintf("%d/%d containers ready", st.Ready, st.Desired)
+	}
+	return "phase " + phase
+}
+
+// ComputeWithPods is Compute for a workload refined by its pods (as selected by PodsOf): while
+// the workload is Waiting, a pod with a failing container fails it ("pod NAME: container C:
+// CrashLoopBackOff: …"), and otherwise the first pod that is not ready is named in the message.
+// Pod phases do not fail the workload (its controller replaces failed pods); a Ready or Failed
+// workload status is returned as is.
+func ComputeWithPods(obj *unstructured.Unstructured, pods []*unstructured.Unstructured) Status {
+	st := Compute(obj)
+	if st.State != Waiting || obj == nil {
+		return st
+	}
+	sorted := append([]*unstructured.Unstructured(nil), pods...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].GetName() < sorted[j].GetName() })
+	for _, p := range sorted {
+		if msg, failed := containerFailure(p.Object); failed {
+			st.State, st.Message = Failed, fmt.Sprintf("pod %s: %s", p.GetName(), msg)
+			return st
+		}
+	}
+	for _, p := range sorted {
+		if ps := podStatus(p); ps.State == Waiting {
+			st.Message += fmt.Sprintf("; pod %s: %s", p.GetName(), ps.Message)
+			break
+		}
+	}
+	return st
+}
+
+// Owned returns the objects (ReplicaSets and Pods) whose controller owner has the given UID.
+type Owned func(owner types.UID) []*unstructured.Unstructured
+
+// RevisionAnnotation is the Deployment revision the deployment controller stamps on a
+// Deployment and its ReplicaSets.
+const RevisionAnnotation = "deployment.kubernetes.io/revision"
+
+// PodsOf returns workload's live pods (not being deleted): pods controlled by it, or for a
+// Deployment pods controlled by its ReplicaSets of the current revision (all of its ReplicaSets
+// while the Deployment carries no revision yet). Other kinds have no pods.
+func PodsOf(workload *unstructured.Unstructured, owned Owned) []*unstructured.Unstructured {
+	if workload == nil || !hasPods(workload.GetKind()) {
+		return nil
+	}
+	owners := []types.UID{workload.GetUID()}
+	if workload.GetKind() == "Deployment" {
+		owners = nil
+		rev := workload.GetAnnotations()[RevisionAnnotation]
+		for _, rs := range owned(workload.GetUID()) {
+			if rs.GetKind() == "ReplicaSet" && (rev == "" || rs.GetAnnotations()[RevisionAnnotation] == rev) {
+				owners = append(owners, rs.GetUID())
+			}
+		}
+	}
+	var pods []*unstructured.Unstructured
+	for _, uid := range owners {
+		for _, p := range owned(uid) {
+			if p.GetKind() == "Pod" && p.GetDeletionTimestamp() == nil {
+				pods = append(pods, p)
+			}
+		}
+	}
+	return pods
+}
+
+// hasPods reports whether Track looks at the pods of objects of kind.
+func hasPods(kind string) bool {
+	switch kind {
+	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job":
+		return true
+	}
+	return false
+}
+
+// ControllerUID returns the UID of obj's controller owner, "" when it has none.
+func ControllerUID(obj *unstructured.Unstructured) types.UID {
+	for _, r := range obj.GetOwnerReferences() {
+		if r.Controller != nil && *r.Controller {
+			return r.UID
+		}
+	}
+	return ""
+}

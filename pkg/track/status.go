@@ -1,0 +1,148 @@
+// Package track decides whether Kubernetes objects are ready. Compute, ComputeWithPods and
+// PodsOf are the pure core (data in, data out); Track watches a cluster with informers and
+// feeds the core until every target is ready, one has failed, or time runs out.
+package track
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// State is the readiness verdict for one object.
+type State string
+
+// The states an object can be in.
+const (
+	Waiting State = "WAITING"
+	Ready   State = "READY"
+	Failed  State = "FAILED"
+)
+
+// Status is the readiness of one object. Ready and Desired count replicas (pods for a
+// DaemonSet, completions for a Job, containers for a Pod) where the kind has them; Message says
+// what is missing or wrong, e.g. "2/3 replicas available" or "container app: CrashLoopBackOff".
+type Status struct {
+	State   State
+	Ready   int32
+	Desired int32
+	Message string
+}
+
+// maxMessage bounds messages copied from the cluster (condition and container messages).
+const maxMessage = 200
+
+// Compute returns obj's readiness by the rules of its kind: Deployment, StatefulSet, DaemonSet,
+// ReplicaSet, Job and Pod have their own rules (see the kind functions); any other kind is Ready
+// because it exists. A nil obj is Waiting ("not found"). It looks only at obj.
+func Compute(obj *unstructured.Unstructured) Status {
+	if obj == nil {
+		return Status{State: Waiting, Message: "not found"}
+	}
+	group := obj.GroupVersionKind().Group
+	switch kind := obj.GetKind(); {
+	case kind == "Deployment" && (group == "apps" || group == "extensions"):
+		return deploymentStatus(obj)
+	case kind == "StatefulSet" && group == "apps":
+		return statefulSetStatus(obj)
+	case kind == "DaemonSet" && (group == "apps" || group == "extensions"):
+		return daemonSetStatus(obj)
+	case kind == "ReplicaSet" && (group == "apps" || group == "extensions"):
+		return replicaSetStatus(obj)
+	case kind == "Job" && group == "batch":
+		return jobStatus(obj)
+	case kind == "Pod" && group == "":
+		return podStatus(obj)
+	}
+	return Status{State: Ready, Message: "exists"}
+}
+
+// num reads an integer field (int64, as decoded by the apimachinery JSON decoder, or float64).
+func num(obj map[string]any, fields ...string) (int64, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	if !ok {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int32:
+		return int64(n), true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// count reads an integer field that the API omits when zero.
+func count(obj map[string]any, fields ...string) int32 {
+	n, _ := num(obj, fields...)
+	return int32(n)
+}
+
+// str reads a string field, "" when absent.
+func str(obj map[string]any, fields ...string) string {
+	s, _, _ := unstructured.NestedString(obj, fields...)
+	return s
+}
+
+// condition is one entry of status.conditions.
+type condition struct{ Type, Status, Reason, Message string }
+
+func findCondition(obj map[string]any, typ string) (condition, bool) {
+	list, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	for _, c := range list {
+		m, ok := c.(map[string]any)
+		if !ok || str(m, "type") != typ {
+			continue
+		}
+		return condition{Type: typ, Status: str(m, "status"), Reason: str(m, "reason"), Message: str(m, "message")}, true
+	}
+	return condition{}, false
+}
+
+func conditionTrue(obj map[string]any, typ string) (condition, bool) {
+	c, ok := findCondition(obj, typ)
+	return c, ok && c.Status == "True"
+}
+
+// observed reports whether the controller has seen the object's current generation; when not,
+// it returns the Waiting status to report.
+func observed(obj *unstructured.Unstructured) (Status, bool) {
+	og, ok := num(obj.Object, "status", "observedGeneration")
+	if !ok {
+		return Status{State: Waiting, Message: "waiting for the controller to observe the object"}, false
+	}
+	if gen := obj.GetGeneration(); og < gen {
+		return Status{State: Waiting, Message: fmt.Sprintf("waiting for the controller to observe generation %d (seen %d)", gen, og)}, false
+	}
+	return Status{}, true
+}
+
+// desiredReplicas reads spec.replicas, which defaults to 1.
+func desiredReplicas(obj *unstructured.Unstructured) int32 {
+	if n, ok := num(obj.Object, "spec", "replicas"); ok {
+		return int32(n)
+	}
+	return 1
+}
+
+// clip shortens s to maxMessage runes and keeps it on one line.
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxMessage {
+		return string(r[:maxMessage-1]) + "…"
+	}
+	return s
+}
+
+// withDetail joins a reason and an optional message as "reason: message".
+func withDetail(reason, message string) string {
+	if message == "" {
+		return reason
+	}
+	return reason + ": " + clip(message)
+}
