@@ -88,7 +88,7 @@ func assertSameEvent(t *testing.T, want, got cloudevents.Event) {
 	if err := DecodeData(got, &p); err != nil {
 		t.Fatalf("DecodeData: %v", err)
 	}
-	if p.Revision != 3 || time.Duration(p.Timeout) != 5*time.Minute || p.Resources[0].String() != "Deployment/shop/web" {
+	if p.Revision != 3 || time.Duration(p.Timeout) != 5*time.Minute || p.Resources[0].String() != "shop/Deployment/web" {
 		t.Errorf("payload = %+v", p)
 	}
 }

@@ -18,12 +18,12 @@ type ResourceRef struct {
 	Name       string `json:"name"`
 }
 
-// String is the form used in messages: "Deployment/web" or "Deployment/shop/web".
+// String is the form used in messages, the same as the engine's: "Namespace/shop" or "shop/Deployment/web".
 func (r ResourceRef) String() string {
 	if r.Namespace == "" {
 		return r.Kind + "/" + r.Name
 	}
-	return r.Kind + "/" + r.Namespace + "/" + r.Name
+	return r.Namespace + "/" + r.Kind + "/" + r.Name
 }
 
 // ChartSource points at a packed chart in the Object Store.

@@ -54,7 +54,7 @@ func NATSSubject(t Type, target Target) string {
 
 // Filter builds a NATS subject filter; an empty field matches anything ("*").
 type Filter struct {
-	Type                       Type
+	Type                        Type
 	Cluster, Namespace, Release string
 }
 

@@ -78,6 +78,8 @@ func (g *globalFlags) logger() (*zap.Logger, error) {
 		cfg = zap.NewProductionConfig()
 	}
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.DisableStacktrace = true
+	cfg.DisableCaller = true
 	cfg.OutputPaths = []string{"stderr"}
 	return cfg.Build()
 }

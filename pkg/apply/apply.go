@@ -7,9 +7,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
@@ -85,7 +82,7 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	sorted := append([]manifest.Object(nil), objs...)
 	SortForInstall(sorted)
 	if ns := opts.DefaultNamespace; ns != "" && !declaresNamespace(sorted, ns) {
-		if err := ensureNamespace(ctx, c, ns); err != nil {
+		if err := c.EnsureNamespace(ctx, ns); err != nil {
 			return nil, err
 		}
 	}
@@ -173,18 +170,3 @@ func hasCRD(objs []manifest.Object) bool {
 	return false
 }
 
-// ensureNamespace creates namespace ns unless it exists.
-func ensureNamespace(ctx context.Context, c *kube.Cluster, ns string) error {
-	_, err := c.Typed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get namespace %s: %w", ns, err)
-	}
-	_, err = c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", ns, err)
-	}
-	return nil
-}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -191,4 +195,21 @@ func (c *Cluster) ResourceFor(ref Ref) (dynamic.ResourceInterface, *meta.RESTMap
 		return nil, nil, fmt.Errorf("%s: %w", ref, ErrNamespaceRequired)
 	}
 	return c.Dynamic.Resource(m.Resource).Namespace(ref.Namespace), m, nil
+}
+
+// EnsureNamespace creates namespace ns unless it exists; werf and sealane create the
+// release namespace instead of failing like helm without --create-namespace.
+func (c *Cluster) EnsureNamespace(ctx context.Context, ns string) error {
+	_, err := c.Typed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get namespace %s: %w", ns, err)
+	}
+	_, err = c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
+	"go.uber.org/zap"
 )
 
 const defaultTimeout = 5 * time.Minute
@@ -65,6 +66,10 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if err != nil {
 		return fail(err.Error())
 	}
+	// The record lives in the release namespace, so it must exist before anything is applied.
+	if err := cluster.EnsureNamespace(ctx, in.Target.Namespace); err != nil {
+		return stage.Output{}, err
+	}
 	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
 	if _, err := store.RecordPending(ctx, release.Pending{
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
@@ -101,10 +106,15 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 			desc = "Deploy failed: " + reason
 		}
 		rel, err := store.RecordResult(ctx, in.Target.Release, revision, ok, desc)
-		if err != nil {
+		switch {
+		case errors.Is(err, release.ErrNotFound):
+			// The deploy failed before its pending record was written: nothing to close.
+			r.log().Info("no pending record to close", zap.String("release", in.Target.Release), zap.Int("revision", revision))
+		case err != nil:
 			return stage.Output{}, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
+		default:
+			rec.Status = rel.Info.Status.String()
 		}
-		rec.Status = rel.Info.Status.String()
 	}
 	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
 }

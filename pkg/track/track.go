@@ -166,7 +166,7 @@ func (w *watcher) timedOut(timeout time.Duration) Outcome {
 	var out Outcome
 	for _, t := range w.targets {
 		if t.last.State != Ready {
-			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: fmt.Sprintf("not ready after %s: %s", timeout, t.last.Message)})
+			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: fmt.Sprintf("not ready after %s: %s", timeout.Round(time.Second), t.last.Message)})
 		}
 	}
 	return out

@@ -120,7 +120,7 @@ func TestDeployNeverReadyFails(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("deploy of a never-ready Deployment exited 0:\n%s", r.out)
 	}
-	if !strings.Contains(r.out, "Deployment/"+ns+"/stuck-web") {
+	if !strings.Contains(r.out, ns+"/Deployment/stuck-web") {
 		t.Errorf("failure does not name the Deployment:\n%s", r.out)
 	}
 	if time.Since(start) < 20*time.Second {
