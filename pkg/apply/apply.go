@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
@@ -169,4 +168,3 @@ func hasCRD(objs []manifest.Object) bool {
 	}
 	return false
 }
-
