@@ -56,13 +56,54 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // RequestedData is the payload of DeployRequested.
 type RequestedData struct {
-	Target      Target      `json:"target"`
-	Project     string      `json:"project,omitempty"`
-	Env         string      `json:"env,omitempty"`
-	Chart       ChartSource `json:"chart"`
-	InputsRef   string      `json:"inputsRef,omitempty"` // dataref of the values files and --set values
-	Timeout     Duration    `json:"timeout"`
-	RequestedBy string      `json:"requestedBy,omitempty"`
+	Target  Target      `json:"target"`
+	Project string      `json:"project,omitempty"`
+	Env     string      `json:"env,omitempty"`
+	Chart   ChartSource `json:"chart"`
+	// InputsRef is the dataref of the values files, the still-encrypted secret values files
+	// and the --set family of values.
+	InputsRef   string   `json:"inputsRef,omitempty"`
+	Timeout     Duration `json:"timeout"`
+	RequestedBy string   `json:"requestedBy,omitempty"`
+	// Git is the source revision being deployed, when the requester knows it.
+	Git *Git `json:"git,omitempty"`
+	// Images are the built images the chart refers to by name (.Values.global.image.NAME).
+	Images map[string]Image `json:"images,omitempty"`
+	// ImagesRepo is the repository the project's images live under (.Values.global.werf.repo).
+	ImagesRepo string `json:"imagesRepo,omitempty"`
+	// Annotations and Labels are added to every deployed object (--add-annotation, --add-label).
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+}
+
+// Git describes the source revision of a deploy as CI systems and webhooks report it.
+type Git struct {
+	Ref         string `json:"ref,omitempty"` // the branch or the tag
+	Commit      string `json:"commit,omitempty"`
+	Branch      string `json:"branch,omitempty"`
+	Tag         string `json:"tag,omitempty"`
+	PipelineURL string `json:"pipelineURL,omitempty"`
+	JobURL      string `json:"jobURL,omitempty"`
+	Author      string `json:"author,omitempty"`
+}
+
+// Image is one built image of the project.
+type Image struct {
+	Repository string `json:"repository"`
+	Tag        string `json:"tag,omitempty"`
+	Digest     string `json:"digest,omitempty"`
+}
+
+// Reference is the pullable reference: repository@digest when the digest is known, else
+// repository:tag, else the bare repository.
+func (i Image) Reference() string {
+	switch {
+	case i.Digest != "":
+		return i.Repository + "@" + i.Digest
+	case i.Tag != "":
+		return i.Repository + ":" + i.Tag
+	}
+	return i.Repository
 }
 
 // RenderedData is the payload of DeployRendered.

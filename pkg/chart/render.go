@@ -37,6 +37,9 @@ type Options struct {
 	// Env is the werf service value .Values.global.env, set only when not empty.
 	// It wins over a user-supplied global.env and is not part of Rendered.Config.
 	Env string
+	// Service are the generated values merged over .Values.global after the user's values;
+	// they are not part of Rendered.Config either.
+	Service *ServiceValues
 }
 
 // Rendered is a rendered chart, split the way a Helm release stores it.
@@ -156,20 +159,17 @@ func capabilities(opts Options) (*chartutil.Capabilities, error) {
 	return caps, nil
 }
 
-// withServiceValues returns the values to render with: the user's values plus
-// the service values (global.env), without modifying the user's map.
+// withServiceValues returns the values to render with: the user's values plus the service
+// values (Options.Service, and Options.Env as global.env), without modifying the user's map.
 func withServiceValues(user map[string]any, opts Options) map[string]any {
-	if opts.Env == "" {
-		return user
+	var sv ServiceValues
+	if opts.Service != nil {
+		sv = *opts.Service
 	}
-	vals := copyValues(user)
-	global, _ := vals["global"].(map[string]any)
-	if global == nil {
-		global = map[string]any{}
+	if opts.Env != "" {
+		sv.Env = opts.Env
 	}
-	global["env"] = opts.Env
-	vals["global"] = global
-	return vals
+	return sv.Merge(user)
 }
 
 // extractNotes removes every NOTES.txt from files and returns the top-level

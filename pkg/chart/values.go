@@ -26,6 +26,10 @@ type FileValue struct {
 // --values, --set, --set-string, --set-json, --set-file and --set-literal flags.
 type Inputs struct {
 	ValuesFiles []ValuesFile `json:"valuesFiles,omitempty"`
+	// SecretValues are decrypted secret values files — the chart's secret-values.yaml first,
+	// then --secret-values in order — merged after ValuesFiles and before the --set family.
+	// They never travel through the pipeline decrypted: the renderer fills them in.
+	SecretValues []ValuesFile `json:"-"`
 	Set         []string     `json:"set,omitempty"`
 	SetString   []string     `json:"setString,omitempty"`
 	SetJSON     []string     `json:"setJSON,omitempty"`
@@ -33,12 +37,13 @@ type Inputs struct {
 	SetLiteral  []string     `json:"setLiteral,omitempty"`
 }
 
-// UserValues merges in like Helm's values.Options.MergeValues: values files in
-// order (deep merge, later wins), then --set-json, --set, --set-string, --set-file
-// and --set-literal. Errors name the file (with its line) or the expression.
+// UserValues merges in like Helm's values.Options.MergeValues, with werf's secret values
+// between the files and the flags: values files in order (deep merge, later wins), secret
+// values files, then --set-json, --set, --set-string, --set-file and --set-literal. Errors
+// name the file (with its line) or the expression.
 func UserValues(in Inputs) (map[string]any, error) {
 	base := map[string]any{}
-	for _, f := range in.ValuesFiles {
+	for _, f := range append(append([]ValuesFile(nil), in.ValuesFiles...), in.SecretValues...) {
 		m, err := parseValuesFile(f)
 		if err != nil {
 			return nil, err

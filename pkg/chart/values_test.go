@@ -172,3 +172,19 @@ func TestInputsJSONRoundTrip(t *testing.T) {
 		t.Errorf("JSON round trip (-want +got):\n%s", diff)
 	}
 }
+
+func TestUserValuesSecretOrder(t *testing.T) {
+	in := Inputs{
+		ValuesFiles:  []ValuesFile{{Name: "values-prod.yaml", Content: []byte("a: 1\nb: 1\nc: 1\nd: 1\n")}},
+		SecretValues: []ValuesFile{{Name: "secret-values.yaml", Content: []byte("b: 2\nc: 2\nd: 2\n")}, {Name: "extra-secret.yaml", Content: []byte("d: 3\n")}},
+		Set:          []string{"c=4"},
+	}
+	got, err := UserValues(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": float64(1), "b": float64(2), "c": int64(4), "d": float64(3)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("values file < secret values (in order) < --set violated (-want +got):\n%s", diff)
+	}
+}

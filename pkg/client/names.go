@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sealane/sealane/pkg/slug"
 )
 
 // Names are the resolved release coordinates of a deploy.
@@ -12,9 +14,9 @@ type Names struct {
 	Project, Env, Release, Namespace string
 }
 
-// ResolveNames fills the release and namespace from the project and env the way werf does
-// (both default to "<project>-<env>", or "<project>" without env) and checks them. werf's
-// slug for invalid defaults comes with the full renderer; for now an invalid name is an error.
+// ResolveNames fills the release and namespace from the project and env the way werf does:
+// both default to "<project>-<env>" (or "<project>" without env), slugified with werf's
+// algorithm; names given explicitly are taken as they are and must be valid.
 func ResolveNames(project, env, releaseName, namespace string) (Names, error) {
 	n := Names{Project: project, Env: env, Release: releaseName, Namespace: namespace}
 	base := project
@@ -22,10 +24,10 @@ func ResolveNames(project, env, releaseName, namespace string) (Names, error) {
 		base = project + "-" + env
 	}
 	if n.Release == "" {
-		n.Release = base
+		n.Release = slug.Release(base)
 	}
 	if n.Namespace == "" {
-		n.Namespace = base
+		n.Namespace = slug.Namespace(base)
 	}
 	if n.Release == "" {
 		return n, fmt.Errorf("no release name: pass --release, or --project/--env")

@@ -3,6 +3,8 @@ package client
 import (
 	"strings"
 	"testing"
+
+	"github.com/sealane/sealane/pkg/slug"
 )
 
 func TestResolveNames(t *testing.T) {
@@ -15,7 +17,9 @@ func TestResolveNames(t *testing.T) {
 		{name: "no env", project: "shop", wantRelease: "shop", wantNS: "shop"},
 		{name: "explicit", project: "shop", env: "prod", release: "api", ns: "apps", wantRelease: "api", wantNS: "apps"},
 		{name: "invalid release", project: "shop", release: "Bad_Name", wantErr: `release name "Bad_Name" is invalid`},
-		{name: "release too long", project: strings.Repeat("a", 54), ns: "x", wantErr: "53 characters"},
+		{name: "release too long", project: "shop", release: strings.Repeat("a", 54), ns: "x", wantErr: "53 characters"},
+		{name: "defaults are slugified", project: "Shop", env: "My_branch", wantRelease: "shop-my-branch-" + slug.Release("Shop-My_branch")[len("shop-my-branch-"):], wantNS: slug.Namespace("Shop-My_branch")},
+		{name: "long defaults are cut", project: strings.Repeat("a", 40), env: strings.Repeat("b", 30), wantRelease: slug.Release(strings.Repeat("a", 40) + "-" + strings.Repeat("b", 30)), wantNS: slug.Namespace(strings.Repeat("a", 40) + "-" + strings.Repeat("b", 30))},
 		{name: "invalid namespace", project: "shop", ns: "a.b", wantErr: `namespace "a.b" is invalid`},
 		{name: "nothing", wantErr: "no release name"},
 	}
