@@ -40,6 +40,9 @@ type Options struct {
 	// Service are the generated values merged over .Values.global after the user's values;
 	// they are not part of Rendered.Config either.
 	Service *ServiceValues
+	// SecretFiles are the decrypted files of the chart's secret/ directory, keyed by their
+	// path below secret/, served by the werf_secret_file template function.
+	SecretFiles map[string][]byte
 }
 
 // Rendered is a rendered chart, split the way a Helm release stores it.
@@ -97,6 +100,7 @@ func render(orig *helmchart.Chart, userValues map[string]any, rel Release, opts 
 	vals := withServiceValues(config, opts)
 
 	ch := cloneChart(orig)
+	withSecretFiles(ch, opts.SecretFiles)
 	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
 		return nil, err
 	}
