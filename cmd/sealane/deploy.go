@@ -20,10 +20,9 @@ import (
 )
 
 type deployFlags struct {
-	env, project, release, namespace string
-	values, set, setString, setJSON  []string
-	timeout                          time.Duration
-	output                           string
+	chartFlags
+	timeout time.Duration
+	output  string
 }
 
 func newDeployCmd(g *globalFlags) *cobra.Command {
@@ -37,14 +36,7 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.env, "env", "", "environment (staging, production...): part of the default release and namespace names")
-	fl.StringVar(&f.project, "project", "", "project name (default: the chart name)")
-	fl.StringVar(&f.release, "release", "", "release name (default <project>-<env>)")
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace (default <project>-<env>)")
-	fl.StringArrayVarP(&f.values, "values", "f", nil, "values file (repeatable, later wins)")
-	fl.StringArrayVar(&f.set, "set", nil, "set a value: key=value (repeatable)")
-	fl.StringArrayVar(&f.setString, "set-string", nil, "set a string value: key=value (repeatable)")
-	fl.StringArrayVar(&f.setJSON, "set-json", nil, "set a JSON value: key=json (repeatable)")
+	f.chartFlags.register(fl)
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long the whole deploy may take")
 	fl.StringVarP(&f.output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
 	return cmd
@@ -66,6 +58,11 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 			return err
 		}
 	}
+	req, err := f.request(chartDir, cluster, f.timeout)
+	if err != nil {
+		return err
+	}
+	req.RequestedBy = whoami()
 	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log})
 	if err != nil {
 		return err
@@ -94,10 +91,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, f.timeout+2*time.Minute)
 	defer cancel()
-	res, err := client.Deploy(waitCtx, node.Bus, client.DeployRequest{
-		ChartDir: chartDir, Project: f.project, Env: f.env, Release: f.release, Namespace: f.namespace, Cluster: cluster, ValuesFiles: f.values, Set: f.set,
-		SetString: f.setString, SetJSON: f.setJSON, Timeout: f.timeout, RequestedBy: whoami(),
-	}, show)
+	res, err := client.Deploy(waitCtx, node.Bus, req, show)
 	if err != nil {
 		if errors.Is(err, client.ErrDeployFailed) {
 			return &exitError{code: 1, err: fmt.Errorf("release %s: %w", res.Target.Release, err)}

@@ -26,15 +26,18 @@ type FileValue struct {
 // --values, --set, --set-string, --set-json, --set-file and --set-literal flags.
 type Inputs struct {
 	ValuesFiles []ValuesFile `json:"valuesFiles,omitempty"`
+	// SecretValuesFiles are the --secret-values files as given, still encrypted: what travels
+	// through the pipeline. The renderer decrypts them into SecretValues.
+	SecretValuesFiles []ValuesFile `json:"secretValuesFiles,omitempty"`
 	// SecretValues are decrypted secret values files — the chart's secret-values.yaml first,
 	// then --secret-values in order — merged after ValuesFiles and before the --set family.
 	// They never travel through the pipeline decrypted: the renderer fills them in.
 	SecretValues []ValuesFile `json:"-"`
-	Set         []string     `json:"set,omitempty"`
-	SetString   []string     `json:"setString,omitempty"`
-	SetJSON     []string     `json:"setJSON,omitempty"`
-	SetFile     []FileValue  `json:"setFile,omitempty"`
-	SetLiteral  []string     `json:"setLiteral,omitempty"`
+	Set          []string     `json:"set,omitempty"`
+	SetString    []string     `json:"setString,omitempty"`
+	SetJSON      []string     `json:"setJSON,omitempty"`
+	SetFile      []FileValue  `json:"setFile,omitempty"`
+	SetLiteral   []string     `json:"setLiteral,omitempty"`
 }
 
 // UserValues merges in like Helm's values.Options.MergeValues, with werf's secret values

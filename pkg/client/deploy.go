@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -29,11 +30,21 @@ type DeployRequest struct {
 	Namespace   string // default: <project>-<env>
 	Cluster     string
 	ValuesFiles []string
-	Set         []string
-	SetString   []string
-	SetJSON     []string
-	Timeout     time.Duration
-	RequestedBy string
+	// SecretValuesFiles are encrypted values files; they are read here and decrypted only by
+	// the renderer, which holds the key.
+	SecretValuesFiles []string
+	Set               []string
+	SetString         []string
+	SetJSON           []string
+	SetFile           []string // KEY=PATH
+	SetLiteral        []string
+	Timeout           time.Duration
+	RequestedBy       string
+	Git               *events.Git
+	Images            map[string]events.Image
+	ImagesRepo        string
+	Annotations       map[string]string
+	Labels            map[string]string
 }
 
 // Result is how a deploy ended, from its release_recorded event.
@@ -130,13 +141,9 @@ func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedD
 	if err != nil {
 		return out, "", err
 	}
-	inputs := chart.Inputs{Set: req.Set, SetString: req.SetString, SetJSON: req.SetJSON}
-	for _, f := range req.ValuesFiles {
-		content, err := os.ReadFile(f)
-		if err != nil {
-			return out, "", fmt.Errorf("values file %s: %w", f, err)
-		}
-		inputs.ValuesFiles = append(inputs.ValuesFiles, chart.ValuesFile{Name: f, Content: content})
+	inputs, err := readInputs(req)
+	if err != nil {
+		return out, "", err
 	}
 	// Check values here too, so a typo fails before anything is published.
 	if _, err := chart.UserValues(inputs); err != nil {
@@ -174,6 +181,11 @@ func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedD
 		InputsRef:   inputsRef,
 		Timeout:     events.Duration(req.Timeout),
 		RequestedBy: req.RequestedBy,
+		Git:         req.Git,
+		Images:      req.Images,
+		ImagesRepo:  req.ImagesRepo,
+		Annotations: req.Annotations,
+		Labels:      req.Labels,
 	}
 	return out, deployID, out.Target.Validate()
 }
@@ -183,4 +195,36 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// readInputs reads the files a request names: values files, secret values files (left
+// encrypted) and --set-file files.
+func readInputs(req DeployRequest) (chart.Inputs, error) {
+	in := chart.Inputs{Set: req.Set, SetString: req.SetString, SetJSON: req.SetJSON, SetLiteral: req.SetLiteral}
+	for _, f := range req.ValuesFiles {
+		content, err := os.ReadFile(f)
+		if err != nil {
+			return in, fmt.Errorf("values file %s: %w", f, err)
+		}
+		in.ValuesFiles = append(in.ValuesFiles, chart.ValuesFile{Name: f, Content: content})
+	}
+	for _, f := range req.SecretValuesFiles {
+		content, err := os.ReadFile(f)
+		if err != nil {
+			return in, fmt.Errorf("secret values file %s: %w", f, err)
+		}
+		in.SecretValuesFiles = append(in.SecretValuesFiles, chart.ValuesFile{Name: f, Content: content})
+	}
+	for _, expr := range req.SetFile {
+		key, path, ok := strings.Cut(expr, "=")
+		if !ok || key == "" || path == "" {
+			return in, fmt.Errorf("--set-file %q: want key=path", expr)
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return in, fmt.Errorf("--set-file %s: %w", expr, err)
+		}
+		in.SetFile = append(in.SetFile, chart.FileValue{Key: key, Name: path, Content: content})
+	}
+	return in, nil
 }
