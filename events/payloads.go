@@ -26,12 +26,16 @@ func (r ResourceRef) String() string {
 	return r.Namespace + "/" + r.Kind + "/" + r.Name
 }
 
-// ChartSource points at a packed chart in the Object Store.
+// ChartSource points at a packed chart in the Object Store or, for a request that names a
+// remote chart (a webhook, a fleet rollout), at where the renderer fetches it.
 type ChartSource struct {
-	Ref     string `json:"ref"`    // dataref of the .tgz
+	Ref     string `json:"ref"`    // dataref of the .tgz; empty: the renderer fetches the chart
 	Digest  string `json:"digest"` // sha256 hex of the .tgz
-	Name    string `json:"name"`
+	Name    string `json:"name"`   // chart name; without Ref and Repo, an oci:// reference or archive URL
 	Version string `json:"version"`
+	// Repo is the Helm repository URL the renderer fetches Name at Version (an exact version
+	// or a semver constraint) from when Ref is empty.
+	Repo string `json:"repo,omitempty"`
 }
 
 // Duration is a time.Duration written as Go duration text ("5m0s") in JSON.
@@ -115,6 +119,9 @@ type RenderedData struct {
 	RenderRef string        `json:"renderRef"` // dataref of the render (manifest, hooks, values, notes)
 	Resources []ResourceRef `json:"resources"`
 	Timeout   Duration      `json:"timeout"`
+	// Warnings are validation problems that do not stop the deploy, one line each naming the
+	// template, line, resource and field (never a value).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // StartedData is the payload of DeployStarted.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -9,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/chartsource"
 	"github.com/sealane/sealane/pkg/client"
+	"github.com/sealane/sealane/pkg/render"
 )
 
 // chartFlags are the flags deploy and render share: the chart, its values, the names and the
@@ -19,14 +22,24 @@ type chartFlags struct {
 	values, set, setString, setJSON, setFile, setLiteral []string
 	secretValues                                         []string
 	secretKey                                            string
+	ignoreSecretKey                                      bool
 	gitRef, gitCommit, gitBranch, gitTag                 string
 	ciPipelineURL, ciJobURL, ciAuthor                    string
 	images                                               []string
 	imagesRepo                                           string
 	addAnnotations, addLabels                            []string
+	repo, version, username, password, caFile            string
+	plainHTTP, insecureSkipTLSVerify                     bool
 }
 
 func (f *chartFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.repo, "repo", "", "Helm chart repository URL: CHART is then a chart name in it")
+	fl.StringVar(&f.version, "version", "", "chart version or semver constraint of a remote chart (default: latest stable)")
+	fl.StringVar(&f.username, "username", "", "user name for the chart repository or OCI registry")
+	fl.StringVar(&f.password, "password", "", "password for the chart repository or OCI registry (default $SEALANE_REPO_PASSWORD)")
+	fl.StringVar(&f.caFile, "ca-file", "", "CA bundle for the chart repository or registry's TLS certificate")
+	fl.BoolVar(&f.insecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the chart repository or registry's TLS certificate")
+	fl.BoolVar(&f.plainHTTP, "plain-http", false, "talk plain HTTP to the OCI registry")
 	fl.StringVar(&f.env, "env", "", "environment (staging, production...): part of the default release and namespace names, .Values.global.env")
 	fl.StringVar(&f.project, "project", "", "project name (default: the chart name)")
 	fl.StringVar(&f.release, "release", "", "release name, taken as is (default: <project>-<env>, slugified)")
@@ -34,6 +47,7 @@ func (f *chartFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVarP(&f.values, "values", "f", nil, "values file (repeatable, later wins)")
 	fl.StringArrayVar(&f.secretValues, "secret-values", nil, "encrypted values file, merged after the chart's secret-values.yaml (repeatable)")
 	fl.StringVar(&f.secretKey, "secret-key", "", "key for secret values and secret/ files (default: $SEALANE_SECRET_KEY, $WERF_SECRET_KEY, ./.werf_secret_key, ~/.werf/global_secret_key)")
+	fl.BoolVar(&f.ignoreSecretKey, "ignore-secret-key", false, "render without decrypting: secret values and secret/ files stay ciphertext")
 	fl.StringArrayVar(&f.set, "set", nil, "set a value: key=value (repeatable)")
 	fl.StringArrayVar(&f.setString, "set-string", nil, "set a string value: key=value (repeatable)")
 	fl.StringArrayVar(&f.setJSON, "set-json", nil, "set a JSON value: key=json (repeatable)")
@@ -58,6 +72,12 @@ func (f *chartFlags) request(chartDir, cluster string, timeout time.Duration) (c
 		ChartDir: chartDir, Project: f.project, Env: f.env, Release: f.release, Namespace: f.namespace, Cluster: cluster,
 		ValuesFiles: f.values, SecretValuesFiles: f.secretValues, Set: f.set, SetString: f.setString, SetJSON: f.setJSON,
 		SetFile: f.setFile, SetLiteral: f.setLiteral, Timeout: timeout, ImagesRepo: f.imagesRepo,
+		ChartRepo: f.repo, ChartVersion: f.version,
+		ChartSource: chartsource.Options{
+			Auth: chartsource.Auth{Username: f.username, Password: orEnv(f.password, "SEALANE_REPO_PASSWORD"), CAFile: f.caFile,
+				InsecureSkipTLSVerify: f.insecureSkipTLSVerify},
+			PlainHTTP: f.plainHTTP, Timeout: 5 * time.Minute,
+		},
 	}
 	git := events.Git{Ref: f.gitRef, Commit: f.gitCommit, Branch: f.gitBranch, Tag: f.gitTag,
 		PipelineURL: f.ciPipelineURL, JobURL: f.ciJobURL, Author: f.ciAuthor}
@@ -75,6 +95,23 @@ func (f *chartFlags) request(chartDir, cluster string, timeout time.Duration) (c
 		return req, err
 	}
 	return req, nil
+}
+
+func orEnv(v, env string) string {
+	if v != "" {
+		return v
+	}
+	return os.Getenv(env)
+}
+
+// secrets finds the key for the chart's secrets: --secret-key, the environment, then
+// .werf_secret_key in the chart (project) directory and ~/.werf/global_secret_key.
+func (f *chartFlags) secrets(chartDir string) (render.Secrets, error) {
+	dir := chartDir
+	if st, err := os.Stat(chartDir); err != nil || !st.IsDir() {
+		dir = "" // a packaged or remote chart: look in the current directory
+	}
+	return render.LoadSecrets(f.secretKey, dir, f.ignoreSecretKey)
 }
 
 // parseMetadata parses key=value pairs and checks them as Kubernetes annotation or label

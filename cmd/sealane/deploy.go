@@ -28,8 +28,8 @@ type deployFlags struct {
 func newDeployCmd(g *globalFlags) *cobra.Command {
 	f := &deployFlags{}
 	cmd := &cobra.Command{
-		Use:   "deploy CHART_DIR",
-		Short: "Install or upgrade a release from a chart directory (or a project with .helm/) and wait until it is ready",
+		Use:   "deploy CHART",
+		Short: "Install or upgrade a release from a chart (directory, werf project, .tgz, repository or OCI) and wait until it is ready",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDeploy(cmd.Context(), g, f, args[0])
@@ -63,6 +63,13 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 		return err
 	}
 	req.RequestedBy = whoami()
+	secrets, err := f.secrets(chartDir)
+	if err != nil {
+		return err
+	}
+	if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
+		log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
+	}
 	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log})
 	if err != nil {
 		return err
@@ -77,7 +84,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 			return err
 		}
 		go func() {
-			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log})
+			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: secrets})
 		}()
 	} else {
 		close(stagesDone)

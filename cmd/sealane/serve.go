@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/serve"
 )
@@ -40,8 +40,11 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer node.Close()
-			log.Info("serving")
-			deps := pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(g.kubeconfig), Log: log}
+			deps, err := serve.ServiceDeps(node, g.kubeconfig, log)
+			if err != nil {
+				return err
+			}
+			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key))
 			return serve.RunStages(cmd.Context(), node.Runner(log), deps, names...)
 		},
 	}

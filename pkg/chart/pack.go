@@ -16,7 +16,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -105,10 +104,13 @@ func loadError(chartDir string, err error) error {
 }
 
 // writeArchive writes ch.Raw (every loaded file, subcharts included) under a
-// top-level directory named after the chart, sorted, with fixed metadata.
+// top-level directory named after the chart, with fixed metadata, in the order
+// Helm's loader read them: LoadDir walks the directory in lexical order per
+// directory, so crds/a/x.yaml comes before crds/a.yaml. Loading the archive keeps
+// that order, and with it the order of CRDs (Chart.CRDObjects) that `helm template
+// --include-crds <dir>` prints; sorting by full path would put crds/a.yaml first.
 func writeArchive(ch *helmchart.Chart) ([]byte, error) {
-	files := append([]*helmchart.File(nil), ch.Raw...)
-	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	files := ch.Raw
 
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)

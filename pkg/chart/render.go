@@ -3,6 +3,7 @@ package chart
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/client-go/rest"
 )
 
 // DefaultKubeVersion is the Kubernetes version used for .Capabilities when
@@ -43,6 +45,12 @@ type Options struct {
 	// SecretFiles are the decrypted files of the chart's secret/ directory, keyed by their
 	// path below secret/, served by the werf_secret_file template function.
 	SecretFiles map[string][]byte
+	// Cluster, when set, is the target cluster `lookup` reads from; without it `lookup`
+	// returns empty results, as in `helm template`.
+	Cluster *rest.Config
+	// Capabilities, when set, are the target cluster's (see ClusterCapabilities) and replace
+	// KubeVersion, APIVersions and Helm's built-in defaults.
+	Capabilities *chartutil.Capabilities
 }
 
 // Rendered is a rendered chart, split the way a Helm release stores it.
@@ -62,6 +70,9 @@ type Rendered struct {
 	// CRDs are the files in crds/ of the chart and its enabled subcharts; they are
 	// not part of Manifest (as in `helm template` without --include-crds).
 	CRDs []helmchart.CRD
+	// Templates are the rendered templates by path ("<chart>/templates/x.yaml"), before Helm
+	// split and sorted them: what validation reports template lines against.
+	Templates map[string]string
 }
 
 // Render renders ch with Helm's engine for the given user values, release and
@@ -119,12 +130,17 @@ func render(orig *helmchart.Chart, userValues map[string]any, rel Release, opts 
 		return nil, err
 	}
 
-	var e engine.Engine
+	e := engine.Engine{}
+	if opts.Cluster != nil {
+		// `lookup` reads live objects from the target cluster, as in `helm install`.
+		e = engine.New(opts.Cluster)
+	}
 	files, err := e.Render(ch, renderValues)
 	if err != nil {
 		return nil, err
 	}
 	notes := extractNotes(files, ch.Name())
+	templates := maps.Clone(files)
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return nil, err
@@ -134,17 +150,21 @@ func render(orig *helmchart.Chart, userValues map[string]any, rel Release, opts 
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
 	}
 	return &Rendered{
-		Manifest: b.String(),
-		Hooks:    hooks,
-		Notes:    notes,
-		Config:   config,
-		Chart:    ch,
-		CRDs:     ch.CRDObjects(),
+		Manifest:  b.String(),
+		Hooks:     hooks,
+		Notes:     notes,
+		Config:    config,
+		Chart:     ch,
+		CRDs:      ch.CRDObjects(),
+		Templates: templates,
 	}, nil
 }
 
 // capabilities builds .Capabilities like `helm template` (client-only mode).
 func capabilities(opts Options) (*chartutil.Capabilities, error) {
+	if opts.Capabilities != nil {
+		return opts.Capabilities.Copy(), nil
+	}
 	caps := chartutil.DefaultCapabilities.Copy()
 	version := opts.KubeVersion
 	if version == "" {

@@ -108,3 +108,19 @@ func SecretValuesFile(ch *helmchart.Chart) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// UsesSecretFiles reports whether a template of ch or of its subcharts calls a secret-file
+// function, i.e. whether the secret/ files must be decrypted to render it.
+func UsesSecretFiles(ch *helmchart.Chart) bool {
+	for _, t := range ch.Templates {
+		if secretFuncName.Match(t.Data) {
+			return true
+		}
+	}
+	for _, d := range ch.Dependencies() {
+		if UsesSecretFiles(d) {
+			return true
+		}
+	}
+	return false
+}

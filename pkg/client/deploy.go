@@ -19,11 +19,18 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/chartsource"
 )
 
 // DeployRequest is a deploy as a person or a webhook asks for it.
 type DeployRequest struct {
-	ChartDir    string
+	// ChartDir is a chart directory, a werf project directory, a .tgz, an oci:// reference or
+	// an archive URL; with ChartRepo it is a chart name in that Helm repository.
+	ChartDir     string
+	ChartRepo    string // Helm repository URL (helm --repo)
+	ChartVersion string // exact version or semver constraint of a remote chart
+	// ChartSource configures access to remote charts and dependency repositories.
+	ChartSource chartsource.Options
 	Project     string // default: the chart's name
 	Env         string
 	Release     string // default: <project>-<env>
@@ -136,49 +143,66 @@ func Prepare(ctx context.Context, blobs Blobs, req DeployRequest) (cloudevents.E
 }
 
 func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedData, string, error) {
-	var out events.RequestedData
-	archive, meta, digest, err := chart.Pack(req.ChartDir)
+	local, err := Load(ctx, req)
 	if err != nil {
-		return out, "", err
+		return events.RequestedData{}, "", err
 	}
-	inputs, err := readInputs(req)
-	if err != nil {
-		return out, "", err
-	}
-	// Check values here too, so a typo fails before anything is published.
-	if _, err := chart.UserValues(inputs); err != nil {
-		return out, "", err
-	}
-	if _, err := ResolveNames(orDefault(req.Project, meta.Name), req.Env, req.Release, req.Namespace); err != nil {
-		return out, "", err
+	if err := local.Requested.Target.Validate(); err != nil {
+		return events.RequestedData{}, "", err
 	}
 	deployID := uuid.NewString()
-	chartRef, err := b.PutBlob(ctx, "charts/"+digest, archive)
+	chartRef, err := b.PutBlob(ctx, "charts/"+local.Digest, local.Archive)
 	if err != nil {
-		return out, "", err
+		return events.RequestedData{}, "", err
 	}
-	raw, err := json.Marshal(inputs)
+	raw, err := json.Marshal(local.Inputs)
 	if err != nil {
-		return out, "", fmt.Errorf("encode values: %w", err)
+		return events.RequestedData{}, "", fmt.Errorf("encode values: %w", err)
 	}
 	inputsRef, err := b.PutBlob(ctx, "inputs/"+deployID, raw)
 	if err != nil {
-		return out, "", err
+		return events.RequestedData{}, "", err
 	}
-	project := req.Project
-	if project == "" {
-		project = meta.Name
+	out := local.Requested
+	out.Chart.Ref, out.InputsRef = chartRef, inputsRef
+	return out, deployID, nil
+}
+
+// Local is a deploy request read from the local disk and checked: the packed chart, the
+// values and the request data without the Object Store references.
+type Local struct {
+	Archive   []byte
+	Digest    string
+	Inputs    chart.Inputs
+	Requested events.RequestedData
+}
+
+// Load fetches and packs the chart (downloading missing dependencies), reads the values
+// files and resolves the names; `sealane render` uses it as is, Deploy stores the result and
+// publishes it. Bad input fails here.
+func Load(ctx context.Context, req DeployRequest) (Local, error) {
+	archive, meta, digest, err := chartsource.Resolve(ctx, chartsource.NewSource(req.ChartDir, req.ChartRepo, req.ChartVersion), req.ChartSource)
+	if err != nil {
+		return Local{}, err
 	}
+	inputs, err := readInputs(req)
+	if err != nil {
+		return Local{}, err
+	}
+	// Check values here too, so a typo fails before anything is published.
+	if _, err := chart.UserValues(inputs); err != nil {
+		return Local{}, err
+	}
+	project := orDefault(req.Project, meta.Name)
 	names, err := ResolveNames(project, req.Env, req.Release, req.Namespace)
 	if err != nil {
-		return out, "", err
+		return Local{}, err
 	}
-	out = events.RequestedData{
+	rd := events.RequestedData{
 		Target:      events.Target{Cluster: req.Cluster, Namespace: names.Namespace, Release: names.Release},
 		Project:     project,
 		Env:         names.Env,
-		Chart:       events.ChartSource{Ref: chartRef, Digest: digest, Name: meta.Name, Version: meta.Version},
-		InputsRef:   inputsRef,
+		Chart:       events.ChartSource{Digest: digest, Name: meta.Name, Version: meta.Version},
 		Timeout:     events.Duration(req.Timeout),
 		RequestedBy: req.RequestedBy,
 		Git:         req.Git,
@@ -187,7 +211,12 @@ func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedD
 		Annotations: req.Annotations,
 		Labels:      req.Labels,
 	}
-	return out, deployID, out.Target.Validate()
+	if req.Cluster != "" {
+		if err := rd.Target.Validate(); err != nil {
+			return Local{}, err
+		}
+	}
+	return Local{Archive: archive, Digest: digest, Inputs: inputs, Requested: rd}, nil
 }
 
 func orDefault(s, def string) string {

@@ -28,6 +28,11 @@ type Object struct {
 	Obj *unstructured.Unstructured
 	// Source is the template path from the document's "# Source:" comment, "" if none.
 	Source string
+	// Doc is the 1-based index of the document among those of the same Source (of the whole
+	// manifest when Source is ""), as in Error.Doc.
+	Doc int
+	// Line is the 1-based manifest line the document starts at, as in Error.Line.
+	Line int
 }
 
 // Error is a problem with one document of a manifest.
@@ -60,6 +65,18 @@ const sourcePrefix = "# Source: "
 // returned joined: invalid YAML, non-objects, missing apiVersion/kind/metadata.name, and
 // duplicates (same API group, kind, namespace and name), each naming its source.
 func Parse(manifest string) ([]Object, error) {
+	return parse(manifest, true)
+}
+
+// ParseLenient is Parse without the checks of what objects hold: every document that is a YAML
+// mapping becomes an Object, even without apiVersion, kind or metadata.name, and duplicates are
+// kept. Only invalid YAML and documents (or List items) that are not mappings are errors. It is
+// for callers that report those problems themselves, as package validate does with lines.
+func ParseLenient(manifest string) ([]Object, error) {
+	return parse(manifest, false)
+}
+
+func parse(manifest string, strict bool) ([]Object, error) {
 	var (
 		objs      []Object
 		errs      []error
@@ -70,12 +87,16 @@ func Parse(manifest string) ([]Object, error) {
 		perSource[d.source]++
 		where := &Error{Source: d.source, Doc: perSource[d.source], Line: d.line}
 		fail := func(err error) { e := *where; e.Err = err; errs = append(errs, &e) }
-		decoded, err := decode(d.text)
+		decoded, err := decode(d.text, strict)
 		if err != nil {
 			fail(err)
 			continue
 		}
 		for _, obj := range decoded {
+			if !strict {
+				objs = append(objs, Object{Obj: obj, Source: d.source, Doc: where.Doc, Line: where.Line})
+				continue
+			}
 			ref := fmt.Sprintf("%s/%s", obj.GetKind(), obj.GetName())
 			if ns := obj.GetNamespace(); ns != "" {
 				ref = ns + "/" + ref
@@ -87,7 +108,7 @@ func Parse(manifest string) ([]Object, error) {
 				continue
 			}
 			seen[id] = describe(where)
-			objs = append(objs, Object{Obj: obj, Source: d.source})
+			objs = append(objs, Object{Obj: obj, Source: d.source, Doc: where.Doc, Line: where.Line})
 		}
 	}
 	return objs, errors.Join(errs...)
@@ -144,8 +165,8 @@ func split(manifest string) []document {
 }
 
 // decode turns one YAML document into objects (several for a List). A document that decodes to
-// null is no object at all.
-func decode(text string) ([]*unstructured.Unstructured, error) {
+// null is no object at all. strict checks apiVersion, kind and metadata.name.
+func decode(text string, strict bool) ([]*unstructured.Unstructured, error) {
 	js, err := yaml.YAMLToJSON([]byte(text))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidYAML, err)
@@ -162,8 +183,10 @@ func decode(text string) ([]*unstructured.Unstructured, error) {
 		return nil, ErrNotObject
 	}
 	obj := &unstructured.Unstructured{Object: m}
-	if err := validate(obj); err != nil {
-		return nil, err
+	if strict {
+		if err := validate(obj); err != nil {
+			return nil, err
+		}
 	}
 	items, isList := m["items"].([]any)
 	if !isList || !strings.HasSuffix(obj.GetKind(), "List") {
@@ -176,6 +199,10 @@ func decode(text string) ([]*unstructured.Unstructured, error) {
 			return nil, fmt.Errorf("%s item %d: %w", obj.GetKind(), i, ErrNotObject)
 		}
 		item := &unstructured.Unstructured{Object: im}
+		if !strict {
+			out = append(out, item)
+			continue
+		}
 		if err := validate(item); err != nil {
 			return nil, fmt.Errorf("%s item %d: %w", obj.GetKind(), i, err)
 		}

@@ -250,3 +250,102 @@ func TestParseKeepsIntegers(t *testing.T) {
 		t.Errorf("spec.replicas = %#v, want int64(3)", objs[0].Obj.Object["spec"])
 	}
 }
+
+func TestParsePositions(t *testing.T) {
+	objs, err := Parse(`---
+# Source: demo/templates/a.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a1}
+---
+# Source: demo/templates/b.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b1}
+---
+# Source: demo/templates/a.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a2}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type pos struct {
+		Name      string
+		Doc, Line int
+	}
+	var got []pos
+	for _, o := range objs {
+		got = append(got, pos{o.Obj.GetName(), o.Doc, o.Line})
+	}
+	want := []pos{{"a1", 1, 2}, {"b1", 1, 7}, {"a2", 2, 12}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("positions (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseLenient(t *testing.T) {
+	const m = `---
+# Source: demo/templates/a.yaml
+apiVersion: v1
+kind: Job
+metadata: {generateName: x-}
+---
+# Source: demo/templates/a.yaml
+metadata: {name: orphan}
+---
+# Source: demo/templates/b.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: dup}
+---
+# Source: demo/templates/b.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: dup}
+---
+# Source: demo/templates/c.yaml
+just text
+---
+# Source: demo/templates/d.yaml
+apiVersion: v1
+kind: List
+items:
+- {kind: ConfigMap, metadata: {name: no-api-version}}
+- 42
+`
+	if _, err := Parse(m); err == nil {
+		t.Fatal("Parse accepted the manifest")
+	}
+	objs, err := ParseLenient(m)
+	type pos struct {
+		Source, Kind, Name string
+		Doc, Line          int
+	}
+	var got []pos
+	for _, o := range objs {
+		got = append(got, pos{o.Source, o.Obj.GetKind(), o.Obj.GetName(), o.Doc, o.Line})
+	}
+	want := []pos{
+		{"demo/templates/a.yaml", "Job", "", 1, 2},
+		{"demo/templates/a.yaml", "", "orphan", 2, 7},
+		{"demo/templates/b.yaml", "ConfigMap", "dup", 1, 10},
+		{"demo/templates/b.yaml", "ConfigMap", "dup", 2, 15},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	var errs []*Error
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var pe *Error
+		if !errors.As(e, &pe) || !errors.Is(e, ErrNotObject) {
+			t.Errorf("error %v is not an *Error matching ErrNotObject", e)
+			continue
+		}
+		errs = append(errs, pe)
+	}
+	if len(errs) != 2 || errs[0].Source != "demo/templates/c.yaml" || errs[0].Line != 20 || errs[1].Source != "demo/templates/d.yaml" {
+		t.Errorf("errors = %v, want not-an-object in c.yaml (line 20) and d.yaml", err)
+	}
+}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
+	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/validate"
 )
 
 // Applier applies the plan phase by phase with server-side apply and decides, from the
@@ -61,6 +63,12 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
 	if err != nil {
 		return fail(err.Error())
+	}
+	apply.WithMetadata(objs, bundle.Metadata.Annotations, bundle.Metadata.Labels)
+	for _, o := range objs {
+		if msg, ok := bundle.ValidationMessages[kube.RefOf(o.Obj).String()]; ok {
+			apply.WithMetadata([]manifest.Object{o}, map[string]string{validate.AnnotationValidationMessages: msg}, nil)
+		}
 	}
 	apply.WithReleaseMetadata(objs, in.Target.Release, in.Target.Namespace)
 	apply.SortForInstall(objs)

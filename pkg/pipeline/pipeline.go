@@ -13,7 +13,9 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -34,6 +36,11 @@ type Deps struct {
 	Clusters Clusters
 	Log      *zap.Logger
 	Clock    func() time.Time
+	// Secrets decrypt the charts' secret values and files in the renderer. The key is the
+	// renderer's own (flag or environment); it never travels in events.
+	Secrets render.Secrets
+	// Charts caches loaded charts by digest across deploys; nil gives each Stages call its own.
+	Charts *chart.Cache
 }
 
 func (d Deps) now() time.Time {
@@ -52,8 +59,11 @@ func (d Deps) log() *zap.Logger {
 
 // Stages returns the named stages ("all" or empty = all four) wired to deps.
 func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
+	if d.Charts == nil {
+		d.Charts = chart.NewCache(defaultChartCacheSize)
+	}
 	all := map[events.Stage]stage.Stage{
-		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: &Renderer{d}},
+		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: &Renderer{Deps: d, schemas: newSchemaCache(schemaTTL)}},
 		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed}, Handler: &Recorder{d}},
 		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
@@ -72,6 +82,10 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 	return out, nil
 }
 
+// defaultChartCacheSize is how many loaded charts a renderer keeps: enough for the charts of
+// a fleet rollout in flight, small enough to bound memory.
+const defaultChartCacheSize = 32
+
 // RenderBundle is what the renderer stores for one deploy and the applier and recorder read:
 // it may hold secret values, so it only travels by reference.
 type RenderBundle struct {
@@ -79,6 +93,12 @@ type RenderBundle struct {
 	Hooks    []*release.Hook `json:"hooks,omitempty"`
 	Notes    string          `json:"notes,omitempty"`
 	Config   map[string]any  `json:"config,omitempty"`
+	// Metadata is added to every object at apply time (auto annotations, --add-annotation,
+	// --add-label); the release manifest stays as the chart rendered it.
+	Metadata render.Metadata `json:"metadata,omitempty"`
+	// ValidationMessages are the validation warnings per object (kube.Ref string), recorded
+	// in its debug.werf.io/validation-messages annotation.
+	ValidationMessages map[string]string `json:"validationMessages,omitempty"`
 }
 
 func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error) {

@@ -2,27 +2,28 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/release"
+	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/version"
 )
 
 // Renderer turns a deploy request into manifests: it loads the chart and values from the
 // Object Store, chooses the next release revision, renders with Helm's engine and stores the
 // result for the applier and the recorder.
-type Renderer struct{ Deps }
+type Renderer struct {
+	Deps
+	schemas *schemaCache
+}
 
 // Handle renders one deploy.requested event.
 func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
@@ -33,12 +34,30 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
 	}
-	archive, err := r.Blobs.GetBlob(ctx, req.Chart.Ref)
-	if err != nil {
-		return stage.Output{}, err
+	if req.Chart.Ref == "" {
+		if req.Chart.Name == "" {
+			return fail("the request names no chart")
+		}
+		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart)
+		if chartMissing(err) {
+			return fail(err.Error())
+		}
+		if err != nil {
+			return stage.Output{}, err
+		}
+		req.Chart = src
 	}
-	if sum := sha256.Sum256(archive); req.Chart.Digest != "" && hex.EncodeToString(sum[:]) != req.Chart.Digest {
-		return fail(fmt.Sprintf("chart %s: stored archive digest %x does not match the request's %s", req.Chart.Ref, sum, req.Chart.Digest))
+	if req.Chart.Digest == "" {
+		return fail(fmt.Sprintf("chart %s: the request has no chart digest", req.Chart.Name))
+	}
+	loaded, err := r.Charts.Load(ctx, req.Chart.Digest, func(ctx context.Context) ([]byte, error) {
+		return r.Blobs.GetBlob(ctx, req.Chart.Ref)
+	})
+	if err != nil {
+		if errors.Is(err, chart.ErrBadArchive) {
+			return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
+		}
+		return stage.Output{}, err
 	}
 	var inputs chart.Inputs
 	if req.InputsRef != "" {
@@ -49,14 +68,6 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		if err := json.Unmarshal(raw, &inputs); err != nil {
 			return fail(fmt.Sprintf("values %s: %v", req.InputsRef, err))
 		}
-	}
-	userValues, err := chart.UserValues(inputs)
-	if err != nil {
-		return fail(err.Error())
-	}
-	ch, err := chart.Load(archive)
-	if err != nil {
-		return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
 	}
 	cluster, err := r.Clusters.Get(in.Target.Cluster)
 	if err != nil {
@@ -72,21 +83,32 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil && !errors.Is(err, release.ErrNotFound) {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
 	}
-	kubeVersion, err := serverVersion(cluster)
+	caps, err := chart.ClusterCapabilities(cluster.Typed.Discovery())
 	if err != nil {
-		return stage.Output{}, err
+		return stage.Output{}, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
-	rendered, err := chart.Render(ch, userValues, chart.Release{
-		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: revision, IsUpgrade: isUpgrade,
-	}, chart.Options{KubeVersion: kubeVersion, Env: req.Env})
+	schema, err := r.schemas.get(ctx, cluster)
+	if err != nil {
+		return stage.Output{}, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+	}
+	res, err := render.Render(render.Request{
+		Chart:        loaded.Chart,
+		Inputs:       inputs,
+		Release:      chart.Release{Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: revision, IsUpgrade: isUpgrade},
+		Service:      render.ServiceValues(req, version.String()),
+		Secrets:      r.Secrets,
+		Capabilities: caps,
+		Cluster:      cluster.Config,
+		Schema:       schema,
+	})
 	if err != nil {
 		return fail(err.Error())
 	}
-	objs, err := manifest.Parse(rendered.Manifest)
-	if err != nil {
-		return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
-	}
-	bundle, err := json.Marshal(RenderBundle{Manifest: rendered.Manifest, Hooks: rendered.Hooks, Notes: rendered.Notes, Config: rendered.Config})
+	rendered, objs := res.Rendered, res.Objects
+	bundle, err := json.Marshal(RenderBundle{
+		Manifest: rendered.Manifest, Hooks: rendered.Hooks, Notes: rendered.Notes, Config: rendered.Config,
+		Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: res.ValidationMessages(),
+	})
 	if err != nil {
 		return stage.Output{}, stage.Permanent(fmt.Errorf("encode render: %w", err))
 	}
@@ -112,17 +134,9 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		Emits: []stage.Emit{{
 			Type: events.DeployRendered, Step: "rendered", DataRef: ref,
 			Data: events.RenderedData{Target: in.Target, Revision: revision, IsUpgrade: isUpgrade, Chart: req.Chart,
-				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout)},
+				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout), Warnings: warningLines(res.Warnings)},
 		}},
 	}, nil
-}
-
-func serverVersion(c *kube.Cluster) (string, error) {
-	v, err := c.Typed.Discovery().ServerVersion()
-	if err != nil {
-		return "", fmt.Errorf("cluster %s: server version: %w", c.Name, err)
-	}
-	return strings.TrimPrefix(v.GitVersion, "v"), nil
 }
 
 // namespacedGuess says whether a kind is namespaced for display before the applier asks the

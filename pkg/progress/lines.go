@@ -30,7 +30,11 @@ func Line(e cloudevents.Event) string {
 		if d.IsUpgrade {
 			verb = "upgrade"
 		}
-		return fmt.Sprintf("rendered: %d resources, revision %d (%s)", len(d.Resources), d.Revision, verb)
+		line := fmt.Sprintf("rendered: %d resources, revision %d (%s)", len(d.Resources), d.Revision, verb)
+		for _, w := range d.Warnings {
+			line += "\n  " + w
+		}
+		return line
 	case events.DeployStarted:
 		var d events.StartedData
 		if events.DecodeData(e, &d) != nil {

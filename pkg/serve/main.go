@@ -14,6 +14,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/pipeline"
+	"github.com/sealane/sealane/pkg/render"
 )
 
 // Main is the whole main function of a one-stage service binary (services/<stage>): flags or
@@ -54,8 +55,24 @@ func run(ctx context.Context, name events.Stage, natsURL, kubeconfig string, log
 		return err
 	}
 	defer node.Close()
-	log.Info("serving", zap.String("nats", natsURL))
-	return RunStages(ctx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(kubeconfig), Log: log}, name)
+	deps, err := ServiceDeps(node, kubeconfig, log)
+	if err != nil {
+		return err
+	}
+	log.Info("serving", zap.String("nats", natsURL), zap.Stringer("secretKey", deps.Secrets.Key))
+	return RunStages(ctx, node.Runner(log), deps, name)
+}
+
+// ServiceDeps are the stage dependencies of a long-running service: the node's bus, clusters
+// from kubeconfig, and the secret key from the environment ($SEALANE_SECRET_KEY,
+// $WERF_SECRET_KEY, ~/.werf/global_secret_key; $SEALANE_IGNORE_SECRET_KEY=true renders
+// without decrypting).
+func ServiceDeps(node *Node, kubeconfig string, log *zap.Logger) (pipeline.Deps, error) {
+	secrets, err := render.LoadSecrets("", "", os.Getenv("SEALANE_IGNORE_SECRET_KEY") == "true")
+	if err != nil {
+		return pipeline.Deps{}, err
+	}
+	return pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(kubeconfig), Log: log, Secrets: secrets}, nil
 }
 
 func envOr(key, def string) string {

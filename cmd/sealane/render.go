@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sealane/sealane/pkg/apply"
+	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/client"
+	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/render"
+	"github.com/sealane/sealane/pkg/validate"
+	"github.com/sealane/sealane/pkg/version"
+)
+
+type renderFlags struct {
+	chartFlags
+	showOnly               []string
+	outputDir              string
+	kubeVersion            string
+	apiVersions            []string
+	includeCRDs, skipTests bool
+	showServiceAnnotations bool
+	upgrade                bool
+}
+
+func newRenderCmd(g *globalFlags) *cobra.Command {
+	f := &renderFlags{}
+	cmd := &cobra.Command{
+		Use:   "render CHART",
+		Short: "Render a chart locally, like `helm template` (offline unless --kube-context or --kubeconfig is given)",
+		Long: "Render a chart with the values, secret values and service values a deploy would use and print " +
+			"the manifests exactly as `helm template` does. Offline by default: .Capabilities come from " +
+			"--kube-version/--api-versions and `lookup` finds nothing. With --kube-context or --kubeconfig the " +
+			"cluster's version and APIs are used and `lookup` reads from it.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			useCluster := cmd.Flags().Changed("kube-context") || cmd.Flags().Changed("kubeconfig")
+			return runRender(cmd.Context(), g, f, args[0], useCluster, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	f.chartFlags.register(fl)
+	fl.StringArrayVarP(&f.showOnly, "show-only", "s", nil, "only show manifests rendered from the given templates (path or glob, e.g. templates/deployment.yaml; repeatable)")
+	fl.StringVar(&f.outputDir, "output-dir", "", "write each template's manifests to files under this directory instead of stdout")
+	fl.StringVar(&f.kubeVersion, "kube-version", "", "Kubernetes version for .Capabilities when offline (default "+chart.DefaultKubeVersion+")")
+	fl.StringSliceVarP(&f.apiVersions, "api-versions", "a", nil, "extra API versions for .Capabilities.APIVersions when offline (repeatable)")
+	fl.BoolVar(&f.includeCRDs, "include-crds", false, "include the charts' crds/ files in the output")
+	fl.BoolVar(&f.skipTests, "skip-tests", false, "leave out test hooks")
+	fl.BoolVar(&f.showServiceAnnotations, "show-service-annotations", false, "show the annotations and labels a deploy adds (werf.io/version, project.werf.io/*, ci.werf.io/*, --add-annotation, --add-label)")
+	fl.BoolVar(&f.upgrade, "is-upgrade", false, "render as an upgrade (.Release.IsUpgrade true, .Release.IsInstall false)")
+	return cmd
+}
+
+func runRender(ctx context.Context, g *globalFlags, f *renderFlags, chartRef string, useCluster bool, stdout, stderr io.Writer) error {
+	dreq, err := f.request(chartRef, "", 0)
+	if err != nil {
+		return err
+	}
+	local, err := client.Load(ctx, dreq)
+	if err != nil {
+		return err
+	}
+	secrets, err := f.secrets(chartRef)
+	if err != nil {
+		return err
+	}
+	loaded, err := chart.NewCache(1).Get(local.Archive)
+	if err != nil {
+		return err
+	}
+	rd := local.Requested
+	req := render.Request{
+		Chart:       loaded.Chart,
+		Inputs:      local.Inputs,
+		Release:     chart.Release{Name: rd.Target.Release, Namespace: rd.Target.Namespace, Revision: 1, IsUpgrade: f.upgrade},
+		Service:     render.ServiceValues(rd, version.String()),
+		Secrets:     secrets,
+		KubeVersion: f.kubeVersion,
+		APIVersions: f.apiVersions,
+	}
+	if useCluster {
+		cluster, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.kubeContext})
+		if err != nil {
+			return err
+		}
+		if req.Capabilities, err = chart.ClusterCapabilities(cluster.Typed.Discovery()); err != nil {
+			return fmt.Errorf("cluster %s: %w", cluster.Name, err)
+		}
+		if req.Schema, err = validate.FromCluster(ctx, cluster.Typed.Discovery()); err != nil {
+			return fmt.Errorf("cluster %s: %w", cluster.Name, err)
+		}
+		req.Cluster = cluster.Config
+	} else if req.Schema, err = validate.Bundled(); err != nil {
+		return err
+	}
+	res, err := render.Render(req)
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stderr, "Warning:", w)
+	}
+	out := res.TemplateOutput(chart.PrintOptions{IncludeCRDs: f.includeCRDs, SkipTests: f.skipTests})
+	if f.showServiceAnnotations {
+		md := render.AutoMetadata(rd, version.String())
+		if out, err = withMetadata(out, md); err != nil {
+			return err
+		}
+	}
+	if len(f.showOnly) > 0 {
+		if out, err = showOnly(out, f.showOnly); err != nil {
+			return err
+		}
+	}
+	if f.outputDir != "" {
+		return writeOutputDir(f.outputDir, out, stdout)
+	}
+	_, err = io.WriteString(stdout, out)
+	return err
+}
+
+// sourceRe finds a manifest's template path below the chart name, as `helm template` does.
+var sourceRe = regexp.MustCompile("# Source: [^/]+/(.+)")
+
+// showOnly keeps the manifests rendered from templates matching the patterns, in Helm's
+// order, failing for a pattern that matches nothing (helm template --show-only).
+func showOnly(out string, patterns []string) (string, error) {
+	split := releaseutil.SplitManifests(out)
+	keys := make([]string, 0, len(split))
+	for k := range split {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	var b strings.Builder
+	for _, p := range patterns {
+		p = filepath.ToSlash(p)
+		found := false
+		for _, k := range keys {
+			m := sourceRe.FindStringSubmatch(split[k])
+			if m == nil {
+				continue
+			}
+			if ok, _ := filepath.Match(p, m[1]); !ok {
+				continue
+			}
+			fmt.Fprintf(&b, "---\n%s\n", split[k])
+			found = true
+		}
+		if !found {
+			return "", fmt.Errorf("--show-only %s: no template of that name in the chart (paths look like templates/deployment.yaml or charts/SUBCHART/templates/x.yaml)", p)
+		}
+	}
+	return b.String(), nil
+}
+
+// sourceDoc is one manifest of the render output: its template path and its text.
+type sourceDoc struct{ source, body string }
+
+// splitSources cuts render output at its "---\n# Source: PATH\n" headers.
+func splitSources(out string) []sourceDoc {
+	const sep = "---\n# Source: "
+	var docs []sourceDoc
+	for _, part := range strings.Split("\n"+out, "\n"+sep) {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		source, body, _ := strings.Cut(part, "\n")
+		docs = append(docs, sourceDoc{source: source, body: body})
+	}
+	return docs
+}
+
+// writeOutputDir writes every manifest to DIR/<chart>/<template path>, appending the
+// manifests of one template to one file and naming each file written, like helm template
+// --output-dir.
+func writeOutputDir(dir, out string, stdout io.Writer) error {
+	written := map[string]bool{}
+	for _, d := range splitSources(out) {
+		name := filepath.Join(dir, filepath.FromSlash(d.source))
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return fmt.Errorf("--output-dir: %w", err)
+		}
+		flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if written[name] {
+			flag = os.O_APPEND | os.O_WRONLY
+		}
+		fh, err := os.OpenFile(name, flag, 0o644)
+		if err != nil {
+			return fmt.Errorf("--output-dir: %w", err)
+		}
+		_, werr := fmt.Fprintf(fh, "---\n# Source: %s\n%s\n", d.source, strings.TrimSuffix(d.body, "\n"))
+		if cerr := fh.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("--output-dir %s: %w", name, werr)
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", name)
+		written[name] = true
+	}
+	return nil
+}
+
+// withMetadata re-serialises each manifest with the deploy-time annotations and labels added.
+func withMetadata(out string, md render.Metadata) (string, error) {
+	var b strings.Builder
+	for _, d := range splitSources(out) {
+		objs, err := manifest.Parse(d.body)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", d.source, err)
+		}
+		apply.WithMetadata(objs, md.Annotations, md.Labels)
+		for _, o := range objs {
+			y, err := yaml.Marshal(o.Obj.Object)
+			if err != nil {
+				return "", fmt.Errorf("encode %s: %w", kube.RefOf(o.Obj), err)
+			}
+			fmt.Fprintf(&b, "---\n# Source: %s\n%s", d.source, y)
+		}
+	}
+	return b.String(), nil
+}

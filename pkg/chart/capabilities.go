@@ -1,0 +1,27 @@
+package chart
+
+import (
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/client-go/discovery"
+)
+
+// ClusterCapabilities reads .Capabilities from a live cluster the way `helm install` does:
+// its version and every served group/version and group/version/Kind.
+func ClusterCapabilities(dc discovery.DiscoveryInterface) (*chartutil.Capabilities, error) {
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("server version: %w", err)
+	}
+	kv, err := chartutil.ParseKubeVersion(v.GitVersion)
+	if err != nil {
+		return nil, fmt.Errorf("server version %q: %w", v.GitVersion, err)
+	}
+	apis, err := action.GetVersionSet(dc)
+	if err != nil {
+		return nil, fmt.Errorf("server API versions: %w", err)
+	}
+	return &chartutil.Capabilities{KubeVersion: *kv, APIVersions: apis, HelmVersion: chartutil.DefaultCapabilities.HelmVersion}, nil
+}

@@ -1,0 +1,1 @@
+{{- define "addons.name" -}}addons{{- end -}}

@@ -1,0 +1,3 @@
+#!/bin/sh
+set -eu
+pg_dump "$DATABASE_URL" > /backup/dump.sql

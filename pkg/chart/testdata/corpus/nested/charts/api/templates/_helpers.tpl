@@ -1,0 +1,3 @@
+{{- define "api.image" -}}
+{{ .Values.global.imageRegistry }}/{{ .Values.image.repository }}:{{ .Chart.AppVersion }}
+{{- end -}}

@@ -1,0 +1,35 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/chartsource"
+)
+
+// remoteChartTimeout bounds fetching a remote chart and its dependencies.
+const remoteChartTimeout = 2 * time.Minute
+
+// storeRemoteChart fetches a chart the request names by repository or OCI reference, stores
+// the packed archive in the Object Store and returns the source pointing at it.
+func storeRemoteChart(ctx context.Context, blobs Blobs, src events.ChartSource) (events.ChartSource, error) {
+	archive, meta, digest, err := chartsource.Resolve(ctx, chartsource.NewSource(src.Name, src.Repo, src.Version),
+		chartsource.Options{Timeout: remoteChartTimeout})
+	if err != nil {
+		return src, fmt.Errorf("fetch chart %s: %w", chartsource.NewSource(src.Name, src.Repo, src.Version), err)
+	}
+	ref, err := blobs.PutBlob(ctx, "charts/"+digest, archive)
+	if err != nil {
+		return src, err
+	}
+	return events.ChartSource{Ref: ref, Digest: digest, Name: meta.Name, Version: meta.Version, Repo: src.Repo}, nil
+}
+
+// chartMissing reports whether fetching failed because the chart or version does not exist,
+// which retrying cannot fix.
+func chartMissing(err error) bool {
+	return errors.Is(err, chartsource.ErrChartNotFound) || errors.Is(err, chartsource.ErrVersionNotFound)
+}
