@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/pipeline"
@@ -96,9 +99,19 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 		enc := json.NewEncoder(os.Stdout)
 		show = func(e cloudevents.Event) { _ = enc.Encode(e) }
 	}
+	var renderRef string
+	onEvent := func(e cloudevents.Event) {
+		if events.Type(e.Type()) == events.DeployRendered {
+			var d events.RenderedData
+			if events.DecodeData(e, &d) == nil {
+				renderRef = d.RenderRef
+			}
+		}
+		show(e)
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, f.timeout+2*time.Minute)
 	defer cancel()
-	res, err := client.Deploy(waitCtx, node.Bus, req, show)
+	res, err := client.Deploy(waitCtx, node.Bus, req, onEvent)
 	if err != nil {
 		if errors.Is(err, client.ErrDeployFailed) {
 			return &exitError{code: 1, err: fmt.Errorf("release %s: %w", res.Target.Release, err)}
@@ -107,8 +120,25 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 	}
 	if f.output == "text" {
 		fmt.Printf("release %s (namespace %s) revision %d deployed\n", res.Target.Release, res.Target.Namespace, res.Revision)
+		printNotes(waitCtx, node.Bus, renderRef, log)
 	}
 	return nil
+}
+
+// printNotes prints the chart's rendered NOTES.txt after a successful deploy, as helm does. The
+// notes may hold values, so they are read from the Object Store, never from an event.
+func printNotes(ctx context.Context, blobs pipeline.Blobs, renderRef string, log *zap.Logger) {
+	if renderRef == "" {
+		return
+	}
+	notes, err := pipeline.Notes(ctx, blobs, renderRef)
+	if err != nil {
+		log.Warn("could not read the chart's notes", zap.Error(err))
+		return
+	}
+	if strings.TrimSpace(notes) != "" {
+		fmt.Printf("\nNOTES:\n%s\n", strings.TrimRight(notes, "\n"))
+	}
 }
 
 func whoami() string {

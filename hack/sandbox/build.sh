@@ -26,10 +26,15 @@ need_etcd() {
   (command -v systemctl >/dev/null && $SUDO systemctl disable --now etcd >/dev/null 2>&1) || true
 }
 
+# Built from module sources, Kubernetes would report v0.0.0-master; stamp the real version in
+# (as a release build does) so that charts' kubeVersion constraints and .Capabilities behave
+# as on a real cluster. The -stamped suffix keeps older unstamped builds from being reused.
+KUBE_BIN_SUFFIX=$K8S_VERSION-stamped
+
 build_kube() {
   local missing=0
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
-    [ -x "$BIN/$c-$K8S_VERSION" ] || missing=1
+    [ -x "$BIN/$c-$KUBE_BIN_SUFFIX" ] || missing=1
   done
   [ $missing = 1 ] || return 0
   local mod=$CACHE/build/k8s-$K8S_VERSION
@@ -57,12 +62,16 @@ import (
 )
 GO
   (cd "$mod" && go mod tidy -e >/dev/null 2>&1 || true)
+  local major minor vpkg=k8s.io/component-base/version
+  major=${K8S_VERSION#v}; major=${major%%.*}
+  minor=${K8S_VERSION#v*.}; minor=${minor%%.*}
+  local ldflags="-X $vpkg.gitVersion=$K8S_VERSION -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean"
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
-    if [ ! -x "$BIN/$c-$K8S_VERSION" ]; then
-      (cd "$mod" && go build -tags tools -o "$BIN/$c-$K8S_VERSION.tmp" "k8s.io/kubernetes/cmd/$c")
-      mv "$BIN/$c-$K8S_VERSION.tmp" "$BIN/$c-$K8S_VERSION"
+    if [ ! -x "$BIN/$c-$KUBE_BIN_SUFFIX" ]; then
+      (cd "$mod" && go build -tags tools -ldflags "$ldflags" -o "$BIN/$c-$KUBE_BIN_SUFFIX.tmp" "k8s.io/kubernetes/cmd/$c")
+      mv "$BIN/$c-$KUBE_BIN_SUFFIX.tmp" "$BIN/$c-$KUBE_BIN_SUFFIX"
     fi
-    ln -sf "$c-$K8S_VERSION" "$BIN/$c"
+    ln -sf "$c-$KUBE_BIN_SUFFIX" "$BIN/$c"
   done
 }
 

@@ -5,7 +5,10 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -83,11 +86,13 @@ func parse(manifest string, strict bool) ([]Object, error) {
 		seen      = map[string]string{} // identity -> where first seen
 		perSource = map[string]int{}
 	)
-	for _, d := range split(manifest) {
+	docs := split(manifest)
+	results := decodeAll(docs, strict)
+	for i, d := range docs {
 		perSource[d.source]++
 		where := &Error{Source: d.source, Doc: perSource[d.source], Line: d.line}
 		fail := func(err error) { e := *where; e.Err = err; errs = append(errs, &e) }
-		decoded, err := decode(d.text, strict)
+		decoded, err := results[i].objs, results[i].err
 		if err != nil {
 			fail(err)
 			continue
@@ -112,6 +117,35 @@ func parse(manifest string, strict bool) ([]Object, error) {
 		}
 	}
 	return objs, errors.Join(errs...)
+}
+
+type decodeResult struct {
+	objs []*unstructured.Unstructured
+	err  error
+}
+
+// decodeAll decodes the documents on all CPUs: YAML decoding is most of the cost of reading a
+// large release, and documents are independent. Results keep the documents' order.
+func decodeAll(docs []document, strict bool) []decodeResult {
+	results := make([]decodeResult, len(docs))
+	workers := min(runtime.GOMAXPROCS(0), len(docs)/32+1)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(docs) {
+					return
+				}
+				results[i].objs, results[i].err = decode(docs[i].text, strict)
+			}
+		}()
+	}
+	wg.Wait()
+	return results
 }
 
 func describe(e *Error) string {

@@ -113,6 +113,15 @@ func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error)
 	return &rb, nil
 }
 
+// Notes returns the rendered NOTES.txt of a deploy's render, for the client to print.
+func Notes(ctx context.Context, b Blobs, renderRef string) (string, error) {
+	rb, err := loadBundle(ctx, b, renderRef)
+	if err != nil {
+		return "", err
+	}
+	return rb.Notes, nil
+}
+
 func decode(in stage.Input, v any) error {
 	if err := events.DecodeData(in.Event, v); err != nil {
 		return err
