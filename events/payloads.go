@@ -60,10 +60,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // RequestedData is the payload of DeployRequested.
 type RequestedData struct {
-	Target  Target      `json:"target"`
-	Project string      `json:"project,omitempty"`
-	Env     string      `json:"env,omitempty"`
-	Chart   ChartSource `json:"chart"`
+	Target Target `json:"target"`
+	// Operation is what is asked of the release; empty means OperationDeploy.
+	Operation Operation `json:"operation,omitempty"`
+	// RollbackTo is the revision a rollback restores; 0 means the one before the last.
+	RollbackTo int         `json:"rollbackTo,omitempty"`
+	Project    string      `json:"project,omitempty"`
+	Env        string      `json:"env,omitempty"`
+	Chart      ChartSource `json:"chart"`
 	// InputsRef is the dataref of the values files, the still-encrypted secret values files
 	// and the --set family of values.
 	InputsRef   string   `json:"inputsRef,omitempty"`
@@ -79,6 +83,18 @@ type RequestedData struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 }
+
+// Operation is what a request asks of a release.
+type Operation string
+
+// The operations a deploy request can ask for.
+const (
+	// OperationDeploy installs or upgrades the release from the request's chart and values.
+	OperationDeploy Operation = "deploy"
+	// OperationRollback makes a new revision from an earlier revision's manifest, values and
+	// chart, running the rollback hooks.
+	OperationRollback Operation = "rollback"
+)
 
 // Git describes the source revision of a deploy as CI systems and webhooks report it.
 type Git struct {
@@ -122,6 +138,10 @@ type RenderedData struct {
 	// Warnings are validation problems that do not stop the deploy, one line each naming the
 	// template, line, resource and field (never a value).
 	Warnings []string `json:"warnings,omitempty"`
+	// Operation is the request's; Description is what the release record says while and after
+	// it runs ("Rollback to 3"), empty for Helm's defaults.
+	Operation   Operation `json:"operation,omitempty"`
+	Description string    `json:"description,omitempty"`
 }
 
 // StartedData is the payload of DeployStarted.

@@ -19,6 +19,7 @@ import (
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/progress"
+	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
@@ -46,8 +47,46 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 }
 
 func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir string) error {
-	if f.output != "text" && f.output != "json" {
-		return fmt.Errorf("--output %q: use text or json", f.output)
+	secrets, err := f.secrets(chartDir)
+	if err != nil {
+		return err
+	}
+	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, secrets: secrets},
+		func(ctx context.Context, s *session) (client.Result, error) {
+			req, err := f.request(chartDir, s.cluster, f.timeout)
+			if err != nil {
+				return client.Result{}, err
+			}
+			req.RequestedBy = whoami()
+			if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
+				s.log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
+			}
+			return client.Deploy(ctx, s.node.Bus, req, s.onEvent)
+		})
+}
+
+// operationOptions are what every pipeline command (deploy, rollback) shares.
+type operationOptions struct {
+	output  string
+	timeout time.Duration
+	secrets render.Secrets
+}
+
+// session is one CLI run against the pipeline: the logger, the NATS node (embedded, with all
+// four stages running in this process, or a shared one) and the progress output.
+type session struct {
+	log       *zap.Logger
+	node      *serve.Node
+	cluster   string
+	onEvent   func(cloudevents.Event)
+	renderRef string
+}
+
+// runOperation opens the pipeline, runs start (which publishes a request and follows it) and
+// reports the outcome: exit status 1 with the reason when the pipeline failed it.
+func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start func(context.Context, *session) (client.Result, error)) error {
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("--output %q: use text or json", o.output)
 	}
 	log, err := g.logger()
 	if err != nil {
@@ -60,18 +99,6 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 		if cluster, err = registry.DefaultName(); err != nil {
 			return err
 		}
-	}
-	req, err := f.request(chartDir, cluster, f.timeout)
-	if err != nil {
-		return err
-	}
-	req.RequestedBy = whoami()
-	secrets, err := f.secrets(chartDir)
-	if err != nil {
-		return err
-	}
-	if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
-		log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
 	}
 	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log})
 	if err != nil {
@@ -87,7 +114,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 			return err
 		}
 		go func() {
-			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: secrets})
+			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: o.secrets})
 		}()
 	} else {
 		close(stagesDone)
@@ -95,32 +122,32 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 	defer func() { stopStages(); <-stagesDone }()
 
 	show := progress.Printer{W: os.Stdout}.Print
-	if f.output == "json" {
+	if o.output == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		show = func(e cloudevents.Event) { _ = enc.Encode(e) }
 	}
-	var renderRef string
-	onEvent := func(e cloudevents.Event) {
+	s := &session{log: log, node: node, cluster: cluster}
+	s.onEvent = func(e cloudevents.Event) {
 		if events.Type(e.Type()) == events.DeployRendered {
 			var d events.RenderedData
 			if events.DecodeData(e, &d) == nil {
-				renderRef = d.RenderRef
+				s.renderRef = d.RenderRef
 			}
 		}
 		show(e)
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, f.timeout+2*time.Minute)
+	waitCtx, cancel := context.WithTimeout(ctx, o.timeout+2*time.Minute)
 	defer cancel()
-	res, err := client.Deploy(waitCtx, node.Bus, req, onEvent)
+	res, err := start(waitCtx, s)
 	if err != nil {
 		if errors.Is(err, client.ErrDeployFailed) {
 			return &exitError{code: 1, err: fmt.Errorf("release %s: %w", res.Target.Release, err)}
 		}
 		return err
 	}
-	if f.output == "text" {
+	if o.output == "text" {
 		fmt.Printf("release %s (namespace %s) revision %d deployed\n", res.Target.Release, res.Target.Namespace, res.Revision)
-		printNotes(waitCtx, node.Bus, renderRef, log)
+		printNotes(waitCtx, node.Bus, s.renderRef, log)
 	}
 	return nil
 }

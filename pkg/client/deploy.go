@@ -71,6 +71,32 @@ func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(clo
 	if err != nil {
 		return Result{}, err
 	}
+	return Run(ctx, b, ev, onEvent)
+}
+
+// Rollback asks the pipeline for a new revision of target made from revision (0: the one
+// before the last) and follows it like Deploy.
+func Rollback(ctx context.Context, b *bus.Bus, target events.Target, revision int, timeout time.Duration, requestedBy string, onEvent func(cloudevents.Event)) (Result, error) {
+	if err := target.Validate(); err != nil {
+		return Result{}, err
+	}
+	if revision < 0 {
+		return Result{}, fmt.Errorf("rollback %s: revision %d: want a positive revision, or none for the previous one", target.Release, revision)
+	}
+	deployID := uuid.NewString()
+	ev, err := events.New(events.DeployRequested, events.Meta{
+		ID: events.StepID(deployID, "requested"), Source: "/sealane/cli", Target: target, CorrelationID: deployID,
+	}, events.RequestedData{Target: target, Operation: events.OperationRollback, RollbackTo: revision,
+		Timeout: events.Duration(timeout), RequestedBy: requestedBy})
+	if err != nil {
+		return Result{}, err
+	}
+	return Run(ctx, b, ev, onEvent)
+}
+
+// Run publishes a prepared deploy.requested event and calls onEvent for each event of that
+// deploy until the recorder closes it, like Deploy.
+func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(cloudevents.Event)) (Result, error) {
 	deployID := events.CorrelationID(ev)
 	target, err := events.TargetOf(ev)
 	if err != nil {

@@ -30,16 +30,19 @@ func (s Status) Terminal() bool { return s == Succeeded || s == Failed || s == R
 // State is the KV value of one deploy. Stages read it to ignore stale or duplicated events
 // and write it with compare-and-set.
 type State struct {
-	ID        string        `json:"id"`
-	Target    events.Target `json:"target"`
-	Status    Status        `json:"status"`
-	Revision  int           `json:"revision,omitempty"`
-	Phase     int           `json:"phase"`
-	Phases    int           `json:"phases,omitempty"`
-	Deadline  time.Time     `json:"deadline,omitzero"`
-	Reason    string        `json:"reason,omitempty"`
-	LastEvent string        `json:"lastEvent,omitempty"`
-	Updated   time.Time     `json:"updated,omitzero"`
+	ID       string        `json:"id"`
+	Target   events.Target `json:"target"`
+	Status   Status        `json:"status"`
+	Revision int           `json:"revision,omitempty"`
+	Phase    int           `json:"phase"`
+	Phases   int           `json:"phases,omitempty"`
+	Deadline time.Time     `json:"deadline,omitzero"`
+	Reason   string        `json:"reason,omitempty"`
+	// Description is the release record's description when the deploy succeeds (e.g. "Rollback
+	// to 3"); empty means Helm's "Install complete"/"Upgrade complete".
+	Description string    `json:"description,omitempty"`
+	LastEvent   string    `json:"lastEvent,omitempty"`
+	Updated     time.Time `json:"updated,omitzero"`
 }
 
 // Key is the KV key of a deploy's state.

@@ -74,7 +74,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if _, err := store.RecordPending(ctx, release.Pending{
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
-		Description: "Deploy in progress (sealane)",
+		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback,
 	}); err != nil {
 		var tooLarge *release.RecordTooLargeError
 		if errors.As(err, &tooLarge) {
@@ -84,6 +84,13 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	}
 	return stage.Output{Emits: []stage.Emit{{Type: events.DeployStarted, Step: "started", DataRef: d.RenderRef,
 		Data: events.StartedData{Target: in.Target, Revision: d.Revision, RenderRef: d.RenderRef, Timeout: d.Timeout}}}}, nil
+}
+
+func pendingDescription(d events.RenderedData) string {
+	if d.Description != "" {
+		return d.Description
+	}
+	return "Deploy in progress (sealane)"
 }
 
 func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, error) {
@@ -101,6 +108,9 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		desc := "Install complete"
 		if revision > 1 {
 			desc = "Upgrade complete"
+		}
+		if in.State != nil && in.State.Description != "" {
+			desc = in.State.Description
 		}
 		if !ok {
 			desc = "Deploy failed: " + reason

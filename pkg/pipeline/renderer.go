@@ -11,6 +11,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
@@ -33,6 +34,13 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	}
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
+	}
+	switch req.Operation {
+	case "", events.OperationDeploy:
+	case events.OperationRollback:
+		return r.rollback(ctx, in, req)
+	default:
+		return fail(fmt.Sprintf("unknown operation %q: use deploy or rollback", req.Operation))
 	}
 	if req.Chart.Ref == "" {
 		if req.Chart.Name == "" {
@@ -104,11 +112,29 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return fail(err.Error())
 	}
-	rendered, objs := res.Rendered, res.Objects
-	bundle, err := json.Marshal(RenderBundle{
-		Manifest: rendered.Manifest, Hooks: rendered.Hooks, Notes: rendered.Notes, Config: rendered.Config,
-		Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: res.ValidationMessages(),
+	return r.rendered(ctx, in, req, renderedRelease{
+		revision: revision, isUpgrade: isUpgrade, chart: req.Chart, objects: res.Objects, warnings: warningLines(res.Warnings),
+		bundle: RenderBundle{
+			Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config,
+			Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: res.ValidationMessages(),
+		},
 	})
+}
+
+// renderedRelease is what a render (or a rollback) produced for the recorder and the applier.
+type renderedRelease struct {
+	revision    int
+	isUpgrade   bool
+	chart       events.ChartSource
+	objects     []manifest.Object
+	bundle      RenderBundle
+	warnings    []string
+	description string
+}
+
+// rendered stores the bundle and emits deploy.rendered with the deploy's state.
+func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.RequestedData, rr renderedRelease) (stage.Output, error) {
+	bundle, err := json.Marshal(rr.bundle)
 	if err != nil {
 		return stage.Output{}, stage.Permanent(fmt.Errorf("encode render: %w", err))
 	}
@@ -116,8 +142,8 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return stage.Output{}, err
 	}
-	resources := make([]events.ResourceRef, 0, len(objs))
-	for _, o := range objs {
+	resources := make([]events.ResourceRef, 0, len(rr.objects))
+	for _, o := range rr.objects {
 		ref := kube.RefOf(o.Obj)
 		if ref.Namespace == "" && namespacedGuess(o.Obj.GetKind()) {
 			ref.Namespace = in.Target.Namespace
@@ -126,15 +152,17 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	}
 	timeout := time.Duration(req.Timeout)
 	if timeout <= 0 {
-		timeout = 5 * time.Minute
+		timeout = defaultTimeout
 	}
-	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: revision, Phases: 1, Deadline: r.now().Add(timeout)}
+	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: 1, Deadline: r.now().Add(timeout),
+		Description: rr.description}
 	return stage.Output{
 		State: &st,
 		Emits: []stage.Emit{{
 			Type: events.DeployRendered, Step: "rendered", DataRef: ref,
-			Data: events.RenderedData{Target: in.Target, Revision: revision, IsUpgrade: isUpgrade, Chart: req.Chart,
-				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout), Warnings: warningLines(res.Warnings)},
+			Data: events.RenderedData{Target: in.Target, Revision: rr.revision, IsUpgrade: rr.isUpgrade, Chart: rr.chart,
+				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout), Warnings: rr.warnings,
+				Operation: req.Operation, Description: rr.description},
 		}},
 	}, nil
 }

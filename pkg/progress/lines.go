@@ -20,14 +20,24 @@ func Line(e cloudevents.Event) string {
 		if events.DecodeData(e, &d) != nil {
 			return ""
 		}
-		return fmt.Sprintf("requested: chart %s %s → release %s, namespace %s, cluster %s", d.Chart.Name, d.Chart.Version, d.Target.Release, d.Target.Namespace, d.Target.Cluster)
+		what := fmt.Sprintf("chart %s %s", d.Chart.Name, d.Chart.Version)
+		if d.Operation == events.OperationRollback {
+			what = "rollback to the previous revision"
+			if d.RollbackTo > 0 {
+				what = fmt.Sprintf("rollback to revision %d", d.RollbackTo)
+			}
+		}
+		return fmt.Sprintf("requested: %s → release %s, namespace %s, cluster %s", what, d.Target.Release, d.Target.Namespace, d.Target.Cluster)
 	case events.DeployRendered:
 		var d events.RenderedData
 		if events.DecodeData(e, &d) != nil {
 			return ""
 		}
 		verb := "install"
-		if d.IsUpgrade {
+		switch {
+		case d.Description != "":
+			verb = strings.ToLower(d.Description[:1]) + d.Description[1:]
+		case d.IsUpgrade:
 			verb = "upgrade"
 		}
 		line := fmt.Sprintf("rendered: %d resources, revision %d (%s)", len(d.Resources), d.Revision, verb)

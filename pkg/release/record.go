@@ -25,6 +25,8 @@ type Pending struct {
 	Notes     string
 	// Description overrides Helm's "Initial install underway" / "Preparing upgrade".
 	Description string
+	// Rollback records the revision as pending-rollback, as `helm rollback` does.
+	Rollback bool
 }
 
 // RecordPending stores revision p.Revision as pending-install (when no revision
@@ -95,6 +97,9 @@ func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *hel
 		if deployed.Info != nil {
 			info.FirstDeployed = deployed.Info.FirstDeployed
 		}
+	}
+	if p.Rollback {
+		info.Status = helmrelease.StatusPendingRollback
 	}
 	if p.Description != "" {
 		info.Description = p.Description

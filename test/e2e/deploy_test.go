@@ -31,8 +31,9 @@ func helmList(t *testing.T, ns string) []helmRelease {
 }
 
 type helmRevision struct {
-	Revision int    `json:"revision"`
-	Status   string `json:"status"`
+	Revision    int    `json:"revision"`
+	Status      string `json:"status"`
+	Description string `json:"description"`
 }
 
 func helmHistory(t *testing.T, ns, rel string) []helmRevision {
@@ -176,4 +177,45 @@ func toInt(v any) int {
 		return n
 	}
 	return 0
+}
+
+// TestRollback rolls an upgraded release back through the pipeline: a new revision with the
+// first revision's manifest and values, recorded the way helm records a rollback.
+func TestRollback(t *testing.T) {
+	ns := namespace(t)
+	data := t.TempDir()
+	ctx := context.Background()
+	cs := clientset(t)
+	for _, msg := range []string{"first", "second"} {
+		if r := sealane(t, data, "deploy", "examples/demo", "--release", "demo", "--namespace", ns, "--set", "message="+msg, "--timeout", "2m"); r.code != 0 {
+			t.Fatalf("deploy exit %d:\n%s", r.code, r.out)
+		}
+	}
+	r := sealane(t, data, "rollback", "demo", "1", "--namespace", ns, "--timeout", "2m")
+	if r.code != 0 {
+		t.Fatalf("rollback exit %d:\n%s", r.code, r.out)
+	}
+	if !strings.Contains(r.out, "revision 3 deployed") {
+		t.Errorf("rollback output does not say revision 3 deployed:\n%s", r.out)
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "demo-config", metav1.GetOptions{})
+	if err != nil || cm.Data["message"] != "first" {
+		t.Fatalf("configmap after rollback: %v %v, want message=first", cm.Data, err)
+	}
+	hist := helmHistory(t, ns, "demo")
+	if len(hist) != 3 || hist[2].Status != "deployed" || hist[2].Description != "Rollback to 1" || hist[1].Status != "superseded" {
+		t.Fatalf("helm history = %+v, want revision 3 deployed \"Rollback to 1\", 2 superseded", hist)
+	}
+	if vals := helm(t, "get", "values", "demo", "-n", ns, "-o", "json"); !strings.Contains(vals.out, `"message":"first"`) {
+		t.Errorf("helm get values after rollback = %s, want message=first", vals.out)
+	}
+
+	// A revision that does not exist fails cleanly and writes nothing.
+	r = sealane(t, data, "rollback", "demo", "9", "--namespace", ns, "--timeout", "1m")
+	if r.code == 0 || !strings.Contains(r.out, "has no revision 9") {
+		t.Errorf("rollback to a missing revision: exit %d\n%s", r.code, r.out)
+	}
+	if hist := helmHistory(t, ns, "demo"); len(hist) != 3 {
+		t.Errorf("history after a refused rollback has %d revisions, want 3", len(hist))
+	}
 }
