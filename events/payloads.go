@@ -64,10 +64,19 @@ type RequestedData struct {
 	// Operation is what is asked of the release; empty means OperationDeploy.
 	Operation Operation `json:"operation,omitempty"`
 	// RollbackTo is the revision a rollback restores; 0 means the one before the last.
-	RollbackTo int         `json:"rollbackTo,omitempty"`
-	Project    string      `json:"project,omitempty"`
-	Env        string      `json:"env,omitempty"`
-	Chart      ChartSource `json:"chart"`
+	RollbackTo int `json:"rollbackTo,omitempty"`
+	// ApplyMethod is how existing objects are updated: "ssa" (server-side apply, the
+	// default) or "3wm" (client-side three-way merge).
+	ApplyMethod string `json:"applyMethod,omitempty"`
+	// TakeOwnership adopts existing objects whatever release owns them (--take-ownership).
+	TakeOwnership bool `json:"takeOwnership,omitempty"`
+	// KeepHistory keeps an uninstalled release's records, marked uninstalled.
+	KeepHistory bool `json:"keepHistory,omitempty"`
+	// WithNamespace deletes the release namespace after an uninstall.
+	WithNamespace bool        `json:"withNamespace,omitempty"`
+	Project       string      `json:"project,omitempty"`
+	Env           string      `json:"env,omitempty"`
+	Chart         ChartSource `json:"chart"`
 	// InputsRef is the dataref of the values files, the still-encrypted secret values files
 	// and the --set family of values.
 	InputsRef   string   `json:"inputsRef,omitempty"`
@@ -94,6 +103,12 @@ const (
 	// OperationRollback makes a new revision from an earlier revision's manifest, values and
 	// chart, running the rollback hooks.
 	OperationRollback Operation = "rollback"
+	// OperationUninstall removes the release (sealane dismiss): pre-delete hooks, deletion of
+	// what the release owns (keep policies honoured), post-delete hooks, then the records.
+	OperationUninstall Operation = "uninstall"
+	// OperationTest runs the test hooks of the deployed revision (sealane test); the release
+	// records are not changed.
+	OperationTest Operation = "test"
 )
 
 // Git describes the source revision of a deploy as CI systems and webhooks report it.
@@ -160,6 +175,10 @@ const (
 	ActionCreated    Action = "created"
 	ActionConfigured Action = "configured"
 	ActionUnchanged  Action = "unchanged"
+	ActionRecreated  Action = "recreated" // deleted and created again (before-creation policy, immutable field)
+	ActionDeleted    Action = "deleted"
+	ActionKept       Action = "kept"   // not deleted: helm.sh/resource-policy keep, ownership anyone
+	ActionAbsent     Action = "absent" // to delete, but already gone
 )
 
 // AppliedResource is one object of an applied phase and what happened to it.
@@ -175,8 +194,17 @@ type PhaseAppliedData struct {
 	Phase    int               `json:"phase"`
 	Phases   int               `json:"phases"`
 	Applied  []AppliedResource `json:"applied"`
-	Track    []ResourceRef     `json:"track"`    // what the tracker must wait for
-	Deadline time.Time         `json:"deadline"` // when the whole deploy times out
+	// Waits are what the tracker must wait for before the next phase.
+	Waits    []Wait    `json:"waits"`
+	Deadline time.Time `json:"deadline"` // when the whole deploy times out
+}
+
+// Wait is one thing the tracker waits for: a resource reaching a condition.
+type Wait struct {
+	Resource ResourceRef `json:"resource"`
+	// Until is ready (the kind's readiness rules), present, absent or complete (a Job or Pod
+	// run to completion); empty means ready.
+	Until string `json:"until,omitempty"`
 }
 
 // State is a resource's readiness as the tracker sees it.

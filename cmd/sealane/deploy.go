@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/pipeline"
@@ -25,8 +26,10 @@ import (
 
 type deployFlags struct {
 	chartFlags
-	timeout time.Duration
-	output  string
+	timeout       time.Duration
+	output        string
+	applyMethod   string
+	takeOwnership bool
 }
 
 func newDeployCmd(g *globalFlags) *cobra.Command {
@@ -43,10 +46,15 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 	f.chartFlags.register(fl)
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long the whole deploy may take")
 	fl.StringVarP(&f.output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
+	fl.StringVar(&f.applyMethod, "apply-method", "ssa", "how existing objects are updated: ssa (server-side apply) or 3wm (client-side three-way merge)")
+	fl.BoolVar(&f.takeOwnership, "take-ownership", false, "adopt existing objects whatever release (or nobody) owns them")
 	return cmd
 }
 
 func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir string) error {
+	if _, err := apply.ParseMethod(f.applyMethod); err != nil {
+		return fmt.Errorf("--apply-method: %w", err)
+	}
 	secrets, err := f.secrets(chartDir)
 	if err != nil {
 		return err
@@ -58,6 +66,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 				return client.Result{}, err
 			}
 			req.RequestedBy = whoami()
+			req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
 			if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
 				s.log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
 			}
@@ -70,6 +79,8 @@ type operationOptions struct {
 	output  string
 	timeout time.Duration
 	secrets render.Secrets
+	// done is the last word of the success line ("deployed" by default).
+	done string
 }
 
 // session is one CLI run against the pipeline: the logger, the NATS node (embedded, with all
@@ -146,6 +157,10 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 		return err
 	}
 	if o.output == "text" {
+		if o.done != "" {
+			fmt.Printf("release %s (namespace %s) %s\n", res.Target.Release, res.Target.Namespace, o.done)
+			return nil
+		}
 		fmt.Printf("release %s (namespace %s) revision %d deployed\n", res.Target.Release, res.Target.Namespace, res.Revision)
 		printNotes(waitCtx, node.Bus, s.renderRef, log)
 	}

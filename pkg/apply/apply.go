@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,20 +12,31 @@ import (
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
-// Action says what applying one object did to the cluster.
+// Action says what applying (or deleting) one object did to the cluster.
 type Action string
 
-// The actions Apply reports.
+// The actions Apply and Delete report.
 const (
 	Created    Action = "created"
 	Configured Action = "configured"
 	Unchanged  Action = "unchanged"
+	// Recreated: an update hit an immutable field and the RecreatePolicy allowed deleting the
+	// object and creating it again.
+	Recreated Action = "recreated"
+	// Deleted, Kept and Absent are Delete's: deleted (and gone, unless DeleteOptions.NoWait),
+	// kept by a policy (DeleteResult.Reason says which), already absent.
+	Deleted Action = "deleted"
+	Kept    Action = "kept"
+	Absent  Action = "absent"
 )
 
 // Result is the outcome of applying one object; Ref carries the namespace actually used.
 type Result struct {
 	Ref    kube.Ref
 	Action Action
+	// Adopted is set when the object existed without belonging to the release and was adopted
+	// (werf.io/allow-adoption-by-release or Options.TakeOwnership).
+	Adopted bool
 }
 
 // Options tunes Apply. Zero fields take the values of DefaultOptions.
@@ -38,17 +50,36 @@ type Options struct {
 	// MappingWait bounds how long an object of an unknown kind waits for its kind to be served
 	// when the same Apply applies CustomResourceDefinitions (default 10s).
 	MappingWait time.Duration
+	// Method is how objects are written: ServerSideApply (default) or ThreeWayMerge. Both
+	// create new objects with their on-creation fields (see OnCreation): server-side apply by
+	// an apply, ThreeWayMerge by a plain create.
+	Method Method
+	// Previous are the release's objects as its previous revision applied them: the
+	// last-applied state of ThreeWayMerge (unused by ServerSideApply). They are matched to the
+	// objects by API group, kind, namespace (none means DefaultNamespace) and name. Decorate
+	// them as the new objects are (WithMetadata, WithReleaseMetadata), or the metadata sealane
+	// adds looks like fields the chart no longer sets.
+	Previous []manifest.Object
+	// TakeOwnership adopts existing objects whatever release they belong to (--take-ownership).
+	TakeOwnership bool
+	// Recreate decides whether an object whose update changes an immutable field is deleted
+	// (with foreground propagation, waiting until it is gone) and created again; when it says
+	// no, the object fails with an *ImmutableError. nil means RecreateOnImmutable.
+	Recreate RecreatePolicy
 }
 
 // DefaultOptions returns the defaults used for unset Options fields.
 func DefaultOptions() Options {
-	return Options{FieldManager: "sealane", Concurrency: 16, MappingWait: 10 * time.Second}
+	return Options{FieldManager: "sealane", Concurrency: 16, MappingWait: 10 * time.Second, Method: ServerSideApply}
 }
 
 // Validate reports options that cannot work.
 func (o Options) Validate() error {
 	if o.Concurrency < 0 || o.MappingWait < 0 {
 		return fmt.Errorf("apply options: Concurrency and MappingWait must not be negative (got %d, %s)", o.Concurrency, o.MappingWait)
+	}
+	if o.Method != "" && o.Method != ServerSideApply && o.Method != ThreeWayMerge {
+		return fmt.Errorf("apply options: unknown Method %q (want %q or %q)", o.Method, ServerSideApply, ThreeWayMerge)
 	}
 	return nil
 }
@@ -64,13 +95,25 @@ func (o Options) withDefaults() Options {
 	if o.MappingWait == 0 {
 		o.MappingWait = d.MappingWait
 	}
+	if o.Method == "" {
+		o.Method = d.Method
+	}
+	if o.Recreate == nil {
+		o.Recreate = RecreateOnImmutable
+	}
 	return o
 }
 
-// Apply server-side applies objs (force, as opts.FieldManager) in Helm's kind order: objects of
-// one KindOrder rank in parallel, ranks one after the other. It first creates
+// Apply writes objs to the cluster in Helm's kind order: objects of one KindOrder rank in
+// parallel, ranks one after the other. New objects are created (server-side apply, or a plain
+// create with ThreeWayMerge) with their on-creation fields; existing ones are updated by
+// opts.Method, leaving on-creation fields as they are live. Before writing anything it checks
+// every object's werf annotations and, for every object that carries release annotations
+// (WithReleaseMetadata) and exists already, that the release may manage it (see Adopt); any
+// problem there fails the whole Apply with nothing written. It then creates
 // opts.DefaultNamespace when it is missing and objs do not declare it; other namespaces the
-// objects name must exist or be among objs. Objects are not modified. An object that fails does
+// objects name must exist or be among objs. An update refused for an immutable field recreates
+// the object when opts.Recreate allows it. Objects are not modified. An object that fails does
 // not stop the others: the results of the applied ones come back with all errors joined, each
 // naming the object and its template. Results are in install order.
 func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Options) ([]Result, error) {
@@ -80,25 +123,25 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	opts = opts.withDefaults()
 	sorted := append([]manifest.Object(nil), objs...)
 	SortForInstall(sorted)
+	a := applier{c: c, opts: opts, waitMapping: hasCRD(sorted), previous: indexPrevious(opts.Previous, opts.DefaultNamespace)}
+	if err := a.preflight(ctx, sorted); err != nil {
+		return nil, err
+	}
 	if ns := opts.DefaultNamespace; ns != "" && !declaresNamespace(sorted, ns) {
 		if err := c.EnsureNamespace(ctx, ns); err != nil {
 			return nil, err
 		}
 	}
-	a := applier{c: c, opts: opts, waitMapping: hasCRD(sorted)}
 	results := make([]*Result, len(sorted))
 	errs := make([]error, len(sorted))
-	for start := 0; start < len(sorted); {
-		end := start + 1
-		for end < len(sorted) && KindOrder(sorted[end].Obj.GetKind()) == KindOrder(sorted[start].Obj.GetKind()) {
-			end++
+	eachGroup(ctx, sorted, opts.Concurrency, false, func(ctx context.Context, i int) {
+		r, err := a.one(ctx, sorted[i].Obj)
+		if err != nil {
+			errs[i] = wrapObject(r.Ref, sorted[i], "apply", err)
+			return
 		}
-		a.group(ctx, sorted, start, end, results, errs)
-		if ctx.Err() != nil {
-			break
-		}
-		start = end
-	}
+		results[i] = &r
+	})
 	out := make([]Result, 0, len(sorted))
 	applied := 0
 	for i, r := range results {
@@ -115,40 +158,64 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	return out, errors.Join(errs...)
 }
 
-type applier struct {
-	c           *kube.Cluster
-	opts        Options
-	waitMapping bool
+// wrapObject names the object, and its template when known, in err.
+func wrapObject(ref kube.Ref, o manifest.Object, verb string, err error) error {
+	if o.Source != "" {
+		return fmt.Errorf("%s %s (from %s): %w", verb, ref, o.Source, err)
+	}
+	return fmt.Errorf("%s %s: %w", verb, ref, err)
 }
 
-// group applies objs[start:end] with at most opts.Concurrency in flight.
-func (a applier) group(ctx context.Context, objs []manifest.Object, start, end int, results []*Result, errs []error) {
-	sem := make(chan struct{}, a.opts.Concurrency)
+// eachGroup calls fn for every index of objs, which are in install order: the objects of one
+// KindOrder rank concurrently (at most concurrency at once), ranks one after the other —
+// last rank first when reverse is set. It stops starting new calls when ctx is done.
+func eachGroup(ctx context.Context, objs []manifest.Object, concurrency int, reverse bool, fn func(ctx context.Context, i int)) {
+	var groups [][2]int
+	for start := 0; start < len(objs); {
+		end := start + 1
+		for end < len(objs) && KindOrder(objs[end].Obj.GetKind()) == KindOrder(objs[start].Obj.GetKind()) {
+			end++
+		}
+		groups = append(groups, [2]int{start, end})
+		start = end
+	}
+	if reverse {
+		slices.Reverse(groups)
+	}
+	for _, g := range groups {
+		if ctx.Err() != nil {
+			return
+		}
+		each(ctx, g[0], g[1], concurrency, fn)
+	}
+}
+
+// each calls fn(ctx, i) for i in [start, end), at most concurrency at once, and returns when
+// all calls have returned. It stops starting new calls when ctx is done.
+func each(ctx context.Context, start, end, concurrency int, fn func(ctx context.Context, i int)) {
+	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	for i := start; i < end; i++ {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			wg.Wait()
 			return
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r, err := a.one(ctx, objs[i].Obj)
-			if err != nil {
-				if objs[i].Source != "" {
-					errs[i] = fmt.Errorf("apply %s (from %s): %w", r.Ref, objs[i].Source, err)
-				} else {
-					errs[i] = fmt.Errorf("apply %s: %w", r.Ref, err)
-				}
-				return
-			}
-			results[i] = &r
+			fn(ctx, i)
 		}()
 	}
-	wg.Wait()
+}
+
+type applier struct {
+	c           *kube.Cluster
+	opts        Options
+	waitMapping bool
+	previous    previousIndex
 }
 
 func declaresNamespace(objs []manifest.Object, ns string) bool {

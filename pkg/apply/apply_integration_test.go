@@ -19,6 +19,7 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
 // chart renders a small release the way Helm prints it; value goes into the ConfigMap.
@@ -146,8 +147,8 @@ func TestApplyLifecycle(t *testing.T) {
 			if live.Data["greeting"] != step.value {
 				t.Errorf("live greeting = %q, want %q", live.Data["greeting"], step.value)
 			}
-			if live.Labels[apply.LabelManagedBy] != "Helm" || live.Annotations[apply.AnnotationReleaseName] != "demo" ||
-				live.Annotations[apply.AnnotationReleaseNamespace] != ns {
+			if live.Labels[resource.LabelManagedBy] != "Helm" || live.Annotations[resource.AnnotationReleaseName] != "demo" ||
+				live.Annotations[resource.AnnotationReleaseNamespace] != ns {
 				t.Errorf("live ownership metadata: labels %v annotations %v", live.Labels, live.Annotations)
 			}
 			d, err := c.Typed.AppsV1().Deployments(ns).Get(ctx(t), "web", metav1.GetOptions{})

@@ -3,7 +3,9 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,59 +14,257 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/csaupgrade"
 
 	"github.com/sealane/sealane/pkg/kube"
 )
 
-// one applies a copy of obj. The returned Result's Ref names the object (with the namespace
+// maxConflictRetries bounds how often an update is computed again after the object changed
+// under it (a 409 on a resourceVersion precondition).
+const maxConflictRetries = 10
+
+// one applies a copy of in. The returned Result's Ref names the object (with the namespace
 // used) even when an error is returned.
 func (a applier) one(ctx context.Context, in *unstructured.Unstructured) (Result, error) {
-	obj := in.DeepCopy()
-	ref := kube.RefOf(obj)
-	res := Result{Ref: ref}
-	m, err := a.mapping(ctx, ref)
+	obj := PrepareForApply(in.DeepCopy())
+	res := Result{Ref: kube.RefOf(obj)}
+	ri, err := a.locate(ctx, obj, a.waitMapping)
+	res.Ref = kube.RefOf(obj)
 	if err != nil {
 		return res, err
 	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		if obj.GetNamespace() == "" {
-			if a.opts.DefaultNamespace == "" {
-				return res, fmt.Errorf("%w and Options.DefaultNamespace is empty", kube.ErrNamespaceRequired)
-			}
-			obj.SetNamespace(a.opts.DefaultNamespace)
+	oc, err := OnCreationOf(obj)
+	if err != nil {
+		return res, err
+	}
+	live, err := getLive(ctx, ri, obj.GetName())
+	if err != nil {
+		return res, err
+	}
+	if live == nil {
+		err := a.create(ctx, ri, obj, oc)
+		switch {
+		case err == nil:
+			res.Action = Created
+			return res, nil
+		case a.opts.Method != ThreeWayMerge || !apierrors.IsAlreadyExists(err):
+			return res, err
 		}
-	} else {
-		obj.SetNamespace("")
+		// Created by someone else since the Get: update it like any existing object.
+		if live, err = getLive(ctx, ri, obj.GetName()); err != nil {
+			return res, err
+		}
+		if live == nil {
+			return res, errors.New("object appeared and vanished again while being created")
+		}
 	}
-	ref = kube.RefOf(obj)
-	res.Ref = ref
-	ri, _, err := a.c.ResourceFor(ref)
-	if err != nil {
+	if res.Adopted, err = a.adopt(obj, live); err != nil {
 		return res, err
 	}
-	before, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
-	existed := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
-		return res, fmt.Errorf("get current state: %w", err)
+	res.Action, err = a.update(ctx, ri, obj, live, oc)
+	return res, err
+}
+
+// update brings the existing object live to obj by opts.Method. When the apiserver refuses
+// because an immutable field would change, it recreates the object if opts.Recreate allows
+// that, else returns an *ImmutableError.
+func (a applier) update(ctx context.Context, ri dynamic.ResourceInterface, obj, live *unstructured.Unstructured, oc OnCreation) (Action, error) {
+	var action Action
+	var err error
+	if a.opts.Method == ThreeWayMerge {
+		action, err = a.updateThreeWay(ctx, ri, obj, live, oc)
+	} else {
+		action, err = a.updateServerSide(ctx, ri, obj, live, oc)
 	}
-	body, err := json.Marshal(PrepareForApply(obj).Object)
+	fields := ImmutableFields(err)
+	if fields == nil {
+		return action, err
+	}
+	if !a.opts.Recreate(obj) {
+		return "", &ImmutableError{Fields: fields, Err: err}
+	}
+	if err := a.recreate(ctx, ri, obj, live, oc); err != nil {
+		return "", fmt.Errorf("recreate (immutable %s changed): %w", strings.Join(fields, ", "), err)
+	}
+	return Recreated, nil
+}
+
+// locate settles obj's namespace in place (DefaultNamespace for a namespaced object that
+// names none; none for a cluster-scoped one) and returns the client for its resource.
+func (a applier) locate(ctx context.Context, obj *unstructured.Unstructured, waitMapping bool) (dynamic.ResourceInterface, error) {
+	ref := kube.RefOf(obj)
+	m, err := a.mapping(ctx, ref, waitMapping)
 	if err != nil {
-		return res, fmt.Errorf("encode: %w", err)
+		return nil, err
+	}
+	if err := settleNamespace(obj, m, a.opts.DefaultNamespace); err != nil {
+		return nil, err
+	}
+	ri, _, err := a.c.ResourceFor(kube.RefOf(obj))
+	return ri, err
+}
+
+// settleNamespace gives a namespaced obj defaultNS when it names none and clears the namespace
+// of a cluster-scoped one.
+func settleNamespace(obj *unstructured.Unstructured, m *meta.RESTMapping, defaultNS string) error {
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		obj.SetNamespace("")
+		return nil
+	}
+	if obj.GetNamespace() == "" {
+		if defaultNS == "" {
+			return fmt.Errorf("%w and no default namespace is given", kube.ErrNamespaceRequired)
+		}
+		obj.SetNamespace(defaultNS)
+	}
+	return nil
+}
+
+// getLive returns the object, or nil when it does not exist.
+func getLive(ctx context.Context, ri dynamic.ResourceInterface, name string) (*unstructured.Unstructured, error) {
+	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get current state: %w", err)
+	}
+	return live, nil
+}
+
+// adopt checks that the release obj is deployed for (its release annotations) may manage live;
+// objects without release annotations (owned by anyone) are not checked.
+func (a applier) adopt(obj, live *unstructured.Unstructured) (adopted bool, err error) {
+	release := OwnerOf(obj)
+	if release.IsZero() {
+		return false, nil
+	}
+	adoption, err := Adopt(live, release, a.opts.TakeOwnership)
+	return err == nil && adoption != AdoptionOwned, err
+}
+
+// create creates obj with its on-creation fields: by server-side apply, or with
+// ThreeWayMerge by a plain create, so that every field is sealane's client-side (Update) field
+// as later three-way merge patches make them.
+func (a applier) create(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, oc OnCreation) error {
+	body := ForCreate(obj, oc)
+	if a.opts.Method == ThreeWayMerge {
+		_, err := ri.Create(ctx, body, metav1.CreateOptions{FieldManager: a.opts.FieldManager})
+		return err
+	}
+	_, err := a.serverSideApply(ctx, ri, body)
+	return err
+}
+
+func (a applier) serverSideApply(ctx context.Context, ri dynamic.ResourceInterface, body *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(body.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
 	}
 	force := true
-	after, err := ri.Patch(ctx, ref.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: a.opts.FieldManager, Force: &force})
+	return ri.Patch(ctx, body.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: a.opts.FieldManager, Force: &force})
+}
+
+// updateServerSide server-side applies obj over live. Fields sealane (or Helm 3) set
+// client-side before are first taken over by sealane's apply entry (see takeOverClientSide),
+// so that the apply removes those the chart no longer sets; on-creation fields are handled
+// by ServerSideUpdate. A 409 (the object changed since it was read) recomputes the update.
+func (a applier) updateServerSide(ctx context.Context, ri dynamic.ResourceInterface, obj, live *unstructured.Unstructured, oc OnCreation) (Action, error) {
+	before := live
+	for attempt := 1; ; attempt++ {
+		after, err := a.serverSideUpdateOnce(ctx, ri, obj, live, oc)
+		if err == nil {
+			return actionOf(before, after), nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxConflictRetries {
+			return "", err
+		}
+		if live, err = getLive(ctx, ri, obj.GetName()); err != nil {
+			return "", err
+		}
+		if live == nil {
+			return "", errors.New("object deleted while being updated")
+		}
+	}
+}
+
+func (a applier) serverSideUpdateOnce(ctx context.Context, ri dynamic.ResourceInterface, obj, live *unstructured.Unstructured, oc OnCreation) (*unstructured.Unstructured, error) {
+	live, err := a.takeOverClientSide(ctx, ri, live)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	switch {
-	case !existed:
-		res.Action = Created
-	case after.GetResourceVersion() == before.GetResourceVersion() || !contentChanged(before, after):
-		res.Action = Unchanged
-	default:
-		res.Action = Configured
+	body, _ := ServerSideUpdate(obj, live, a.opts.FieldManager, oc)
+	return a.serverSideApply(ctx, ri, body)
+}
+
+// clientSideManagers are the field managers whose client-side (Update) fields sealane takes
+// over before a server-side apply: its own, written by ThreeWayMerge deploys and creates, and
+// Helm 3's ("helm"), whose releases sealane upgrades. Fields of other managers (kubectl edit,
+// controllers) stay theirs.
+func (a applier) clientSideManagers() sets.Set[string] {
+	return sets.New(a.opts.FieldManager, "helm")
+}
+
+// takeOverClientSide moves the fields live's client-side managers (clientSideManagers) own
+// into sealane's server-side apply entry, with the apiserver's own migration
+// (csaupgrade, as kubectl apply --server-side does): fields sealane or Helm set before and the
+// chart no longer sets are then removed by the apply, as the synchronized-resource rule wants.
+// The patch carries live's resourceVersion, so a concurrent change fails it with a 409.
+func (a applier) takeOverClientSide(ctx context.Context, ri dynamic.ResourceInterface, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, a.clientSideManagers(), a.opts.FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("take over client-side fields: %w", err)
 	}
-	return res, nil
+	if patch == nil {
+		return live, nil
+	}
+	out, err := ri.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("take over client-side fields: %w", err)
+	}
+	return out, nil
+}
+
+// updateThreeWay patches live with ThreeWayPatch from the previous release's object (if any)
+// to obj, both without the on-creation fields; an empty patch sends no request.
+func (a applier) updateThreeWay(ctx context.Context, ri dynamic.ResourceInterface, obj, live *unstructured.Unstructured, oc OnCreation) (Action, error) {
+	last := a.previous.lookup(obj)
+	patch, patchType, err := ThreeWayPatch(WithoutOnCreation(last, live, oc), WithoutOnCreation(obj, live, oc), live)
+	if err != nil {
+		return "", err
+	}
+	if patch == nil {
+		return Unchanged, nil
+	}
+	after, err := ri.Patch(ctx, obj.GetName(), patchType, patch, metav1.PatchOptions{FieldManager: a.opts.FieldManager})
+	if err != nil {
+		return "", err
+	}
+	return actionOf(live, after), nil
+}
+
+// recreate deletes live (foreground propagation unless werf.io/delete-propagation says
+// otherwise), waits until it is gone and creates obj.
+func (a applier) recreate(ctx context.Context, ri dynamic.ResourceInterface, obj, live *unstructured.Unstructured, oc OnCreation) error {
+	propagation, err := propagationOf(obj, metav1.DeletePropagationForeground)
+	if err != nil {
+		return err
+	}
+	if err := deleteAndWait(ctx, ri, live, propagation, true); err != nil {
+		return err
+	}
+	return a.create(ctx, ri, obj, oc)
+}
+
+// actionOf says what an update did: nothing when the resourceVersion did not move or only
+// status and server-maintained fields changed.
+func actionOf(before, after *unstructured.Unstructured) Action {
+	if after.GetResourceVersion() == before.GetResourceVersion() || !contentChanged(before, after) {
+		return Unchanged
+	}
+	return Configured
 }
 
 // contentChanged reports whether before and after differ in more than status and the fields
@@ -86,15 +286,15 @@ func contentChanged(before, after *unstructured.Unstructured) bool {
 	return !equality.Semantic.DeepEqual(strip(before), strip(after))
 }
 
-// mapping resolves ref's kind. When this Apply also applies CRDs, a kind that is not served yet
-// is asked for again every 500ms until opts.MappingWait has passed.
-func (a applier) mapping(ctx context.Context, ref kube.Ref) (*meta.RESTMapping, error) {
+// mapping resolves ref's kind. With wait (this Apply also applies CRDs), a kind that is not
+// served yet is asked for again every 500ms until opts.MappingWait has passed.
+func (a applier) mapping(ctx context.Context, ref kube.Ref, wait bool) (*meta.RESTMapping, error) {
 	gvk := ref.GroupVersionKind()
 	if gvk.Version == "" {
 		return nil, fmt.Errorf("invalid apiVersion %q", ref.APIVersion)
 	}
 	m, err := a.c.Mapping(gvk)
-	if err == nil || !meta.IsNoMatchError(err) || !a.waitMapping {
+	if err == nil || !meta.IsNoMatchError(err) || !wait {
 		return m, err
 	}
 	deadline := time.NewTimer(a.opts.MappingWait)

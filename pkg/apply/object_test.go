@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
 func TestPrepareForApply(t *testing.T) {
@@ -61,10 +62,10 @@ metadata: {name: b}
 		obj         int
 		labels, ann map[string]string
 	}{
-		{0, map[string]string{"app": "web", LabelManagedBy: "Helm"},
-			map[string]string{"keep": "me", AnnotationReleaseName: "shop", AnnotationReleaseNamespace: "shop-staging"}},
-		{1, map[string]string{LabelManagedBy: "Helm"},
-			map[string]string{AnnotationReleaseName: "shop", AnnotationReleaseNamespace: "shop-staging"}},
+		{0, map[string]string{"app": "web", resource.LabelManagedBy: "Helm"},
+			map[string]string{"keep": "me", resource.AnnotationReleaseName: "shop", resource.AnnotationReleaseNamespace: "shop-staging"}},
+		{1, map[string]string{resource.LabelManagedBy: "Helm"},
+			map[string]string{resource.AnnotationReleaseName: "shop", resource.AnnotationReleaseNamespace: "shop-staging"}},
 	}
 	for _, tt := range tests {
 		o := objs[tt.obj].Obj
@@ -81,10 +82,17 @@ func TestOptions(t *testing.T) {
 	if err := (Options{Concurrency: -1}).Validate(); err == nil {
 		t.Error("Validate accepts negative Concurrency")
 	}
+	if err := (Options{Method: "apply"}).Validate(); err == nil {
+		t.Error("Validate accepts an unknown Method")
+	}
 	got := Options{DefaultNamespace: "x"}.withDefaults()
-	want := Options{FieldManager: "sealane", Concurrency: 16, DefaultNamespace: "x", MappingWait: DefaultOptions().MappingWait}
-	if got != want {
-		t.Errorf("withDefaults = %+v, want %+v", got, want)
+	if got.Recreate == nil {
+		t.Error("withDefaults leaves Recreate nil")
+	}
+	got.Recreate = nil
+	want := Options{FieldManager: "sealane", Concurrency: 16, DefaultNamespace: "x", MappingWait: DefaultOptions().MappingWait, Method: ServerSideApply}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("withDefaults (-want +got):\n%s", diff)
 	}
 }
 

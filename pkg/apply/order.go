@@ -1,5 +1,3 @@
-// Package apply sends a set of objects to a cluster with server-side apply, in Helm's kind
-// order, and reports per object whether it was created, configured or left unchanged.
 package apply
 
 import (

@@ -52,6 +52,8 @@ type DeployRequest struct {
 	ImagesRepo        string
 	Annotations       map[string]string
 	Labels            map[string]string
+	ApplyMethod       string // "ssa" (default) or "3wm"
+	TakeOwnership     bool
 }
 
 // Result is how a deploy ended, from its release_recorded event.
@@ -77,17 +79,23 @@ func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(clo
 // Rollback asks the pipeline for a new revision of target made from revision (0: the one
 // before the last) and follows it like Deploy.
 func Rollback(ctx context.Context, b *bus.Bus, target events.Target, revision int, timeout time.Duration, requestedBy string, onEvent func(cloudevents.Event)) (Result, error) {
-	if err := target.Validate(); err != nil {
-		return Result{}, err
-	}
 	if revision < 0 {
 		return Result{}, fmt.Errorf("rollback %s: revision %d: want a positive revision, or none for the previous one", target.Release, revision)
 	}
+	return Request(ctx, b, events.RequestedData{Target: target, Operation: events.OperationRollback, RollbackTo: revision,
+		Timeout: events.Duration(timeout), RequestedBy: requestedBy}, onEvent)
+}
+
+// Request publishes a request that needs no chart (a rollback, an uninstall) and follows it
+// like Deploy.
+func Request(ctx context.Context, b *bus.Bus, data events.RequestedData, onEvent func(cloudevents.Event)) (Result, error) {
+	if err := data.Target.Validate(); err != nil {
+		return Result{}, err
+	}
 	deployID := uuid.NewString()
 	ev, err := events.New(events.DeployRequested, events.Meta{
-		ID: events.StepID(deployID, "requested"), Source: "/sealane/cli", Target: target, CorrelationID: deployID,
-	}, events.RequestedData{Target: target, Operation: events.OperationRollback, RollbackTo: revision,
-		Timeout: events.Duration(timeout), RequestedBy: requestedBy})
+		ID: events.StepID(deployID, "requested"), Source: "/sealane/cli", Target: data.Target, CorrelationID: deployID,
+	}, data)
 	if err != nil {
 		return Result{}, err
 	}
@@ -236,6 +244,7 @@ func Load(ctx context.Context, req DeployRequest) (Local, error) {
 		ImagesRepo:  req.ImagesRepo,
 		Annotations: req.Annotations,
 		Labels:      req.Labels,
+		ApplyMethod: req.ApplyMethod, TakeOwnership: req.TakeOwnership,
 	}
 	if req.Cluster != "" {
 		if err := rd.Target.Validate(); err != nil {

@@ -34,10 +34,17 @@ type State struct {
 	Target   events.Target `json:"target"`
 	Status   Status        `json:"status"`
 	Revision int           `json:"revision,omitempty"`
-	Phase    int           `json:"phase"`
-	Phases   int           `json:"phases,omitempty"`
-	Deadline time.Time     `json:"deadline,omitzero"`
-	Reason   string        `json:"reason,omitempty"`
+	// RenderRef is the dataref of the render bundle (manifest, hooks, plan).
+	RenderRef string `json:"renderRef,omitempty"`
+	// Operation is the request's (deploy, rollback, uninstall); KeepHistory and WithNamespace
+	// are an uninstall's options, for the recorder.
+	Operation     events.Operation `json:"operation,omitempty"`
+	KeepHistory   bool             `json:"keepHistory,omitempty"`
+	WithNamespace bool             `json:"withNamespace,omitempty"`
+	Phase         int              `json:"phase"`
+	Phases        int              `json:"phases,omitempty"`
+	Deadline      time.Time        `json:"deadline,omitzero"`
+	Reason        string           `json:"reason,omitempty"`
 	// Description is the release record's description when the deploy succeeds (e.g. "Rollback
 	// to 3"); empty means Helm's "Install complete"/"Upgrade complete".
 	Description string    `json:"description,omitempty"`

@@ -33,7 +33,9 @@ type Options struct {
 	Kubeconfig string
 	// Context overrides the kubeconfig's current-context.
 	Context string
-	// QPS and Burst are the client-side rate limits (defaults 500 and 1000).
+	// QPS and Burst are the client-side rate limits (defaults 500 and 1000: high enough that
+	// client-go's limiter never throttles a deploy; the apiserver's priority and fairness is
+	// the real limit).
 	QPS   float32
 	Burst int
 	// Timeout bounds every single request (0: none). It cuts watches too (informers then
@@ -140,11 +142,17 @@ func Connect(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// NewCluster builds the clients for cfg as it is (no defaults applied); name is for messages.
+// NewCluster builds the clients for cfg; name is for messages. A cfg without any client-side
+// rate limit (QPS, Burst and RateLimiter unset, which client-go would turn into 5 QPS, burst 10
+// — minutes for a big release) gets DefaultOptions' QPS and Burst; other settings are kept.
 func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "sealane"
+	}
+	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
+		d := DefaultOptions()
+		cfg.QPS, cfg.Burst = d.QPS, d.Burst
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 const kubeconfig = `apiVersion: v1
@@ -89,5 +91,22 @@ func TestConnectKeepsTuning(t *testing.T) {
 	_, _, err = c.ResourceFor(Ref{APIVersion: "", Kind: "ConfigMap", Name: "x"})
 	if err == nil || !strings.Contains(err.Error(), "ConfigMap/x: invalid apiVersion") {
 		t.Errorf("ResourceFor with empty apiVersion: %v", err)
+	}
+}
+
+func TestNewClusterDefaultsRateLimits(t *testing.T) {
+	c, err := NewCluster("x", &rest.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Config.QPS != 500 || c.Config.Burst != 1000 {
+		t.Errorf("QPS/Burst = %v/%d, want the defaults 500/1000 instead of client-go's 5/10", c.Config.QPS, c.Config.Burst)
+	}
+	c, err = NewCluster("x", &rest.Config{Host: "https://127.0.0.1:1", QPS: 50, Burst: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Config.QPS != 50 || c.Config.Burst != 60 {
+		t.Errorf("QPS/Burst = %v/%d, want the given 50/60", c.Config.QPS, c.Config.Burst)
 	}
 }

@@ -11,10 +11,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
-	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/stage"
-	"github.com/sealane/sealane/pkg/validate"
 )
 
 // Applier applies the plan phase by phase with server-side apply and decides, from the
@@ -40,7 +37,14 @@ func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 			return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageTracker, in, d.Revision, failureSummary(d.Failures), d.Failures...)}}, nil
 		}
 		if d.Phase+1 < d.Phases {
-			return stage.Output{}, stage.Permanent(fmt.Errorf("phase %d of %d: multi-phase plans are not built yet", d.Phase+1, d.Phases))
+			var renderRef string
+			if in.State != nil {
+				renderRef = in.State.RenderRef
+			}
+			if renderRef == "" {
+				return stage.Output{}, stage.Permanent(fmt.Errorf("phase %d of %d: the deploy state has no render", d.Phase+1, d.Phases))
+			}
+			return a.applyPhase(ctx, in, d.Revision, renderRef, d.Phase+1)
 		}
 		return stage.Output{Emits: []stage.Emit{{Type: events.DeploySucceeded, Step: "succeeded",
 			Data: events.SucceededData{Target: in.Target, Revision: d.Revision}}}}, nil
@@ -56,37 +60,28 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	if err != nil {
 		return stage.Output{}, err
 	}
-	objs, err := manifest.Parse(bundle.Manifest)
-	if err != nil {
-		return fail(err.Error())
-	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
 	if err != nil {
 		return fail(err.Error())
 	}
-	apply.WithMetadata(objs, bundle.Metadata.Annotations, bundle.Metadata.Labels)
-	for _, o := range objs {
-		if msg, ok := bundle.ValidationMessages[kube.RefOf(o.Obj).String()]; ok {
-			apply.WithMetadata([]manifest.Object{o}, map[string]string{validate.AnnotationValidationMessages: msg}, nil)
-		}
+	run, err := newPhaseRun(cluster, in.Target, bundle)
+	if err != nil {
+		return fail(err.Error())
 	}
-	apply.WithReleaseMetadata(objs, in.Target.Release, in.Target.Namespace)
-	apply.SortForInstall(objs)
-	results, err := apply.Apply(ctx, cluster, objs, apply.Options{FieldManager: "sealane", DefaultNamespace: in.Target.Namespace})
+	if phase >= len(bundle.Plan.Phases) {
+		return fail(fmt.Sprintf("phase %d of a %d-phase plan", phase+1, len(bundle.Plan.Phases)))
+	}
+	applied, waits, err := run.run(ctx, bundle.Plan.Phases[phase])
 	if err != nil {
 		if permanentKubeError(err) {
 			return fail(err.Error())
 		}
 		return stage.Output{}, err
 	}
-	data := events.PhaseAppliedData{Target: in.Target, Revision: revision, Phase: phase, Phases: 1}
+	data := events.PhaseAppliedData{Target: in.Target, Revision: revision, Phase: phase, Phases: len(bundle.Plan.Phases),
+		Applied: applied, Waits: waits}
 	if in.State != nil {
 		data.Deadline = in.State.Deadline
-	}
-	for _, r := range results {
-		ref := toEventRef(r.Ref)
-		data.Applied = append(data.Applied, events.AppliedResource{Resource: ref, Action: events.Action(r.Action)})
-		data.Track = append(data.Track, ref)
 	}
 	return stage.Output{Emits: []stage.Emit{{Type: events.PhaseApplied, Step: fmt.Sprintf("phase_applied.%d", phase), Data: data}}}, nil
 }
@@ -101,7 +96,7 @@ func permanentKubeError(err error) bool {
 		errs = []error{err}
 	}
 	for _, e := range errs {
-		if apierrors.IsInvalid(e) || apierrors.IsBadRequest(e) || apierrors.IsForbidden(e) ||
+		if errors.Is(e, apply.ErrNotAdoptable) || errors.Is(e, apply.ErrInvalidAnnotation) || apierrors.IsInvalid(e) || apierrors.IsBadRequest(e) || apierrors.IsForbidden(e) ||
 			apierrors.IsMethodNotSupported(e) || apierrors.IsNotAcceptable(e) || apierrors.IsUnsupportedMediaType(e) ||
 			meta.IsNoMatchError(e) || apierrors.IsRequestEntityTooLargeError(e) {
 			return true

@@ -15,6 +15,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -99,6 +100,16 @@ type RenderBundle struct {
 	// ValidationMessages are the validation warnings per object (kube.Ref string), recorded
 	// in its debug.werf.io/validation-messages annotation.
 	ValidationMessages map[string]string `json:"validationMessages,omitempty"`
+	// CRDs are the files of the charts' crds/ directories, applied first (not part of Manifest,
+	// as in Helm).
+	CRDs []CRDFile `json:"crds,omitempty"`
+	// Previous is the manifest of the revision deployed before: what is deleted when the chart
+	// drops it, and the last-applied state of a three-way merge.
+	Previous string `json:"previous,omitempty"`
+	// Plan is the deploy plan: what each phase applies, deletes and waits for.
+	Plan *plan.Plan `json:"plan,omitempty"`
+	// Apply are the request's apply settings.
+	Apply ApplySettings `json:"apply,omitzero"`
 }
 
 func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error) {

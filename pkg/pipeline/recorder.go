@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/release"
@@ -50,6 +53,24 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		// Revision 0: nothing was recorded, so the failure closes without a record.
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRecorder, in, 0, reason)}}, nil
 	}
+	started := stage.Output{Emits: []stage.Emit{{Type: events.DeployStarted, Step: "started", DataRef: d.RenderRef,
+		Data: events.StartedData{Target: in.Target, Revision: d.Revision, RenderRef: d.RenderRef, Timeout: d.Timeout}}}}
+	if d.Operation == events.OperationTest {
+		return started, nil // a test run changes no record
+	}
+	if d.Operation == events.OperationUninstall {
+		cluster, err := r.Clusters.Get(in.Target.Cluster)
+		if err != nil {
+			return fail(err.Error())
+		}
+		if _, err := release.NewStore(cluster.Typed, in.Target.Namespace, r.log()).MarkUninstalling(ctx, in.Target.Release); err != nil {
+			if errors.Is(err, release.ErrNotFound) {
+				return fail(err.Error())
+			}
+			return stage.Output{}, fmt.Errorf("mark %s uninstalling: %w", in.Target.Release, err)
+		}
+		return started, nil
+	}
 	bundle, err := loadBundle(ctx, r.Blobs, d.RenderRef)
 	if err != nil {
 		return stage.Output{}, err
@@ -82,8 +103,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		}
 		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)
 	}
-	return stage.Output{Emits: []stage.Emit{{Type: events.DeployStarted, Step: "started", DataRef: d.RenderRef,
-		Data: events.StartedData{Target: in.Target, Revision: d.Revision, RenderRef: d.RenderRef, Timeout: d.Timeout}}}}, nil
+	return started, nil
 }
 
 func pendingDescription(d events.RenderedData) string {
@@ -98,6 +118,13 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 	if ok {
 		rec.Outcome = events.OutcomeSucceeded
 		rec.Reason = ""
+	}
+	if in.State != nil && in.State.Operation == events.OperationTest {
+		rec.Status = "deployed"
+		return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+	}
+	if in.State != nil && in.State.Operation == events.OperationUninstall && revision > 0 {
+		return r.uninstalled(ctx, in, rec, ok, reason)
 	}
 	if revision > 0 {
 		cluster, err := r.Clusters.Get(in.Target.Cluster)
@@ -124,6 +151,36 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 			return stage.Output{}, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
 		default:
 			rec.Status = rel.Info.Status.String()
+		}
+	}
+	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+}
+
+// uninstalled ends an uninstall: the records are deleted (or kept, marked uninstalled), and
+// the namespace too when asked; a failure marks the last revision failed.
+func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.RecordedData, ok bool, reason string) (stage.Output, error) {
+	cluster, err := r.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+	if !ok {
+		rel, err := store.FailUninstall(ctx, in.Target.Release, reason)
+		if err != nil && !errors.Is(err, release.ErrNotFound) {
+			return stage.Output{}, fmt.Errorf("record failed uninstall of %s: %w", in.Target.Release, err)
+		}
+		if rel != nil && rel.Info != nil {
+			rec.Status = rel.Info.Status.String()
+		}
+	} else {
+		if err := store.FinishUninstall(ctx, in.Target.Release, in.State.KeepHistory); err != nil {
+			return stage.Output{}, fmt.Errorf("finish uninstall of %s: %w", in.Target.Release, err)
+		}
+		rec.Status = "uninstalled"
+		if in.State.WithNamespace {
+			if err := cluster.Typed.CoreV1().Namespaces().Delete(ctx, in.Target.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return stage.Output{}, fmt.Errorf("delete namespace %s: %w", in.Target.Namespace, err)
+			}
 		}
 	}
 	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
@@ -39,8 +41,12 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	case "", events.OperationDeploy:
 	case events.OperationRollback:
 		return r.rollback(ctx, in, req)
+	case events.OperationUninstall:
+		return r.uninstall(ctx, in, req)
+	case events.OperationTest:
+		return r.test(ctx, in, req)
 	default:
-		return fail(fmt.Sprintf("unknown operation %q: use deploy or rollback", req.Operation))
+		return fail(fmt.Sprintf("unknown operation %q: use deploy, rollback, uninstall or test", req.Operation))
 	}
 	if req.Chart.Ref == "" {
 		if req.Chart.Name == "" {
@@ -86,7 +92,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release %s history: %w", in.Target.Release, err)
 	}
-	_, err = store.Deployed(ctx, in.Target.Release)
+	deployed, err := store.Deployed(ctx, in.Target.Release)
 	isUpgrade := err == nil
 	if err != nil && !errors.Is(err, release.ErrNotFound) {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
@@ -112,11 +118,27 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return fail(err.Error())
 	}
+	method, err := apply.ParseMethod(req.ApplyMethod)
+	if err != nil {
+		return fail(err.Error())
+	}
+	kind, previous := plan.Install, ""
+	if isUpgrade {
+		kind, previous = plan.Upgrade, deployed.Manifest
+	}
+	crds := crdFiles(res.CRDs)
+	p, err := buildPlan(kind, in.Target, cluster, crds, append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), previous)
+	if err != nil {
+		return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
+	}
 	return r.rendered(ctx, in, req, renderedRelease{
-		revision: revision, isUpgrade: isUpgrade, chart: req.Chart, objects: res.Objects, warnings: warningLines(res.Warnings),
+		revision: revision, isUpgrade: isUpgrade, chart: req.Chart, objects: res.Objects,
+		warnings: append(warningLines(res.Warnings), planWarnings(p)...),
 		bundle: RenderBundle{
 			Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config,
 			Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: res.ValidationMessages(),
+			CRDs: crds, Previous: previous, Plan: p,
+			Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
 		},
 	})
 }
@@ -154,8 +176,13 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: 1, Deadline: r.now().Add(timeout),
-		Description: rr.description}
+	phases := 1
+	if rr.bundle.Plan != nil {
+		phases = len(rr.bundle.Plan.Phases)
+	}
+	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: phases, Deadline: r.now().Add(timeout),
+		Description: rr.description, RenderRef: ref, Operation: req.Operation,
+		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace}
 	return stage.Output{
 		State: &st,
 		Emits: []stage.Emit{{

@@ -8,6 +8,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
@@ -51,6 +52,20 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 	if err != nil {
 		return fail(fmt.Sprintf("rollback: revision %d of %s: %v", to, in.Target.Release, err))
 	}
+	hooks, err := manifest.Parse(hookText(old.Hooks))
+	if err != nil {
+		return fail(fmt.Sprintf("rollback: hooks of revision %d of %s: %v", to, in.Target.Release, err))
+	}
+	previous := ""
+	if deployed, err := store.Deployed(ctx, in.Target.Release); err == nil {
+		previous = deployed.Manifest
+	} else if !errors.Is(err, release.ErrNotFound) {
+		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
+	}
+	p, err := buildPlan(plan.Rollback, in.Target, cluster, nil, append(objs, hooks...), previous)
+	if err != nil {
+		return fail(fmt.Sprintf("rollback: revision %d of %s: %v", to, in.Target.Release, err))
+	}
 	archive, err := chart.ArchiveOf(old.Chart)
 	if err != nil {
 		return fail(fmt.Sprintf("rollback: revision %d of %s: %v", to, in.Target.Release, err))
@@ -70,6 +85,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 		bundle: RenderBundle{
 			Manifest: old.Manifest, Hooks: old.Hooks, Notes: notes, Config: old.Config,
 			Metadata: render.AutoMetadata(events.RequestedData{}, version.String()),
+			Previous: previous, Plan: p,
 		},
 		description: fmt.Sprintf("Rollback to %d", to),
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/validate"
 )
 
@@ -55,6 +56,15 @@ func warningLines(ws []validate.Issue) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.String()
+	}
+	return out
+}
+
+// planWarnings formats the plan's warnings for the rendered event.
+func planWarnings(p *plan.Plan) []string {
+	out := make([]string, 0, len(p.Warnings))
+	for _, w := range p.Warnings {
+		out = append(out, "plan: "+w.String())
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/track"
 )
@@ -32,9 +31,13 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		result.Failures = []events.ResourceFailure{{Reason: err.Error()}}
 		return emit(result), nil
 	}
-	refs := make([]kube.Ref, 0, len(d.Track))
-	for _, r := range d.Track {
-		refs = append(refs, toKubeRef(r))
+	targets := make([]track.Target, 0, len(d.Waits))
+	for _, w := range d.Waits {
+		until := track.Condition(w.Until)
+		if until == "" {
+			until = track.UntilReady
+		}
+		targets = append(targets, track.Target{Ref: toKubeRef(w.Resource), Condition: until})
 	}
 	timeout := d.Deadline.Sub(t.now())
 	if d.Deadline.IsZero() {
@@ -43,7 +46,7 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if timeout <= 0 {
 		timeout = 1 // the deadline passed while queued: look once, then time out
 	}
-	outcome, err := track.Track(ctx, cluster, refs, track.Options{Timeout: timeout, Clock: t.Clock}, func(p track.Progress) {
+	outcome, err := track.TrackTargets(ctx, cluster, targets, track.Options{Timeout: timeout, Clock: t.Clock}, func(p track.Progress) {
 		data := events.ProgressedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Resource: toEventRef(p.Ref),
 			State: events.State(p.Status.State), Ready: p.Status.Ready, Desired: p.Status.Desired, Message: p.Status.Message}
 		step := fmt.Sprintf("progress.%d.%x", d.Phase, sha256.Sum256(fmt.Appendf(nil, "%+v", data)))[:40]

@@ -21,6 +21,12 @@ func Line(e cloudevents.Event) string {
 			return ""
 		}
 		what := fmt.Sprintf("chart %s %s", d.Chart.Name, d.Chart.Version)
+		switch d.Operation {
+		case events.OperationUninstall:
+			what = "uninstall"
+		case events.OperationTest:
+			what = "test run"
+		}
 		if d.Operation == events.OperationRollback {
 			what = "rollback to the previous revision"
 			if d.RollbackTo > 0 {
@@ -41,6 +47,9 @@ func Line(e cloudevents.Event) string {
 			verb = "upgrade"
 		}
 		line := fmt.Sprintf("rendered: %d resources, revision %d (%s)", len(d.Resources), d.Revision, verb)
+		if d.Operation == events.OperationUninstall {
+			line = fmt.Sprintf("planned: uninstall of revision %d", d.Revision)
+		}
 		for _, w := range d.Warnings {
 			line += "\n  " + w
 		}
@@ -62,8 +71,19 @@ func Line(e cloudevents.Event) string {
 			counts[a.Action]++
 			fmt.Fprintf(&b, "\n    %-11s %s", a.Action, a.Resource)
 		}
-		return fmt.Sprintf("applied phase %d/%d: %d created, %d configured, %d unchanged%s", d.Phase+1, d.Phases,
-			counts[events.ActionCreated], counts[events.ActionConfigured], counts[events.ActionUnchanged], b.String())
+		summary := fmt.Sprintf("%d created, %d configured, %d unchanged", counts[events.ActionCreated], counts[events.ActionConfigured], counts[events.ActionUnchanged])
+		for _, a := range []events.Action{events.ActionRecreated, events.ActionDeleted, events.ActionKept, events.ActionAbsent} {
+			if counts[a] > 0 {
+				summary += fmt.Sprintf(", %d %s", counts[a], a)
+			}
+		}
+		if len(d.Applied) == 0 {
+			summary = "nothing to apply"
+		}
+		if len(d.Waits) > 0 {
+			summary += fmt.Sprintf("; waiting for %d", len(d.Waits))
+		}
+		return fmt.Sprintf("applied phase %d/%d: %s%s", d.Phase+1, d.Phases, summary, b.String())
 	case events.ResourceProgressed:
 		var d events.ProgressedData
 		if events.DecodeData(e, &d) != nil {

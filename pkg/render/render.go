@@ -65,6 +65,8 @@ type Result struct {
 	*chart.Rendered
 	// Objects are the resources of Rendered.Manifest in install order.
 	Objects []manifest.Object
+	// HookObjects are the hooks (tests included), parsed.
+	HookObjects []manifest.Object
 	// Warnings are validation problems that do not stop a deploy (schema mismatches, typos);
 	// they are shown to the user and recorded on the objects at deploy time.
 	Warnings []validate.Issue
@@ -122,12 +124,15 @@ func Render(req Request) (*Result, error) {
 		return nil, fmt.Errorf("chart %s: %w", req.Chart.Name(), err)
 	}
 	objs := make([]manifest.Object, 0, len(all))
+	var hooks []manifest.Object
 	for _, o := range all {
-		if _, hook := o.Obj.GetAnnotations()[helmrelease.HookAnnotation]; !hook {
+		if _, hook := o.Obj.GetAnnotations()[helmrelease.HookAnnotation]; hook {
+			hooks = append(hooks, o)
+		} else {
 			objs = append(objs, o)
 		}
 	}
-	return &Result{Rendered: rendered, Objects: objs, Warnings: vres.Warnings}, nil
+	return &Result{Rendered: rendered, Objects: objs, HookObjects: hooks, Warnings: vres.Warnings}, nil
 }
 
 // decryptSecrets returns inputs with SecretValues filled in (the chart's secret-values.yaml,

@@ -179,3 +179,44 @@ func ControllerUID(obj *unstructured.Unstructured) types.UID {
 	}
 	return ""
 }
+
+// PodCompletion is the status of a Pod run to completion (a hook or a test): Ready once it
+// Succeeded, Failed once it Failed, Waiting while it runs.
+func PodCompletion(pod *unstructured.Unstructured) Status {
+	phase, _, _ := unstructured.NestedString(pod.Object, "status", "phase")
+	switch phase {
+	case "Succeeded":
+		return Status{State: Ready, Ready: 1, Desired: 1, Message: "completed"}
+	case "Failed":
+		reason, _, _ := unstructured.NestedString(pod.Object, "status", "reason")
+		msg, _, _ := unstructured.NestedString(pod.Object, "status", "message")
+		if reason == "" && msg == "" {
+			msg = exitedContainers(pod)
+		}
+		head := "pod failed"
+		if reason != "" {
+			head += ": " + reason
+		}
+		return Status{State: Failed, Desired: 1, Message: withDetail(head, msg)}
+	case "":
+		return Status{State: Waiting, Desired: 1, Message: "pod has no status yet"}
+	}
+	return Status{State: Waiting, Desired: 1, Message: "pod " + strings.ToLower(phase)}
+}
+
+// exitedContainers describes the containers of pod that exited with an error.
+func exitedContainers(pod *unstructured.Unstructured) string {
+	statuses, _, _ := unstructured.NestedSlice(pod.Object, "status", "containerStatuses")
+	var parts []string
+	for _, st := range statuses {
+		m, _ := st.(map[string]any)
+		name, _, _ := unstructured.NestedString(m, "name")
+		code, ok, _ := unstructured.NestedInt64(m, "state", "terminated", "exitCode")
+		if !ok || code == 0 {
+			continue
+		}
+		reason, _, _ := unstructured.NestedString(m, "state", "terminated", "reason")
+		parts = append(parts, fmt.Sprintf("container %s exited with %d (%s)", name, code, reason))
+	}
+	return strings.Join(parts, "; ")
+}

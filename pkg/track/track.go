@@ -17,10 +17,27 @@ import (
 // Track gives up with it instead of retrying.
 var ErrWatch = errors.New("watch refused")
 
-// Target is one object to track. Track takes bare refs for now; Target is where per-object
-// tracking settings (werf.io/fail-mode, track-termination-mode, ...) will go.
+// Condition is what tracking an object waits for.
+type Condition string
+
+// The conditions a Target can wait for.
+const (
+	// UntilReady waits until the object is ready by its kind's rules (the default).
+	UntilReady Condition = "ready"
+	// UntilPresent waits until the object exists.
+	UntilPresent Condition = "present"
+	// UntilAbsent waits until the object is gone (deleted, finalizers done).
+	UntilAbsent Condition = "absent"
+	// UntilComplete waits until a Job or Pod has run to completion: a Job complete, a Pod
+	// Succeeded; a failed Job or Pod fails. Other kinds are waited for until ready.
+	UntilComplete Condition = "complete"
+)
+
+// Target is one object to track and what to wait for; per-object tracking settings
+// (werf.io/fail-mode, track-termination-mode, ...) will go here too.
 type Target struct {
-	Ref kube.Ref
+	Ref       kube.Ref
+	Condition Condition
 }
 
 // Progress reports that the status of one tracked object changed.
@@ -85,7 +102,16 @@ const syncGrace = 10 * time.Second
 // timeout is an Outcome with a Failure per target not ready ("not ready after 5m0s: ..."), not
 // an error; errors are for unknown kinds, refused watches (ErrWatch) and ctx ending. Every
 // informer is stopped before Track returns.
-func Track(ctx context.Context, c *kube.Cluster, targets []kube.Ref, opts Options, onProgress func(Progress)) (Outcome, error) {
+func Track(ctx context.Context, c *kube.Cluster, refs []kube.Ref, opts Options, onProgress func(Progress)) (Outcome, error) {
+	targets := make([]Target, len(refs))
+	for i, r := range refs {
+		targets[i] = Target{Ref: r, Condition: UntilReady}
+	}
+	return TrackTargets(ctx, c, targets, opts, onProgress)
+}
+
+// TrackTargets is Track with a condition per target: ready, present, absent or complete.
+func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts Options, onProgress func(Progress)) (Outcome, error) {
 	if err := opts.Validate(); err != nil {
 		return Outcome{}, err
 	}
@@ -166,7 +192,16 @@ func (w *watcher) timedOut(timeout time.Duration) Outcome {
 	var out Outcome
 	for _, t := range w.targets {
 		if t.last.State != Ready {
-			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: fmt.Sprintf("not ready after %s: %s", timeout.Round(time.Second), t.last.Message)})
+			what := "not ready"
+			switch t.cond {
+			case UntilAbsent:
+				what = "not gone"
+			case UntilPresent:
+				what = "not there"
+			case UntilComplete:
+				what = "not complete"
+			}
+			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: fmt.Sprintf("%s after %s: %s", what, timeout.Round(time.Second), t.last.Message)})
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package track
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,6 +47,7 @@ type informerKey struct {
 // tracked is one target and what Track last reported for it.
 type tracked struct {
 	ref      kube.Ref
+	cond     Condition
 	inf      cache.SharedIndexInformer
 	key      string // store key: "ns/name" or "name"
 	withPods bool
@@ -92,7 +94,7 @@ type watcher struct {
 
 // newWatcher maps every target to an informer and starts them: one per (namespace, resource),
 // narrowed by a metadata.name field selector when it serves a single target.
-func newWatcher(ctx context.Context, c *kube.Cluster, refs []kube.Ref) (*watcher, error) {
+func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target) (*watcher, error) {
 	w := &watcher{
 		ctx: ctx, c: c,
 		informers: map[informerKey]cache.SharedIndexInformer{},
@@ -106,8 +108,9 @@ func newWatcher(ctx context.Context, c *kube.Cluster, refs []kube.Ref) (*watcher
 		ns  string
 	}
 	names := map[group]map[string]bool{}
-	groups := make([]group, len(refs))
-	for i, ref := range refs {
+	groups := make([]group, len(targets))
+	for i, target := range targets {
+		ref := target.Ref
 		m, err := c.Mapping(ref.GroupVersionKind())
 		if err != nil {
 			return nil, fmt.Errorf("track %s: cluster %s: %w", ref, c.Name, err)
@@ -124,7 +127,12 @@ func newWatcher(ctx context.Context, c *kube.Cluster, refs []kube.Ref) (*watcher
 		}
 		names[g][ref.Name] = true
 		groups[i] = g
-		t := &tracked{ref: ref, key: ref.Name, withPods: hasPods(ref.Kind) && g.ns != ""}
+		cond := target.Condition
+		if cond == "" {
+			cond = UntilReady
+		}
+		t := &tracked{ref: ref, cond: cond, key: ref.Name,
+			withPods: hasPods(ref.Kind) && g.ns != "" && (cond == UntilReady || cond == UntilComplete)}
 		if g.ns != "" {
 			t.key = g.ns + "/" + ref.Name
 		}
@@ -202,7 +210,27 @@ func (w *watcher) status(t *tracked) Status {
 	}
 	item, exists, err := t.inf.GetStore().GetByKey(t.key)
 	obj, _ := item.(*unstructured.Unstructured)
-	if err != nil || !exists || obj == nil {
+	present := err == nil && exists && obj != nil
+	switch t.cond {
+	case UntilAbsent:
+		if !present {
+			return Status{State: Ready, Message: "gone"}
+		}
+		if obj.GetDeletionTimestamp() != nil {
+			return Status{State: Waiting, Message: "being deleted (finalizers: " + strings.Join(obj.GetFinalizers(), ", ") + ")"}
+		}
+		return Status{State: Waiting, Message: "still exists"}
+	case UntilPresent:
+		if !present {
+			return Status{State: Waiting, Message: "does not exist yet"}
+		}
+		return Status{State: Ready, Message: "exists"}
+	case UntilComplete:
+		if present && obj.GetKind() == "Pod" {
+			return PodCompletion(obj)
+		}
+	}
+	if !present {
 		return Compute(nil)
 	}
 	if !t.withPods {

@@ -5,71 +5,85 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ohler55/ojg/jp"
 	yaml "go.yaml.in/yaml/v3"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
-// Annotations of werf/nelm and Helm whose values the deploy engine reads. Formats follow the
-// werf docs ("Аннотации для деплоя") and Helm's chart hooks; Helm's own annotations are read
-// as Helm does (comma lists trimmed, case-insensitive).
+// Annotations of werf/nelm and Helm whose values the deploy engine reads. Their keys and the
+// parsers of the values the deploy planner uses live in package resource, so that what is
+// checked here is exactly what is parsed there; the checks of the tracker's annotations
+// (durations, regular expressions, container lists, JSONPaths) are here.
 const (
-	annWeight                  = "werf.io/weight"
-	annHook                    = "helm.sh/hook"
-	annHookWeight              = "helm.sh/hook-weight"
-	annHookDeletePolicy        = "helm.sh/hook-delete-policy"
-	annHookOutputLogPolicy     = "helm.sh/hook-output-log-policy"
-	annResourcePolicy          = "helm.sh/resource-policy"
-	annDeployDependencyPrefix  = "werf.io/deploy-dependency-"
-	annExternalDependencyRes   = ".external-dependency.werf.io/resource"
-	annExternalDependencyNS    = ".external-dependency.werf.io/namespace"
-	annOwnership               = "werf.io/ownership"
-	annDeployOn                = "werf.io/deploy-on"
-	annDeletePolicy            = "werf.io/delete-policy"
-	annDeletePropagation       = "werf.io/delete-propagation"
-	annReplicasOnCreation      = "werf.io/replicas-on-creation"
-	annTrackTerminationMode    = "werf.io/track-termination-mode"
-	annFailMode                = "werf.io/fail-mode"
-	annFailuresAllowed         = "werf.io/failures-allowed-per-replica"
-	annIgnoreReadinessPrefix   = "werf.io/ignore-readiness-probe-fails-for-"
-	annNoActivityTimeout       = "werf.io/no-activity-timeout"
-	annLogRegex                = "werf.io/log-regex"
-	annLogRegexForPrefix       = "werf.io/log-regex-for-"
-	annLogRegexSkip            = "werf.io/log-regex-skip"
-	annSkipLogs                = "werf.io/skip-logs"
-	annSkipLogsForContainers   = "werf.io/skip-logs-for-containers"
-	annShowLogsOnlyForReplicas = "werf.io/show-logs-only-for-number-of-replicas"
-	annShowLogsOnlyContainers  = "werf.io/show-logs-only-for-containers"
-	annShowServiceMessages     = "werf.io/show-service-messages"
-	annSensitive               = "werf.io/sensitive"
-	annSensitivePaths          = "werf.io/sensitive-paths"
-	annAllowAdoptionByRelease  = "werf.io/allow-adoption-by-release"
-	annSetResourcesOnCreation  = "werf.io/set-resources-only-on-creation"
+	annWeight                  = resource.AnnotationWeight
+	annHook                    = resource.AnnotationHook
+	annHookWeight              = resource.AnnotationHookWeight
+	annHookDeletePolicy        = resource.AnnotationHookDeletePolicy
+	annHookOutputLogPolicy     = resource.AnnotationHookOutputLogPolicy
+	annResourcePolicy          = resource.AnnotationResourcePolicy
+	annWerfResourcePolicy      = resource.AnnotationWerfResourcePolicy
+	annDeployDependencyPrefix  = resource.AnnotationDeployDependencyPrefix
+	annExternalDependencyRes   = resource.AnnotationExternalDependencySuffix
+	annExternalDependencyNS    = resource.AnnotationExternalNamespaceSuffix
+	annOwnership               = resource.AnnotationOwnership
+	annDeployOn                = resource.AnnotationDeployOn
+	annDeletePolicy            = resource.AnnotationDeletePolicy
+	annDeletePropagation       = resource.AnnotationDeletePropagation
+	annReplicasOnCreation      = resource.AnnotationReplicasOnCreation
+	annTrackTerminationMode    = resource.AnnotationTrackTerminationMode
+	annFailMode                = resource.AnnotationFailMode
+	annFailuresAllowed         = resource.AnnotationFailuresAllowedPerReplica
+	annIgnoreReadinessPrefix   = resource.AnnotationIgnoreReadinessPrefix
+	annNoActivityTimeout       = resource.AnnotationNoActivityTimeout
+	annLogRegex                = resource.AnnotationLogRegex
+	annLogRegexForPrefix       = resource.AnnotationLogRegexForPrefix
+	annLogRegexSkip            = resource.AnnotationLogRegexSkip
+	annSkipLogs                = resource.AnnotationSkipLogs
+	annSkipLogsForContainers   = resource.AnnotationSkipLogsForContainers
+	annShowLogsOnlyForReplicas = resource.AnnotationShowLogsOnlyForReplicas
+	annShowLogsOnlyContainers  = resource.AnnotationShowLogsOnlyForContainers
+	annShowServiceMessages     = resource.AnnotationShowServiceMessages
+	annSensitive               = resource.AnnotationSensitive
+	annSensitivePaths          = resource.AnnotationSensitivePaths
+	annAllowAdoptionByRelease  = resource.AnnotationAllowAdoptionByRelease
+	annSetResourcesOnCreation  = resource.AnnotationSetResourcesOnCreation
+	annSetReplicasOnCreation   = resource.AnnotationSetReplicasOnCreation
 )
 
 // valueCheck returns nil for a usable value, else what is wrong and what to write instead.
 type valueCheck func(value string) error
 
+// parsed turns one of package resource's parsers into a check.
+func parsed[T any](parse func(string) (T, error)) valueCheck {
+	return func(v string) error { _, err := parse(v); return err }
+}
+
+var (
+	integer     = parsed(resource.ParseInt)
+	nonNegative = parsed(resource.ParseCount)
+	boolean     = parsed(resource.ParseBool)
+)
+
 // exactRules check the annotations with a fixed key.
 var exactRules = map[string]valueCheck{
 	annWeight:                  integer,
 	annHookWeight:              integer,
-	annHook:                    helmList("pre-install", "post-install", "pre-delete", "post-delete", "pre-upgrade", "post-upgrade", "pre-rollback", "post-rollback", "test", "test-success"),
-	annHookDeletePolicy:        helmList("before-hook-creation", "hook-succeeded", "hook-failed"),
+	annHook:                    parsed(resource.ParseHook),
+	annHookDeletePolicy:        parsed(resource.ParseHookDeletePolicy),
 	annHookOutputLogPolicy:     helmList("hook-succeeded", "hook-failed"),
-	annResourcePolicy:          resourcePolicy,
-	annOwnership:               oneOf("release", "anyone"),
-	annDeployOn:                list("pre-install", "install", "post-install", "pre-upgrade", "upgrade", "post-upgrade", "pre-rollback", "rollback", "post-rollback", "pre-delete", "delete", "post-delete", "test", "test-success"),
-	annDeletePolicy:            list("before-creation", "succeeded", "failed"),
-	annDeletePropagation:       oneOf("Foreground", "Background", "Orphan"),
-	annReplicasOnCreation:      nonNegative,
-	annTrackTerminationMode:    oneOf("WaitUntilResourceReady", "NonBlocking"),
+	annResourcePolicy:          parsed(resource.ParseResourcePolicy),
+	annWerfResourcePolicy:      parsed(resource.ParseWerfResourcePolicy),
+	annOwnership:               parsed(resource.ParseOwnership),
+	annDeployOn:                parsed(resource.ParseDeployOn),
+	annDeletePolicy:            parsed(resource.ParseDeletePolicy),
+	annDeletePropagation:       parsed(resource.ParseDeletePropagation),
+	annReplicasOnCreation:      parsed(resource.ParseReplicas),
+	annTrackTerminationMode:    parsed(resource.ParseTrackTerminationMode),
 	annFailMode:                oneOf("FailWholeDeployProcessImmediately", "HopeUntilEndOfDeployProcess", "IgnoreAndContinueDeployProcess"),
 	annFailuresAllowed:         nonNegative,
 	annNoActivityTimeout:       duration,
@@ -82,8 +96,9 @@ var exactRules = map[string]valueCheck{
 	annShowServiceMessages:     boolean,
 	annSensitive:               boolean,
 	annSensitivePaths:          jsonPaths,
-	annAllowAdoptionByRelease:  releaseName,
+	annAllowAdoptionByRelease:  parsed(resource.ParseReleaseName),
 	annSetResourcesOnCreation:  boolean,
+	annSetReplicasOnCreation:   boolean,
 	"werf.io/version":          nil, // set by the deploy engine itself
 }
 
@@ -94,11 +109,11 @@ type prefixRule struct {
 }
 
 var prefixRules = []prefixRule{
-	{prefix: annDeployDependencyPrefix, what: "dependency id", check: deployDependency},
+	{prefix: annDeployDependencyPrefix, what: "dependency id", check: parsed(resource.ParseDeployDependency)},
 	{prefix: annIgnoreReadinessPrefix, what: "container name", check: duration},
 	{prefix: annLogRegexForPrefix, what: "container name", check: regex},
-	{suffix: annExternalDependencyRes, what: "dependency id", check: externalResource},
-	{suffix: annExternalDependencyNS, what: "dependency id", check: namespaceName},
+	{suffix: annExternalDependencyRes, what: "dependency id", check: parsed(resource.ParseExternalResource)},
+	{suffix: annExternalDependencyNS, what: "dependency id", check: parsed(resource.ParseNamespace)},
 }
 
 // checkAnnotations checks the werf and Helm annotations among annotations.
@@ -122,6 +137,8 @@ func checkAnnotations(annotations map[string]string, fs []finding) []finding {
 			case key == annHookWeight && !isHook:
 				fs = append(fs, finding{SeverityWarning, CodeIgnoredAnnotation, p,
 					"helm.sh/hook-weight has effect on hooks only (no helm.sh/hook here)", "order resources with werf.io/weight"})
+			case key == annWerfResourcePolicy:
+				fs = ignoredResourcePolicies(value, p, fs)
 			}
 			continue
 		}
@@ -158,6 +175,25 @@ func checkAnnotations(annotations map[string]string, fs []finding) []finding {
 	return fs
 }
 
+// ignoredResourcePolicies warns about the items of werf.io/resource-policy that sealane does not
+// implement (nelm's skip-create, skip-update, skip-recreate): only keep and skip-delete have an
+// effect.
+func ignoredResourcePolicies(value string, p fieldPath, fs []finding) []finding {
+	ps, _ := resource.ParseWerfResourcePolicy(value)
+	var ignored []string
+	for _, rp := range ps {
+		if !rp.Keeps() {
+			ignored = append(ignored, string(rp))
+		}
+	}
+	if len(ignored) == 0 {
+		return fs
+	}
+	return append(fs, finding{SeverityWarning, CodeIgnoredAnnotation, p,
+		fmt.Sprintf("sealane does not implement resource policy %s; it has no effect", strings.Join(ignored, ", ")),
+		"remove it: sealane implements keep and skip-delete (never delete the resource) only"})
+}
+
 // knownWerfKeys are the werf.io/ keys an unknown one may be a typo of.
 var knownWerfKeys = func() []string {
 	var keys []string
@@ -173,27 +209,6 @@ var knownWerfKeys = func() []string {
 	}
 	return keys
 }()
-
-func integer(v string) error {
-	if _, err := strconv.Atoi(v); err != nil {
-		return errors.New(`must be an integer in quotes, e.g. "10" or "-5"`)
-	}
-	return nil
-}
-
-func nonNegative(v string) error {
-	if n, err := strconv.Atoi(v); err != nil || n < 0 {
-		return errors.New(`must be a whole number >= 0 in quotes, e.g. "2"`)
-	}
-	return nil
-}
-
-func boolean(v string) error {
-	if _, err := strconv.ParseBool(v); err != nil {
-		return errors.New(`must be "true" or "false"`)
-	}
-	return nil
-}
 
 func duration(v string) error {
 	d, err := time.ParseDuration(v)
@@ -214,51 +229,12 @@ func regex(v string) error {
 }
 
 func oneOf(allowed ...string) valueCheck {
-	return func(v string) error {
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
-		}
-		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
-	}
-}
-
-// list checks a comma-separated list of werf values (exact spelling, blanks around items allowed).
-func list(allowed ...string) valueCheck {
-	return commaList(false, allowed)
+	return func(v string) error { _, err := resource.ParseOneOf(v, allowed...); return err }
 }
 
 // helmList checks a comma-separated list the way Helm reads it (items trimmed and lowercased).
-// Helm skips a hook whose list has an unknown item altogether, so one bad item is an error.
 func helmList(allowed ...string) valueCheck {
-	return commaList(true, allowed)
-}
-
-func commaList(fold bool, allowed []string) valueCheck {
-	one := oneOf(allowed...)
-	return func(v string) error {
-		for _, item := range strings.Split(v, ",") {
-			item = strings.TrimSpace(item)
-			if fold {
-				item = strings.ToLower(item)
-			}
-			if item == "" {
-				return fmt.Errorf("empty item in the comma-separated list; items must be among %s", strings.Join(allowed, ", "))
-			}
-			if one(item) != nil {
-				return fmt.Errorf("unknown item %q; items must be among %s", item, strings.Join(allowed, ", "))
-			}
-		}
-		return nil
-	}
-}
-
-func resourcePolicy(v string) error {
-	if strings.ToLower(strings.TrimSpace(v)) != "keep" {
-		return errors.New(`the only resource policy is "keep" (remove the annotation to let Helm delete the resource)`)
-	}
-	return nil
+	return func(v string) error { _, err := resource.ParseList(v, true, allowed...); return err }
 }
 
 func names(v string) error {
@@ -266,13 +242,6 @@ func names(v string) error {
 		if strings.TrimSpace(item) == "" {
 			return errors.New(`must be a comma-separated list of container names without empty items, e.g. "app,sidecar"`)
 		}
-	}
-	return nil
-}
-
-func namespaceName(v string) error {
-	if msgs := apivalidation.ValidateNamespaceName(v, false); len(msgs) > 0 {
-		return fmt.Errorf("must be a namespace name: %s", strings.Join(msgs, "; "))
 	}
 	return nil
 }
@@ -308,71 +277,6 @@ func jsonPaths(v string) error {
 		if _, err := jp.ParseString(p); err != nil {
 			return fmt.Errorf("JSONPath %q does not parse: %v", p, err)
 		}
-	}
-	return nil
-}
-
-// deployDependency checks "state=ready|present[,name=][,namespace=][,kind=][,group=][,version=]".
-func deployDependency(v string) error {
-	const format = `write "state=ready|present" plus at least one of name=, namespace=, kind=, group=, version=, e.g. "state=ready,kind=StatefulSet,name=postgres"`
-	seen := map[string]bool{}
-	target := false
-	for _, prop := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(strings.TrimSpace(prop), "=")
-		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
-		switch {
-		case !ok || k == "":
-			return fmt.Errorf("%q is not key=value: %s", prop, format)
-		case seen[k]:
-			return fmt.Errorf("%s= given twice", k)
-		case val == "":
-			return fmt.Errorf("%s= is empty", k)
-		}
-		seen[k] = true
-		switch k {
-		case "state":
-			if val != "ready" && val != "present" {
-				return fmt.Errorf(`state=%s: state must be "ready" or "present"`, val)
-			}
-		case "name", "namespace", "kind", "group", "version":
-			target = true
-		default:
-			return fmt.Errorf("unknown property %q: %s", k, format)
-		}
-	}
-	if !seen["state"] {
-		return fmt.Errorf("state= is missing: %s", format)
-	}
-	if !target {
-		return fmt.Errorf("no target (name=, namespace=, kind=, group= or version=): %s", format)
-	}
-	return nil
-}
-
-// externalResource checks "type[.version.group]/name", e.g. "secret/config",
-// "deployments.v1.apps/app".
-func externalResource(v string) error {
-	const format = `write "type[.version.group]/name", e.g. "secret/config" or "deployments.v1.apps/app"`
-	typ, name, ok := strings.Cut(v, "/")
-	switch {
-	case !ok || strings.Contains(name, "/"):
-		return fmt.Errorf("must have exactly one \"/\": %s", format)
-	case typ == "" || name == "":
-		return fmt.Errorf("empty resource type or name: %s", format)
-	case typ == "all":
-		return fmt.Errorf(`resource type "all" is not allowed: %s`, format)
-	}
-	for _, part := range strings.Split(typ, ".") {
-		if part == "" {
-			return fmt.Errorf("empty part in resource type %q: %s", typ, format)
-		}
-	}
-	return nil
-}
-
-func releaseName(v string) error {
-	if msgs := apivalidation.NameIsDNSSubdomain(v, false); len(msgs) > 0 || len(v) > 53 {
-		return errors.New("must be a release name: lowercase letters, digits, '-' and '.', at most 53 characters")
 	}
 	return nil
 }

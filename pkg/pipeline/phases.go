@@ -1,0 +1,345 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/apply"
+	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/plan"
+	"github.com/sealane/sealane/pkg/resource"
+	"github.com/sealane/sealane/pkg/validate"
+)
+
+// CRDFile is one file of the crds/ directories of a chart and its subcharts.
+type CRDFile struct {
+	Name string `json:"name"`
+	Data string `json:"data"`
+}
+
+// ApplySettings are the request's choices of how to apply.
+type ApplySettings struct {
+	// Method is apply.ServerSideApply (default) or apply.ThreeWayMerge.
+	Method apply.Method `json:"method,omitempty"`
+	// TakeOwnership adopts existing objects whatever release owns them.
+	TakeOwnership bool `json:"takeOwnership,omitempty"`
+}
+
+// hookText joins the hooks into one manifest with their "# Source:" headers.
+func hookText(hooks []*helmrelease.Hook) string {
+	var b strings.Builder
+	for _, h := range hooks {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	}
+	return b.String()
+}
+
+// crdText joins the CRD files into one manifest.
+func crdText(files []CRDFile) string {
+	var b strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", f.Name, f.Data)
+	}
+	return b.String()
+}
+
+// parseBundle parses what a bundle deploys: the CRDs of crds/, the manifest and the hooks, and
+// the previous revision's manifest.
+func parseBundle(b *RenderBundle) (crds, objs, previous []manifest.Object, err error) {
+	if crds, err = manifest.Parse(crdText(b.CRDs)); err != nil {
+		return nil, nil, nil, fmt.Errorf("crds: %w", err)
+	}
+	if objs, err = manifest.Parse(b.Manifest); err != nil {
+		return nil, nil, nil, err
+	}
+	hooks, err := manifest.Parse(hookText(b.Hooks))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("hooks: %w", err)
+	}
+	objs = append(objs, hooks...)
+	if previous, err = manifest.Parse(b.Previous); err != nil {
+		return nil, nil, nil, fmt.Errorf("previous revision: %w", err)
+	}
+	return crds, objs, previous, nil
+}
+
+// clusterScoped asks the cluster's REST mapping whether a kind unknown to the plan builder is
+// cluster-scoped; kinds the cluster does not serve yet count as namespaced.
+func clusterScoped(c *kube.Cluster) func(schema.GroupKind) bool {
+	return func(gk schema.GroupKind) bool {
+		m, err := c.Mapper.RESTMapping(gk)
+		return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
+	}
+}
+
+// objectIndex finds a plan resource's object among the parsed ones: objects may name no
+// namespace (the release's is meant), and cluster-scoped ones may name one (ignored).
+type objectIndex struct {
+	byKey     map[resource.Key]manifest.Object
+	namespace string
+}
+
+func newObjectIndex(namespace string, lists ...[]manifest.Object) *objectIndex {
+	ix := &objectIndex{byKey: map[resource.Key]manifest.Object{}, namespace: namespace}
+	for _, l := range lists {
+		for _, o := range l {
+			ix.byKey[resource.KeyOf(kube.RefOf(o.Obj))] = o
+		}
+	}
+	return ix
+}
+
+func (ix *objectIndex) get(k resource.Key) (manifest.Object, bool) {
+	if o, ok := ix.byKey[k]; ok {
+		return o, true
+	}
+	alt := k
+	if k.Namespace == ix.namespace {
+		alt.Namespace = ""
+	} else if k.Namespace == "" {
+		alt.Namespace = ix.namespace
+	}
+	o, ok := ix.byKey[alt]
+	return o, ok
+}
+
+// phaseRun applies one phase of a plan.
+type phaseRun struct {
+	cluster  *kube.Cluster
+	target   events.Target
+	plan     *plan.Plan
+	objects  *objectIndex // the new objects, decorated for apply
+	previous *objectIndex // the previous revision's objects, decorated the same way
+	prevList []manifest.Object
+	settings ApplySettings
+}
+
+// newPhaseRun parses the bundle and decorates the objects as they are applied: release
+// ownership metadata on what the release owns, the deploy-time annotations and labels, and
+// the validation messages.
+func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle) (*phaseRun, error) {
+	if b.Plan == nil {
+		return nil, errors.New("the render has no plan")
+	}
+	crds, objs, previous, err := parseBundle(b)
+	if err != nil {
+		return nil, err
+	}
+	r := &phaseRun{cluster: c, target: target, plan: b.Plan, settings: b.Apply, prevList: previous}
+	r.objects = newObjectIndex(target.Namespace, crds, objs)
+	r.previous = newObjectIndex(target.Namespace, previous)
+	for _, res := range b.Plan.Resources {
+		if o, ok := r.objects.get(res.Key); ok {
+			r.decorate(o, res, b)
+		}
+	}
+	for _, res := range b.Plan.Deletions {
+		if o, ok := r.previous.get(res.Key); ok {
+			r.decorate(o, res, b)
+		}
+	}
+	// The previous objects are the last-applied state of a three-way merge: decorate them like
+	// the new ones so sealane's own metadata does not look like dropped fields.
+	for _, o := range previous {
+		apply.WithMetadata([]manifest.Object{o}, b.Metadata.Annotations, b.Metadata.Labels)
+		apply.WithReleaseMetadata([]manifest.Object{o}, target.Release, target.Namespace)
+	}
+	return r, nil
+}
+
+func (r *phaseRun) decorate(o manifest.Object, res *resource.Resource, b *RenderBundle) {
+	one := []manifest.Object{o}
+	apply.WithMetadata(one, b.Metadata.Annotations, b.Metadata.Labels)
+	if msg, ok := b.ValidationMessages[kube.RefOf(o.Obj).String()]; ok {
+		apply.WithMetadata(one, map[string]string{validate.AnnotationValidationMessages: msg}, nil)
+	}
+	if res.Lifecycle.Ownership == resource.OwnershipRelease {
+		apply.WithReleaseMetadata(one, r.target.Release, r.target.Namespace)
+	}
+}
+
+// run performs the applier steps of phase, one step after another, and returns what happened
+// to each object and what the tracker must wait for.
+func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedResource, []events.Wait, error) {
+	var applied []events.AppliedResource
+	for _, step := range phase.Steps {
+		res, err := r.step(ctx, step)
+		applied = append(applied, res...)
+		if err != nil {
+			return applied, nil, err
+		}
+	}
+	waits := make([]events.Wait, 0, len(phase.Wait))
+	for _, id := range phase.Wait {
+		w, err := r.wait(id)
+		if err != nil {
+			return applied, nil, err
+		}
+		waits = append(waits, w)
+	}
+	return applied, waits, nil
+}
+
+// step performs one step: its deletions (of recreations too) first, then its applies.
+func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedResource, error) {
+	var toApply, toRecreate, toDelete, hookDeletes []manifest.Object
+	for _, id := range ids {
+		op := r.plan.Operation(id)
+		if op == nil {
+			return nil, fmt.Errorf("plan: no operation %s", id)
+		}
+		res := r.plan.Resource(op.Resource)
+		if res == nil {
+			return nil, fmt.Errorf("plan: operation %s names no resource", id)
+		}
+		switch op.Type {
+		case plan.OpApply, plan.OpRecreate:
+			o, ok := r.objects.get(res.Key)
+			if !ok {
+				return nil, fmt.Errorf("plan: %s is not in the render", res.Key)
+			}
+			if op.Type == plan.OpRecreate {
+				toRecreate = append(toRecreate, o)
+			} else {
+				toApply = append(toApply, o)
+			}
+		case plan.OpDelete:
+			if o, ok := r.objects.get(res.Key); ok {
+				hookDeletes = append(hookDeletes, o) // a delete policy of this render's object
+			} else if o, ok := r.previous.get(res.Key); ok {
+				toDelete = append(toDelete, o) // dropped from the chart
+			} else {
+				return nil, fmt.Errorf("plan: %s to delete is in neither revision", res.Key)
+			}
+		default:
+			return nil, fmt.Errorf("plan: operation %s of type %s is not the applier's", id, op.Type)
+		}
+	}
+	var out []events.AppliedResource
+	var errs []error
+	recreated := map[string]bool{} // objects a recreation actually deleted
+	del := func(objs []manifest.Object, ignoreKeep, recreate bool) {
+		if len(objs) == 0 {
+			return
+		}
+		results, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: ignoreKeep})
+		for _, d := range results {
+			if recreate {
+				if d.Action == apply.Deleted {
+					recreated[refKey(d.Ref)] = true
+				}
+				continue // reported with the create below
+			}
+			out = append(out, events.AppliedResource{Resource: toEventRef(d.Ref), Action: events.Action(d.Action)})
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	del(toDelete, false, false)
+	del(hookDeletes, true, false)
+	del(toRecreate, true, true)
+	if len(errs) > 0 {
+		return out, errors.Join(errs...)
+	}
+	toApply = append(toApply, toRecreate...)
+	if len(toApply) > 0 {
+		results, err := apply.Apply(ctx, r.cluster, toApply, apply.Options{
+			FieldManager: "sealane", DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
+			Previous: r.prevList, TakeOwnership: r.settings.TakeOwnership,
+		})
+		for _, a := range results {
+			action := events.Action(a.Action)
+			if recreated[refKey(a.Ref)] {
+				action = events.ActionRecreated
+			}
+			out = append(out, events.AppliedResource{Resource: toEventRef(a.Ref), Action: action})
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// wait turns a tracker operation into what the tracker waits for.
+func (r *phaseRun) wait(id string) (events.Wait, error) {
+	op := r.plan.Operation(id)
+	if op == nil {
+		return events.Wait{}, fmt.Errorf("plan: no operation %s", id)
+	}
+	if op.Type == plan.OpWaitExternal {
+		ref, err := r.externalRef(*op.External)
+		if err != nil {
+			return events.Wait{}, err
+		}
+		return events.Wait{Resource: toEventRef(ref), Until: "ready"}, nil
+	}
+	res := r.plan.Resource(op.Resource)
+	if res == nil {
+		return events.Wait{}, fmt.Errorf("plan: operation %s names no resource", id)
+	}
+	until := map[plan.OpType]string{plan.OpWaitReady: "ready", plan.OpWaitCompletion: "complete", plan.OpWaitAbsent: "absent"}[op.Type]
+	if until == "" {
+		return events.Wait{}, fmt.Errorf("plan: operation %s of type %s is not the tracker's", id, op.Type)
+	}
+	return events.Wait{Resource: toEventRef(res.Ref), Until: until}, nil
+}
+
+// externalRef resolves an external dependency ("deployment/db", "deployments.v1.apps/db") to
+// an object reference with the cluster's REST mapping.
+func (r *phaseRun) externalRef(d resource.ExternalDependency) (kube.Ref, error) {
+	gvk, err := r.cluster.Mapper.KindFor(schema.GroupVersionResource{Group: d.Group, Version: d.Version, Resource: strings.ToLower(d.Type)})
+	if err != nil {
+		return kube.Ref{}, fmt.Errorf("external dependency %s: the cluster serves no such resource type: %w", d, err)
+	}
+	ns := d.Namespace
+	if ns == "" {
+		ns = r.target.Namespace
+	}
+	if m, err := r.cluster.Mapping(gvk); err == nil && m.Scope.Name() == meta.RESTScopeNameRoot {
+		ns = ""
+	}
+	return kube.Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: ns, Name: d.Name}, nil
+}
+
+// crdFiles turns a chart's CRDs into bundle files.
+func crdFiles(crds []helmchart.CRD) []CRDFile {
+	out := make([]CRDFile, 0, len(crds))
+	for _, c := range crds {
+		if c.File == nil {
+			continue
+		}
+		out = append(out, CRDFile{Name: c.Filename, Data: string(c.File.Data)})
+	}
+	return out
+}
+
+// buildPlan plans a deploy of objs (resources and hooks) and the CRD files over the previous
+// revision's manifest. Errors are the chart's: bad annotations, duplicates, dependency cycles.
+func buildPlan(kind plan.Kind, target events.Target, c *kube.Cluster, crds []CRDFile, objs []manifest.Object, previousManifest string) (*plan.Plan, error) {
+	crdObjs, err := manifest.Parse(crdText(crds))
+	if err != nil {
+		return nil, fmt.Errorf("crds: %w", err)
+	}
+	previous, err := manifest.Parse(previousManifest)
+	if err != nil {
+		return nil, fmt.Errorf("previous revision: %w", err)
+	}
+	return plan.Build(plan.Input{Kind: kind, Release: target.Release, Namespace: target.Namespace,
+		CRDs: crdObjs, Objects: objs, Previous: previous, ClusterScoped: clusterScoped(c)})
+}
+
+// refKey identifies an object across apply and delete results (the API version may differ).
+func refKey(r kube.Ref) string {
+	return r.GroupVersionKind().Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+}

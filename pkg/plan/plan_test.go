@@ -1,0 +1,193 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sealane/sealane/pkg/manifest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// loadCase reads testdata/<name>.yaml: a manifest whose documents go to Input.CRDs when their
+// "# Source:" is under crds/, to Input.Previous when it starts with "previous/", else to
+// Input.Objects. Header lines "# kind: ...", "# release: ...", "# namespace: ..." set the rest.
+func loadCase(t testing.TB, name string) Input {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Kind: Upgrade, Release: "shop", Namespace: "shop"}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "# "), ": ")
+		if !ok || !strings.HasPrefix(line, "# ") {
+			break
+		}
+		switch k {
+		case "kind":
+			in.Kind = Kind(v)
+		case "release":
+			in.Release = v
+		case "namespace":
+			in.Namespace = v
+		}
+	}
+	objs, err := manifest.ParseLenient(string(data)) // previous objects repeat current ones
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return split(in, objs)
+}
+
+func split(in Input, objs []manifest.Object) Input {
+	for _, o := range objs {
+		switch {
+		case strings.HasPrefix(o.Source, "previous/"):
+			in.Previous = append(in.Previous, o)
+		case strings.HasPrefix(o.Source, "crds/") || strings.Contains(o.Source, "/crds/"):
+			in.CRDs = append(in.CRDs, o)
+		default:
+			in.Objects = append(in.Objects, o)
+		}
+	}
+	return in
+}
+
+// dag lists every operation with what it waits for: the DAG as text.
+func dag(p *Plan) string {
+	var b strings.Builder
+	for _, op := range p.Operations {
+		fmt.Fprintf(&b, "%s", op.ID)
+		if op.Phase > 0 {
+			fmt.Fprintf(&b, " [phase %d]", op.Phase)
+		}
+		if op.NonBlocking {
+			b.WriteString(" non-blocking")
+		}
+		if op.DeleteOnFailure {
+			b.WriteString(" delete-on-failure")
+		}
+		b.WriteString("\n")
+		for _, a := range op.After {
+			fmt.Fprintf(&b, "    after %s\n", a)
+		}
+	}
+	return b.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, diff)
+	}
+}
+
+// TestGolden builds the plan of every testdata/*.yaml case and compares its summary and DAG
+// with testdata/<case>.golden.
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.yaml cases")
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			p, err := Build(loadCase(t, name))
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			golden(t, name+".golden", p.Summary()+"\n---- operations ----\n"+dag(p))
+		})
+	}
+}
+
+func TestDOTGolden(t *testing.T) {
+	p, err := Build(loadCase(t, "hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "hooks.dot.golden", p.DOT())
+}
+
+func TestJSONGolden(t *testing.T) {
+	for _, name := range []string{"dependencies", "annotations"} {
+		t.Run(name, func(t *testing.T) {
+			p, err := Build(loadCase(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := json.MarshalIndent(p, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".json.golden", string(data)+"\n")
+
+			var back Plan
+			if err := json.Unmarshal(data, &back); err != nil {
+				t.Fatalf("plan JSON does not read back: %v", err)
+			}
+			again, err := json.MarshalIndent(&back, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, again) {
+				t.Errorf("plan JSON changes on a round trip:\n%s", cmp.Diff(string(data), string(again)))
+			}
+		})
+	}
+}
+
+// TestDeterministic checks that the order of the input does not change the plan's bytes.
+func TestDeterministic(t *testing.T) {
+	for _, name := range []string{"dependencies", "hooks", "deletions"} {
+		in := loadCase(t, name)
+		p1, err := Build(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := in
+		rev.Objects = reversed(in.Objects)
+		rev.Previous = reversed(in.Previous)
+		rev.CRDs = reversed(in.CRDs)
+		p2, err := Build(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j1, _ := json.Marshal(p1)
+		j2, _ := json.Marshal(p2)
+		if !bytes.Equal(j1, j2) {
+			t.Errorf("%s: the plan depends on the order of the input:\n%s", name, cmp.Diff(string(j1), string(j2)))
+		}
+	}
+}
+
+func reversed[T any](s []T) []T {
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
