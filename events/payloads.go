@@ -65,6 +65,9 @@ type RequestedData struct {
 	Operation Operation `json:"operation,omitempty"`
 	// RollbackTo is the revision a rollback restores; 0 means the one before the last.
 	RollbackTo int `json:"rollbackTo,omitempty"`
+	// RollbackToDeployed makes a rollback restore the last deployed revision instead (what
+	// --auto-rollback does after a failed deploy).
+	RollbackToDeployed bool `json:"rollbackToDeployed,omitempty"`
 	// ApplyMethod is how existing objects are updated: "ssa" (server-side apply, the
 	// default) or "3wm" (client-side three-way merge).
 	ApplyMethod string `json:"applyMethod,omitempty"`

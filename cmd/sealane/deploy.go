@@ -30,6 +30,7 @@ type deployFlags struct {
 	output        string
 	applyMethod   string
 	takeOwnership bool
+	autoRollback  bool
 }
 
 func newDeployCmd(g *globalFlags) *cobra.Command {
@@ -48,6 +49,7 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 	fl.StringVarP(&f.output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
 	fl.StringVar(&f.applyMethod, "apply-method", "ssa", "how existing objects are updated: ssa (server-side apply) or 3wm (client-side three-way merge)")
 	fl.BoolVar(&f.takeOwnership, "take-ownership", false, "adopt existing objects whatever release (or nobody) owns them")
+	fl.BoolVar(&f.autoRollback, "auto-rollback", false, "when the deploy fails, roll back to the last deployed revision (its rollback hooks run)")
 	return cmd
 }
 
@@ -70,7 +72,21 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 			if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
 				s.log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
 			}
-			return client.Deploy(ctx, s.node.Bus, req, s.onEvent)
+			res, err := client.Deploy(ctx, s.node.Bus, req, s.onEvent)
+			if err == nil || !f.autoRollback || !errors.Is(err, client.ErrDeployFailed) {
+				return res, err
+			}
+			fmt.Println("auto-rollback: rolling back to the last deployed revision")
+			target := res.Target
+			if target.Release == "" {
+				return res, err // the request never reached a release
+			}
+			rb, rbErr := client.Request(ctx, s.node.Bus, events.RequestedData{Target: target, Operation: events.OperationRollback,
+				RollbackToDeployed: true, Timeout: events.Duration(f.timeout), RequestedBy: req.RequestedBy}, s.onEvent)
+			if rbErr != nil {
+				return res, fmt.Errorf("%w; auto-rollback failed too: %w", err, rbErr)
+			}
+			return res, fmt.Errorf("%w; rolled back: revision %d restores the last deployed one", err, rb.Revision)
 		})
 }
 

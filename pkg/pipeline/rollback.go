@@ -38,6 +38,16 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 		last = max(last, h.Version)
 	}
 	to := req.RollbackTo
+	if req.RollbackToDeployed {
+		deployed, err := store.Deployed(ctx, in.Target.Release)
+		if errors.Is(err, release.ErrNotFound) {
+			return fail(fmt.Sprintf("rollback: release %s has no deployed revision to roll back to", in.Target.Release))
+		}
+		if err != nil {
+			return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
+		}
+		to = deployed.Version
+	}
 	if to == 0 {
 		to = last - 1
 	}

@@ -29,6 +29,9 @@ func Line(e cloudevents.Event) string {
 		}
 		if d.Operation == events.OperationRollback {
 			what = "rollback to the previous revision"
+			if d.RollbackToDeployed {
+				what = "rollback to the last deployed revision"
+			}
 			if d.RollbackTo > 0 {
 				what = fmt.Sprintf("rollback to revision %d", d.RollbackTo)
 			}

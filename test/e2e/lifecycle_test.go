@@ -124,6 +124,17 @@ func TestDeployLifecycle(t *testing.T) {
 		t.Errorf("helm history = %+v, want 4 revisions, the last failed, 3 still deployed", hist)
 	}
 
+	// --auto-rollback: the failed revision is followed by a rollback to the last deployed one.
+	r = sealane(t, data, "deploy", chart, "--release", "life", "--namespace", ns, "--set", "extra=false", "--set", "hookFail=true",
+		"--auto-rollback", "--timeout", "2m")
+	if r.code == 0 || !strings.Contains(r.out, "rolled back") {
+		t.Fatalf("deploy with --auto-rollback: exit %d\n%s", r.code, r.out)
+	}
+	hist = helmHistory(t, ns, "life")
+	if n := len(hist); n != 6 || hist[4].Status != "failed" || hist[5].Status != "deployed" || hist[5].Description != "Rollback to 3" {
+		t.Errorf("helm history = %+v, want revision 5 failed, 6 deployed \"Rollback to 3\"", hist)
+	}
+
 	// Dismiss: the pre-delete hook runs, owned objects go, the kept one and the hook stay.
 	r = sealane(t, data, "dismiss", "life", "--namespace", ns, "--timeout", "2m")
 	if r.code != 0 {
