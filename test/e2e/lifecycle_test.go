@@ -134,6 +134,9 @@ func TestDeployLifecycle(t *testing.T) {
 	if n := len(hist); n != 6 || hist[4].Status != "failed" || hist[5].Status != "deployed" || hist[5].Description != "Rollback to 3" {
 		t.Errorf("helm history = %+v, want revision 5 failed, 6 deployed \"Rollback to 3\"", hist)
 	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "rolled-back", metav1.GetOptions{}); err != nil || !strings.Contains(r.out, "ConfigMap/rolled-back") {
+		t.Errorf("post-rollback hook did not run (%v) or is not in the output", err)
+	}
 
 	// Dismiss: the pre-delete hook runs, owned objects go, the kept one and the hook stay.
 	r = sealane(t, data, "dismiss", "life", "--namespace", ns, "--timeout", "2m")
