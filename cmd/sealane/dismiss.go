@@ -1,21 +1,14 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/client"
 )
 
 func newDismissCmd(g *globalFlags) *cobra.Command {
 	var (
-		namespace                  string
-		timeout                    time.Duration
-		output                     string
+		f                          releaseFlags
 		keepHistory, withNamespace bool
 	)
 	cmd := &cobra.Command{
@@ -28,24 +21,12 @@ func newDismissCmd(g *globalFlags) *cobra.Command {
 			"the post-delete hooks and deletes the release records (kept, marked uninstalled, with --keep-history).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if namespace == "" {
-				return fmt.Errorf("dismiss %s: --namespace is required (the release's namespace)", args[0])
-			}
-			return runOperation(cmd.Context(), g, operationOptions{output: output, timeout: timeout, done: "uninstalled"},
-				func(ctx context.Context, s *session) (client.Result, error) {
-					return client.Request(ctx, s.node.Bus, events.RequestedData{
-						Target:    events.Target{Cluster: s.cluster, Namespace: namespace, Release: args[0]},
-						Operation: events.OperationUninstall, Timeout: events.Duration(timeout), RequestedBy: whoami(),
-						KeepHistory: keepHistory, WithNamespace: withNamespace,
-					}, s.onEvent)
-				})
+			return f.run(cmd.Context(), g, "dismiss", args[0], "uninstalled", events.RequestedData{
+				Operation: events.OperationUninstall, KeepHistory: keepHistory, WithNamespace: withNamespace})
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of the release")
-	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long the whole uninstall may take")
-	fl.StringVarP(&output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
-	fl.BoolVar(&keepHistory, "keep-history", false, "keep the release records, marked uninstalled")
-	fl.BoolVar(&withNamespace, "with-namespace", false, "delete the release namespace afterwards")
+	f.register(cmd, "uninstall")
+	cmd.Flags().BoolVar(&keepHistory, "keep-history", false, "keep the release records, marked uninstalled")
+	cmd.Flags().BoolVar(&withNamespace, "with-namespace", false, "delete the release namespace afterwards")
 	return cmd
 }

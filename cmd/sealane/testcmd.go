@@ -1,22 +1,13 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/client"
 )
 
 func newTestCmd(g *globalFlags) *cobra.Command {
-	var (
-		namespace string
-		timeout   time.Duration
-		output    string
-	)
+	var f releaseFlags
 	cmd := &cobra.Command{
 		Use:   "test RELEASE",
 		Short: "Run the test hooks (helm.sh/hook: test) of a release's deployed revision, like `helm test`",
@@ -25,21 +16,9 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 			"and fails when one fails. The release records are not changed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if namespace == "" {
-				return fmt.Errorf("test %s: --namespace is required (the release's namespace)", args[0])
-			}
-			return runOperation(cmd.Context(), g, operationOptions{output: output, timeout: timeout, done: "tests passed"},
-				func(ctx context.Context, s *session) (client.Result, error) {
-					return client.Request(ctx, s.node.Bus, events.RequestedData{
-						Target:    events.Target{Cluster: s.cluster, Namespace: namespace, Release: args[0]},
-						Operation: events.OperationTest, Timeout: events.Duration(timeout), RequestedBy: whoami(),
-					}, s.onEvent)
-				})
+			return f.run(cmd.Context(), g, "test", args[0], "tests passed", events.RequestedData{Operation: events.OperationTest})
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of the release")
-	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long the tests may take")
-	fl.StringVarP(&output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
+	f.register(cmd, "test run")
 	return cmd
 }

@@ -182,7 +182,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --service-account-issuer=https://kubernetes.default.svc \
   --token-auth-file="$STATE/tokens.csv" \
   --authorization-mode=RBAC \
-  --service-cluster-ip-range=10.0.0.0/24 \
+  --service-cluster-ip-range=10.0.0.0/16 \
   --allow-privileged=true \
   --kubelet-preferred-address-types=InternalIP \
   --feature-gates=WatchList=false \

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/client"
+)
+
+// releaseFlags are the flags of the commands that act on an existing release (rollback,
+// dismiss, test).
+type releaseFlags struct {
+	namespace string
+	timeout   time.Duration
+	output    string
+}
+
+func (f *releaseFlags) register(cmd *cobra.Command, what string) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the release")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long the whole "+what+" may take")
+	fl.StringVarP(&f.output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
+}
+
+// run sends the request data (its target and timeout filled in) through the pipeline and
+// follows it; done ends the success line ("" for "revision N deployed").
+func (f *releaseFlags) run(ctx context.Context, g *globalFlags, verb, releaseName, done string, data events.RequestedData) error {
+	if f.namespace == "" {
+		return fmt.Errorf("%s %s: --namespace is required (the release's namespace)", verb, releaseName)
+	}
+	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, done: done},
+		func(ctx context.Context, s *session) (client.Result, error) {
+			data.Target = events.Target{Cluster: s.cluster, Namespace: f.namespace, Release: releaseName}
+			data.Timeout, data.RequestedBy = events.Duration(f.timeout), whoami()
+			return client.Request(ctx, s.node.Bus, data, s.onEvent)
+		})
+}
