@@ -64,7 +64,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.kubeContext, "kube-context", "", "kubeconfig context = cluster name (default: the current context)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
-	root.AddCommand(newDeployCmd(g), newServeCmd(g), newEventsCmd(g), newSlugifyCmd(), newSecretCmd(), newRenderCmd(g), newRollbackCmd(g), newDismissCmd(g), newTestCmd(g))
+	root.AddCommand(newDeployCmd(g), newServeCmd(g), newEventsCmd(g), newSlugifyCmd(), newSecretCmd(), newRenderCmd(g), newRollbackCmd(g), newDismissCmd(g), newTestCmd(g), newPlanCmd(g))
 	return root
 }
 

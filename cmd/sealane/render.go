@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/client"
@@ -64,54 +65,28 @@ func newRenderCmd(g *globalFlags) *cobra.Command {
 }
 
 func runRender(ctx context.Context, g *globalFlags, f *renderFlags, chartRef string, useCluster bool, stdout, stderr io.Writer) error {
-	dreq, err := f.request(chartRef, "", 0)
+	cr, err := loadChartRender(ctx, &f.chartFlags, chartRef)
 	if err != nil {
 		return err
 	}
-	local, err := client.Load(ctx, dreq)
-	if err != nil {
-		return err
-	}
-	secrets, err := f.secrets(chartRef)
-	if err != nil {
-		return err
-	}
-	loaded, err := chart.NewCache(1).Get(local.Archive)
-	if err != nil {
-		return err
-	}
-	rd := local.Requested
-	req := render.Request{
-		Chart:       loaded.Chart,
-		Inputs:      local.Inputs,
-		Release:     chart.Release{Name: rd.Target.Release, Namespace: rd.Target.Namespace, Revision: 1, IsUpgrade: f.upgrade},
-		Service:     render.ServiceValues(rd, version.String()),
-		Secrets:     secrets,
-		KubeVersion: f.kubeVersion,
-		APIVersions: f.apiVersions,
-	}
+	cr.req.Release.IsUpgrade = f.upgrade
+	cr.req.KubeVersion, cr.req.APIVersions = f.kubeVersion, f.apiVersions
 	if useCluster {
 		cluster, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.kubeContext})
 		if err != nil {
 			return err
 		}
-		if req.Capabilities, err = chart.ClusterCapabilities(cluster.Typed.Discovery()); err != nil {
-			return fmt.Errorf("cluster %s: %w", cluster.Name, err)
+		if err := cr.onCluster(ctx, cluster); err != nil {
+			return err
 		}
-		if req.Schema, err = validate.FromCluster(ctx, cluster.Typed.Discovery()); err != nil {
-			return fmt.Errorf("cluster %s: %w", cluster.Name, err)
-		}
-		req.Cluster = cluster.Config
-	} else if req.Schema, err = validate.Bundled(); err != nil {
+	} else if cr.req.Schema, err = validate.Bundled(); err != nil {
 		return err
 	}
-	res, err := render.Render(req)
+	res, err := cr.render(stderr)
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintln(stderr, "Warning:", w)
-	}
+	rd := cr.requested
 	out := res.TemplateOutput(chart.PrintOptions{IncludeCRDs: f.includeCRDs, SkipTests: f.skipTests})
 	if f.showServiceAnnotations {
 		md := render.AutoMetadata(rd, version.String())
@@ -129,6 +104,69 @@ func runRender(ctx context.Context, g *globalFlags, f *renderFlags, chartRef str
 	}
 	_, err = io.WriteString(stdout, out)
 	return err
+}
+
+// chartRender is a chart loaded with its values, secret key and the deploy target's names,
+// ready to be rendered as a deploy would render it (sealane render and sealane plan).
+type chartRender struct {
+	req       render.Request
+	requested events.RequestedData
+}
+
+// loadChartRender loads the chart and the values the flags name, and resolves the release
+// and namespace names; the render is revision 1 of an install, offline, until the caller says
+// otherwise.
+func loadChartRender(ctx context.Context, f *chartFlags, chartRef string) (*chartRender, error) {
+	dreq, err := f.request(chartRef, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	local, err := client.Load(ctx, dreq)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := f.secrets(chartRef)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := chart.NewCache(1).Get(local.Archive)
+	if err != nil {
+		return nil, err
+	}
+	rd := local.Requested
+	return &chartRender{requested: rd, req: render.Request{
+		Chart:   loaded.Chart,
+		Inputs:  local.Inputs,
+		Release: chart.Release{Name: rd.Target.Release, Namespace: rd.Target.Namespace, Revision: 1},
+		Service: render.ServiceValues(rd, version.String()),
+		Secrets: secrets,
+	}}, nil
+}
+
+// onCluster renders against cluster: its version and APIs for .Capabilities, its OpenAPI
+// schema for validation, and `lookup` reading from it.
+func (cr *chartRender) onCluster(ctx context.Context, cluster *kube.Cluster) error {
+	var err error
+	if cr.req.Capabilities, err = chart.ClusterCapabilities(cluster.Typed.Discovery()); err != nil {
+		return fmt.Errorf("cluster %s: %w", cluster.Name, err)
+	}
+	if cr.req.Schema, err = validate.FromCluster(ctx, cluster.Typed.Discovery()); err != nil {
+		return fmt.Errorf("cluster %s: %w", cluster.Name, err)
+	}
+	cr.req.Cluster = cluster.Config
+	return nil
+}
+
+// render renders and prints the validation warnings to stderr.
+func (cr *chartRender) render(stderr io.Writer) (*render.Result, error) {
+	res, err := render.Render(cr.req)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stderr, "Warning:", w)
+	}
+	return res, nil
 }
 
 // sourceRe finds a manifest's template path below the chart name, as `helm template` does.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -123,10 +125,21 @@ type phaseRun struct {
 	settings ApplySettings
 }
 
-// newPhaseRun parses the bundle and decorates the objects as they are applied: release
-// ownership metadata on what the release owns, the deploy-time annotations and labels, and
-// the validation messages.
-func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle) (*phaseRun, error) {
+// Prepared are a bundle's objects decorated as the applier applies them: release ownership
+// metadata on what the release owns, the deploy-time annotations and labels, and the
+// validation messages. `sealane plan` diffs exactly these.
+type Prepared struct {
+	// Objects are what the plan applies (Plan.Resources), Deletions what it deletes
+	// (Plan.Deletions), Previous the previous revision's objects (the last-applied state).
+	Objects, Deletions, Previous []manifest.Object
+	// VolatileAnnotations and VolatileLabels are the metadata every deploy stamps anew.
+	VolatileAnnotations, VolatileLabels []string
+
+	objects, previous *objectIndex
+}
+
+// Prepare parses and decorates a bundle's objects for target.
+func Prepare(target events.Target, b *RenderBundle) (*Prepared, error) {
 	if b.Plan == nil {
 		return nil, errors.New("the render has no plan")
 	}
@@ -134,37 +147,49 @@ func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle) (*phase
 	if err != nil {
 		return nil, err
 	}
-	r := &phaseRun{cluster: c, target: target, plan: b.Plan, settings: b.Apply, prevList: previous}
-	r.objects = newObjectIndex(target.Namespace, crds, objs)
-	r.previous = newObjectIndex(target.Namespace, previous)
+	p := &Prepared{Previous: previous, objects: newObjectIndex(target.Namespace, crds, objs), previous: newObjectIndex(target.Namespace, previous)}
+	decorate := func(o manifest.Object, res *resource.Resource) {
+		one := []manifest.Object{o}
+		apply.WithMetadata(one, b.Metadata.Annotations, b.Metadata.Labels)
+		if msg, ok := b.ValidationMessages[kube.RefOf(o.Obj).String()]; ok {
+			apply.WithMetadata(one, map[string]string{validate.AnnotationValidationMessages: msg}, nil)
+		}
+		if res.Lifecycle.Ownership == resource.OwnershipRelease {
+			apply.WithReleaseMetadata(one, target.Release, target.Namespace)
+		}
+	}
 	for _, res := range b.Plan.Resources {
-		if o, ok := r.objects.get(res.Key); ok {
-			r.decorate(o, res, b)
+		if o, ok := p.objects.get(res.Key); ok {
+			decorate(o, res)
+			p.Objects = append(p.Objects, o)
 		}
 	}
 	for _, res := range b.Plan.Deletions {
-		if o, ok := r.previous.get(res.Key); ok {
-			r.decorate(o, res, b)
+		if o, ok := p.previous.get(res.Key); ok {
+			decorate(o, res)
+			p.Deletions = append(p.Deletions, o)
 		}
 	}
 	// The previous objects are the last-applied state of a three-way merge: decorate them like
-	// the new ones so sealane's own metadata does not look like dropped fields.
+	// the new ones so sealane's own metadata does not look like dropped fields. Validation
+	// messages are not put on them: they count as volatile.
 	for _, o := range previous {
 		apply.WithMetadata([]manifest.Object{o}, b.Metadata.Annotations, b.Metadata.Labels)
 		apply.WithReleaseMetadata([]manifest.Object{o}, target.Release, target.Namespace)
 	}
-	return r, nil
+	p.VolatileAnnotations = append(slices.Sorted(maps.Keys(b.Metadata.Annotations)), validate.AnnotationValidationMessages)
+	p.VolatileLabels = slices.Sorted(maps.Keys(b.Metadata.Labels))
+	return p, nil
 }
 
-func (r *phaseRun) decorate(o manifest.Object, res *resource.Resource, b *RenderBundle) {
-	one := []manifest.Object{o}
-	apply.WithMetadata(one, b.Metadata.Annotations, b.Metadata.Labels)
-	if msg, ok := b.ValidationMessages[kube.RefOf(o.Obj).String()]; ok {
-		apply.WithMetadata(one, map[string]string{validate.AnnotationValidationMessages: msg}, nil)
+// newPhaseRun prepares the bundle's objects for applying its phases.
+func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle) (*phaseRun, error) {
+	p, err := Prepare(target, b)
+	if err != nil {
+		return nil, err
 	}
-	if res.Lifecycle.Ownership == resource.OwnershipRelease {
-		apply.WithReleaseMetadata(one, r.target.Release, r.target.Namespace)
-	}
+	return &phaseRun{cluster: c, target: target, plan: b.Plan, settings: b.Apply, prevList: p.Previous,
+		objects: p.objects, previous: p.previous}, nil
 }
 
 // run performs the applier steps of phase, one step after another, and returns what happened
@@ -312,8 +337,8 @@ func (r *phaseRun) externalRef(d resource.ExternalDependency) (kube.Ref, error) 
 	return kube.Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: ns, Name: d.Name}, nil
 }
 
-// crdFiles turns a chart's CRDs into bundle files.
-func crdFiles(crds []helmchart.CRD) []CRDFile {
+// CRDFiles turns a chart's CRDs into bundle files.
+func CRDFiles(crds []helmchart.CRD) []CRDFile {
 	out := make([]CRDFile, 0, len(crds))
 	for _, c := range crds {
 		if c.File == nil {
@@ -324,9 +349,10 @@ func crdFiles(crds []helmchart.CRD) []CRDFile {
 	return out
 }
 
-// buildPlan plans a deploy of objs (resources and hooks) and the CRD files over the previous
-// revision's manifest. Errors are the chart's: bad annotations, duplicates, dependency cycles.
-func buildPlan(kind plan.Kind, target events.Target, c *kube.Cluster, crds []CRDFile, objs []manifest.Object, previousManifest string) (*plan.Plan, error) {
+// BuildPlan plans a deploy of objs (resources and hooks) and the CRD files over the previous
+// revision's manifest, as the renderer does. Errors are the chart's: bad annotations,
+// duplicates, dependency cycles.
+func BuildPlan(kind plan.Kind, target events.Target, c *kube.Cluster, crds []CRDFile, objs []manifest.Object, previousManifest string) (*plan.Plan, error) {
 	crdObjs, err := manifest.Parse(crdText(crds))
 	if err != nil {
 		return nil, fmt.Errorf("crds: %w", err)

@@ -126,8 +126,8 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if isUpgrade {
 		kind, previous = plan.Upgrade, deployed.Manifest
 	}
-	crds := crdFiles(res.CRDs)
-	p, err := buildPlan(kind, in.Target, cluster, crds, append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), previous)
+	crds := CRDFiles(res.CRDs)
+	p, err := BuildPlan(kind, in.Target, cluster, crds, append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), previous)
 	if err != nil {
 		return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
 	}

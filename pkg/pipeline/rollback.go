@@ -72,7 +72,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 	} else if !errors.Is(err, release.ErrNotFound) {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
 	}
-	p, err := buildPlan(plan.Rollback, in.Target, cluster, nil, append(objs, hooks...), previous)
+	p, err := BuildPlan(plan.Rollback, in.Target, cluster, nil, append(objs, hooks...), previous)
 	if err != nil {
 		return fail(fmt.Sprintf("rollback: revision %d of %s: %v", to, in.Target.Release, err))
 	}

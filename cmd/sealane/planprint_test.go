@@ -1,0 +1,88 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sealane/sealane/pkg/diff"
+	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/plan"
+)
+
+var updatePlanGolden = flag.Bool("update-plan", false, "rewrite testdata/plan-*.golden")
+
+// TestPrintPlan checks the text of `sealane plan` against a golden file: the plan summary,
+// the list of changes with their notes, the diffs with reasons, drift and problems, and the
+// counts.
+func TestPrintPlan(t *testing.T) {
+	objs, err := manifest.Parse(`---
+# Source: demo/templates/cm.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+---
+# Source: demo/templates/job.yaml
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+---
+# Source: demo/templates/hook.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: hook, annotations: {helm.sh/hook: post-upgrade}}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := manifest.Parse("apiVersion: v1\nkind: Secret\nmetadata: {name: old}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(plan.Input{Kind: plan.Upgrade, Release: "demo", Namespace: "shop", Objects: objs, Previous: previous})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(kind, name string) kube.Ref {
+		return kube.Ref{APIVersion: "v1", Kind: kind, Namespace: "shop", Name: name}
+	}
+	changes := []diff.Change{
+		{Ref: ref("ConfigMap", "cfg"), Source: "demo/templates/cm.yaml", Type: diff.Update, Drift: true,
+			Diff:      "--- live\n+++ planned\n@@ -1 +1 @@\n-a: edited\n+a: \"1\"\n",
+			DriftDiff: "--- live\n+++ last applied\n@@ -1 +1 @@\n-a: edited\n+a: \"1\"\n"},
+		{Ref: kube.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "shop", Name: "migrate"}, Source: "demo/templates/job.yaml",
+			Type: diff.Recreate, Reason: "immutable field spec.template changes",
+			Diff: "--- live\n+++ planned\n@@ -1 +1 @@\n-image: busybox:1\n+image: busybox:2\n"},
+		{Ref: ref("ConfigMap", "hook"), Source: "demo/templates/hook.yaml", Type: diff.Recreate, Hook: true,
+			Reason: "delete policy before-creation: deleted and created again on every deploy"},
+		{Ref: ref("ConfigMap", "theirs"), Type: diff.Update, Problem: `object exists and belongs to release "other" (namespace "x"), not to release "demo"`},
+		{Ref: ref("ConfigMap", "same"), Type: diff.Unchanged},
+		{Ref: ref("Secret", "old"), Type: diff.Delete, Diff: "--- live\n+++ deleted\n@@ -1 +0,0 @@\n-data: {a: '<sensitive: sha256:1a2b3c4d>'}\n"},
+		{Ref: ref("Secret", "kept"), Type: diff.Unchanged, Reason: "kept: helm.sh/resource-policy: keep"},
+	}
+	var b strings.Builder
+	if err := printPlan(&b, &deployPlan{plan: p, deployed: 4}, changes, true); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "plan-print.golden")
+	if *updatePlanGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update-plan to create it)", err)
+	}
+	if d := cmp.Diff(string(want), b.String()); d != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, d)
+	}
+}

@@ -1,0 +1,82 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/sealane/sealane/pkg/apply"
+)
+
+// MergeLocally returns live with the chart's changes made locally, by the three-way merge of
+// apply.ThreeWayPatch (lastApplied may be nil): what live would look like, field by field,
+// if the apiserver accepted the change. It is for showing a recreation, whose update the
+// apiserver refuses; it is not validated or defaulted by the apiserver. Errors quote no
+// values.
+func MergeLocally(lastApplied, target, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	patch, pt, err := apply.ThreeWayPatch(lastApplied, target, live)
+	if err != nil {
+		return nil, err
+	}
+	if patch == nil {
+		return live.DeepCopy(), nil
+	}
+	cur := live.DeepCopy()
+	cur.SetManagedFields(nil)
+	current, err := json.Marshal(cur.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode live: %w", err)
+	}
+	var merged []byte
+	switch pt {
+	case types.StrategicMergePatchType:
+		typed, err := scheme.Scheme.New(target.GroupVersionKind())
+		if err != nil {
+			return nil, fmt.Errorf("strategic merge schema of %s: %w", target.GroupVersionKind(), err)
+		}
+		if merged, err = strategicpatch.StrategicMergePatch(current, patch, typed); err != nil {
+			return nil, &apply.PatchError{Step: "merge locally", Err: err}
+		}
+	default:
+		var doc, p any
+		if err := json.Unmarshal(current, &doc); err != nil {
+			return nil, fmt.Errorf("decode live: %w", err)
+		}
+		if err := json.Unmarshal(patch, &p); err != nil {
+			return nil, fmt.Errorf("decode patch: %w", err)
+		}
+		if merged, err = json.Marshal(mergePatch(doc, p)); err != nil {
+			return nil, fmt.Errorf("encode merged: %w", err)
+		}
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(merged); err != nil {
+		return nil, fmt.Errorf("decode merged object: %w", err)
+	}
+	return out, nil
+}
+
+// mergePatch applies a JSON merge patch (RFC 7386) to a decoded document.
+func mergePatch(target, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	tm, _ := target.(map[string]any)
+	out := make(map[string]any, len(tm)+len(pm))
+	for k, v := range tm {
+		out[k] = v
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = mergePatch(out[k], v)
+		}
+	}
+	return out
+}
