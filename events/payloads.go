@@ -252,6 +252,8 @@ type PhaseTrackedData struct {
 type SucceededData struct {
 	Target   Target `json:"target"`
 	Revision int    `json:"revision"`
+	// UpToDate says nothing had to change: no new revision was made, Revision is the deployed one.
+	UpToDate bool `json:"upToDate,omitempty"`
 }
 
 // Stage names a pipeline stage.
@@ -291,4 +293,6 @@ type RecordedData struct {
 	Status   string  `json:"status,omitempty"` // Helm release status: deployed, failed
 	Outcome  Outcome `json:"outcome"`
 	Reason   string  `json:"reason,omitempty"`
+	// UpToDate says the deploy changed nothing and wrote no revision.
+	UpToDate bool `json:"upToDate,omitempty"`
 }

@@ -173,6 +173,10 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 		return err
 	}
 	if o.output == "text" {
+		if res.UpToDate {
+			fmt.Printf("release %s (namespace %s) is up to date at revision %d\n", res.Target.Release, res.Target.Namespace, res.Revision)
+			return nil
+		}
 		if o.done != "" {
 			fmt.Printf("release %s (namespace %s) %s\n", res.Target.Release, res.Target.Namespace, o.done)
 			return nil

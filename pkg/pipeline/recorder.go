@@ -37,7 +37,16 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		if err := decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
-		return r.result(ctx, in, d.Revision, true, "")
+		out, err := r.result(ctx, in, d.Revision, true, "")
+		if err == nil && d.UpToDate {
+			for i := range out.Emits {
+				if rec, ok := out.Emits[i].Data.(events.RecordedData); ok {
+					rec.UpToDate = true
+					out.Emits[i].Data = rec
+				}
+			}
+		}
+		return out, err
 	case events.DeployFailed:
 		var d events.FailedData
 		if err := decode(in, &d); err != nil {

@@ -131,15 +131,26 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
 	}
+	bundle := RenderBundle{
+		Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config,
+		Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: res.ValidationMessages(),
+		CRDs: crds, Previous: previous, Plan: p,
+		Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
+	}
+	if isUpgrade {
+		same, err := upToDate(ctx, cluster, in.Target, deployed, loaded.Chart.Metadata.Version, &bundle)
+		if err != nil {
+			return stage.Output{}, err
+		}
+		if same {
+			st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: deployed.Version, Operation: req.Operation}
+			return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeploySucceeded, Step: "succeeded",
+				Data: events.SucceededData{Target: in.Target, Revision: deployed.Version, UpToDate: true}}}}, nil
+		}
+	}
 	return r.rendered(ctx, in, req, renderedRelease{
 		revision: revision, isUpgrade: isUpgrade, chart: req.Chart, objects: res.Objects,
-		warnings: append(warningLines(res.Warnings), planWarnings(p)...),
-		bundle: RenderBundle{
-			Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config,
-			Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: res.ValidationMessages(),
-			CRDs: crds, Previous: previous, Plan: p,
-			Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
-		},
+		warnings: append(warningLines(res.Warnings), planWarnings(p)...), bundle: bundle,
 	})
 }
 

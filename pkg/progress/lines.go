@@ -110,6 +110,10 @@ func Line(e cloudevents.Event) string {
 		}
 		return fmt.Sprintf("tracked phase %d/%d: %d resource(s) failed", d.Phase+1, d.Phases, len(d.Failures))
 	case events.DeploySucceeded:
+		var d events.SucceededData
+		if events.DecodeData(e, &d) == nil && d.UpToDate {
+			return "up to date: nothing to change, no new revision"
+		}
 		return "succeeded"
 	case events.DeployFailed:
 		var d events.FailedData
@@ -124,6 +128,9 @@ func Line(e cloudevents.Event) string {
 		}
 		if d.Revision == 0 {
 			return fmt.Sprintf("release %s: no revision written", d.Target.Release)
+		}
+		if d.UpToDate {
+			return fmt.Sprintf("release %s revision %d: %s, up to date", d.Target.Release, d.Revision, d.Status)
 		}
 		return fmt.Sprintf("release %s revision %d: %s", d.Target.Release, d.Revision, d.Status)
 	}

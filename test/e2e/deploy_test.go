@@ -111,6 +111,28 @@ func TestDeployInstallThenUpgrade(t *testing.T) {
 	if vals := helm(t, "get", "values", "demo", "-n", ns, "-o", "json"); !strings.Contains(vals.out, `"message":"changed"`) {
 		t.Errorf("helm get values = %s, want message=changed", vals.out)
 	}
+
+	// 3. The same deploy again changes nothing: no new revision.
+	r = sealane(t, data, "deploy", "examples/demo", "--release", "demo", "--namespace", ns, "--set", "message=changed", "--timeout", "2m")
+	if r.code != 0 || !strings.Contains(r.out, "up to date at revision 2") {
+		t.Fatalf("no-op redeploy: exit %d\n%s", r.code, r.out)
+	}
+	if hist := helmHistory(t, ns, "demo"); len(hist) != 2 {
+		t.Errorf("no-op redeploy wrote a revision: %+v", hist)
+	}
+
+	// 4. A manual edit of a chart-managed field is drift: the same deploy repairs it.
+	cm.Data["message"] = "edited by hand"
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	r = sealane(t, data, "deploy", "examples/demo", "--release", "demo", "--namespace", ns, "--set", "message=changed", "--timeout", "2m")
+	if r.code != 0 || !strings.Contains(r.out, "revision 3 deployed") {
+		t.Fatalf("redeploy after a manual edit: exit %d\n%s", r.code, r.out)
+	}
+	if cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "demo-config", metav1.GetOptions{}); err != nil || cm.Data["message"] != "changed" {
+		t.Errorf("manual edit not reverted: %v %v", cm.Data, err)
+	}
 }
 
 func TestDeployNeverReadyFails(t *testing.T) {
