@@ -13,6 +13,21 @@ import (
 	"github.com/sealane/sealane/pkg/resource"
 )
 
+// Check runs over objs the checks Apply runs before it writes anything — werf annotations Apply
+// cannot read, existing objects the release may not adopt (see Adopt) — and writes nothing. A
+// deploy that applies its objects in several calls of Apply (plan steps and phases) checks all
+// of them first with Check, so that a refused object leaves the cluster untouched rather than
+// failing after earlier steps were applied. Objects whose kind is not served yet (a CRD of the
+// same deploy) cannot exist and are not read. Errors are Apply's: each names the object and its
+// template, and the adoption ones match ErrNotAdoptable.
+func Check(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	a := applier{c: c, opts: opts.withDefaults()}
+	return a.preflight(ctx, objs)
+}
+
 // preflight finds, before anything is written, the objects that are known to fail: werf
 // annotations Apply cannot read, and existing objects the release may not adopt (Adopt). It
 // reads each object that carries release annotations (at most Concurrency reads at once); an

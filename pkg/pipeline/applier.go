@@ -71,6 +71,16 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	if phase >= len(bundle.Plan.Phases) {
 		return fail(fmt.Sprintf("phase %d of a %d-phase plan", phase+1, len(bundle.Plan.Phases)))
 	}
+	if phase == 0 {
+		// Ownership and annotation checks of the whole plan before anything is written: a
+		// refused adoption in a later phase must not leave the earlier ones applied.
+		if err := run.check(ctx); err != nil {
+			if permanentKubeError(err) {
+				return fail(err.Error())
+			}
+			return stage.Output{}, err
+		}
+	}
 	applied, waits, err := run.run(ctx, bundle.Plan.Phases[phase])
 	if err != nil {
 		if permanentKubeError(err) {

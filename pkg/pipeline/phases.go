@@ -369,3 +369,24 @@ func BuildPlan(kind plan.Kind, target events.Target, c *kube.Cluster, crds []CRD
 func refKey(r kube.Ref) string {
 	return r.GroupVersionKind().Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
 }
+
+// check runs apply's pre-write checks (annotation values, adoption) over every object the plan
+// applies or recreates, writing nothing.
+func (r *phaseRun) check(ctx context.Context) error {
+	var objs []manifest.Object
+	for _, op := range r.plan.Operations {
+		if op.Type != plan.OpApply && op.Type != plan.OpRecreate {
+			continue
+		}
+		if res := r.plan.Resource(op.Resource); res != nil {
+			if o, ok := r.objects.get(res.Key); ok {
+				objs = append(objs, o)
+			}
+		}
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	return apply.Check(ctx, r.cluster, objs, apply.Options{DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
+		TakeOwnership: r.settings.TakeOwnership})
+}
