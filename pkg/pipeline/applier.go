@@ -33,14 +33,17 @@ func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		if err := decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
+		var renderRef string
+		if in.State != nil {
+			renderRef = in.State.RenderRef
+		}
 		if !d.Ready {
+			if err := a.deleteFailed(ctx, in, renderRef, d); err != nil {
+				return stage.Output{}, err
+			}
 			return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageTracker, in, d.Revision, failureSummary(d.Failures), d.Failures...)}}, nil
 		}
 		if d.Phase+1 < d.Phases {
-			var renderRef string
-			if in.State != nil {
-				renderRef = in.State.RenderRef
-			}
 			if renderRef == "" {
 				return stage.Output{}, stage.Permanent(fmt.Errorf("phase %d of %d: the deploy state has no render", d.Phase+1, d.Phases))
 			}
@@ -128,4 +131,25 @@ func failureSummary(fs []events.ResourceFailure) string {
 		parts = append(parts, f.Resource.String()+": "+f.Reason)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// deleteFailed deletes the failed resources whose delete policy says so (werf.io/delete-policy:
+// failed, helm.sh/hook-delete-policy: hook-failed) before the deploy is reported failed.
+func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef string, d events.PhaseTrackedData) error {
+	if renderRef == "" || len(d.Failures) == 0 {
+		return nil
+	}
+	bundle, err := loadBundle(ctx, a.Blobs, renderRef)
+	if err != nil || bundle.Plan == nil {
+		return err
+	}
+	cluster, err := a.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return nil // reported by the failure itself
+	}
+	run, err := newPhaseRun(cluster, in.Target, bundle)
+	if err != nil {
+		return nil
+	}
+	return run.deleteOnFailure(ctx, d.Phase, d.Failures)
 }

@@ -390,3 +390,34 @@ func (r *phaseRun) check(ctx context.Context) error {
 	return apply.Check(ctx, r.cluster, objs, apply.Options{DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
 		TakeOwnership: r.settings.TakeOwnership})
 }
+
+// deleteOnFailure deletes the resources of phase that failed and carry the failed delete
+// policy (the plan marks their waits DeleteOnFailure).
+func (r *phaseRun) deleteOnFailure(ctx context.Context, phase int, failures []events.ResourceFailure) error {
+	if phase >= len(r.plan.Phases) {
+		return nil
+	}
+	failed := map[string]bool{}
+	for _, f := range failures {
+		failed[refKey(toKubeRef(f.Resource))] = true
+	}
+	var objs []manifest.Object
+	for _, id := range r.plan.Phases[phase].Wait {
+		op := r.plan.Operation(id)
+		if op == nil || !op.DeleteOnFailure {
+			continue
+		}
+		res := r.plan.Resource(op.Resource)
+		if res == nil || !failed[refKey(res.Ref)] {
+			continue
+		}
+		if o, ok := r.objects.get(res.Key); ok {
+			objs = append(objs, o)
+		}
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	_, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: true})
+	return err
+}

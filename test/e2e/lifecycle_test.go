@@ -119,6 +119,9 @@ func TestDeployLifecycle(t *testing.T) {
 	if !strings.Contains(r.out, "Job/migrate") {
 		t.Errorf("failure does not name the hook:\n%s", r.out)
 	}
+	if _, err := cs.BatchV1().Jobs(ns).Get(ctx, "migrate", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("failed hook with hook-failed delete policy still there: %v", err)
+	}
 	hist := helmHistory(t, ns, "life")
 	if n := len(hist); n != 4 || hist[3].Status != "failed" || hist[2].Status != "deployed" {
 		t.Errorf("helm history = %+v, want 4 revisions, the last failed, 3 still deployed", hist)
