@@ -74,49 +74,8 @@ func SensitivityOf(objs ...*unstructured.Unstructured) Sensitivity {
 	return s
 }
 
-// ParseSensitivePaths parses a werf.io/sensitive-paths value: JSONPaths separated by commas,
-// "\," being a comma inside a path, e.g. "$.spec.template.spec.containers[*].env[*].value,$.data.*".
-func ParseSensitivePaths(v string) ([]jp.Expr, error) {
-	var (
-		raw []string
-		cur strings.Builder
-		esc bool
-	)
-	for _, r := range v {
-		switch {
-		case esc:
-			cur.WriteRune(r)
-			esc = false
-		case r == '\\':
-			esc = true
-		case r == ',':
-			raw = append(raw, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	raw = append(raw, cur.String())
-	out := make([]jp.Expr, 0, len(raw))
-	for _, p := range raw {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			return nil, errEmptyPath
-		}
-		x, err := jp.ParseString(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, x)
-	}
-	return out, nil
-}
-
-var errEmptyPath = &maskError{"werf.io/sensitive-paths has an empty JSONPath"}
-
-type maskError struct{ msg string }
-
-func (e *maskError) Error() string { return e.msg }
+// ParseSensitivePaths parses a werf.io/sensitive-paths value (see resource.ParseSensitivePaths).
+func ParseSensitivePaths(v string) ([]jp.Expr, error) { return resource.ParseSensitivePaths(v) }
 
 // Mask returns a copy of obj with the values s hides replaced by MaskedValue of them, keys
 // kept (so the diff shows which key changed), or obj itself when s hides nothing. Whenever

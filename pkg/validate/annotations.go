@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ohler55/ojg/jp"
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/sealane/sealane/pkg/kube"
@@ -249,36 +248,8 @@ func names(v string) error {
 // jsonPaths checks werf.io/sensitive-paths: JSONPaths separated by commas ("\," escapes a comma
 // inside a path), e.g. "$.spec.template.spec.containers[*].env[*].value,$.data.*".
 func jsonPaths(v string) error {
-	var (
-		paths []string
-		cur   strings.Builder
-		esc   bool
-	)
-	for _, r := range v {
-		switch {
-		case esc:
-			cur.WriteRune(r)
-			esc = false
-		case r == '\\':
-			esc = true
-		case r == ',':
-			paths = append(paths, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	paths = append(paths, cur.String())
-	for _, p := range paths {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			return errors.New(`must be comma-separated JSONPaths without empty items, e.g. "$.data.*,$.spec.template.spec.containers[*].env[*].value"`)
-		}
-		if _, err := jp.ParseString(p); err != nil {
-			return fmt.Errorf("JSONPath %q does not parse: %v", p, err)
-		}
-	}
-	return nil
+	_, err := resource.ParseSensitivePaths(v)
+	return err
 }
 
 // droppedHooks reports the documents of the rendered templates whose helm.sh/hook value Helm
