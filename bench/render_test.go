@@ -16,9 +16,28 @@ import (
 	"github.com/sealane/sealane/pkg/render"
 )
 
-// bigChart writes a chart rendering objects objects (ConfigMaps, Services and Deployments
-// built from shared helpers) into a temp dir and returns its path.
+// bigChart writes a chart rendering at least objects objects (ConfigMaps, Services and
+// Deployments with 2 replicas, built from shared helpers, in files of 30) into a temp dir and
+// returns its path: bigChart(b, 1000) renders 1,020 objects.
 func bigChart(b *testing.B, objects int) string {
+	b.Helper()
+	return writeBigChart(b, chartShape{objects: objects, replicas: 2})
+}
+
+// chartShape says what writeBigChart generates.
+type chartShape struct {
+	objects  int // ConfigMap+Service+Deployment triples, 10 per template file
+	replicas int // .Values.replicas of every Deployment
+	// exact makes the chart render exactly objects objects: objects/3 triples (the last file
+	// holds fewer) and objects%3 extra ConfigMaps. Otherwise the count is rounded up to whole
+	// files of 30.
+	exact bool
+	// headless makes the Services headless (clusterIP: None): the sandbox's service range
+	// (10.0.0.0/24) has ~250 cluster IPs, fewer than two 1,000-object releases need.
+	headless bool
+}
+
+func writeBigChart(b *testing.B, shape chartShape) string {
 	b.Helper()
 	dir := b.TempDir()
 	write := func(name, content string) {
@@ -31,15 +50,23 @@ func bigChart(b *testing.B, objects int) string {
 		}
 	}
 	write("Chart.yaml", "apiVersion: v2\nname: big\nversion: 0.1.0\n")
-	write("values.yaml", "replicas: 2\nimage: registry.example.com/app:1.0\nenv: bench\nextra: {}\n")
+	write("values.yaml", fmt.Sprintf("replicas: %d\nimage: registry.example.com/app:1.0\nenv: bench\nextra: {}\n", shape.replicas))
 	write("templates/_helpers.tpl", `{{- define "big.labels" -}}
 app.kubernetes.io/name: {{ .root.Chart.Name }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 `)
+	clusterIP := ""
+	if shape.headless {
+		clusterIP = "\n  clusterIP: None"
+	}
 	const perFile = 10
-	for f := 0; f*perFile*3 < objects; f++ {
+	triples, rest := (shape.objects+perFile*3-1)/(perFile*3)*perFile, 0
+	if shape.exact {
+		triples, rest = shape.objects/3, shape.objects%3
+	}
+	for f := 0; f*perFile < triples; f++ {
 		write(fmt.Sprintf("templates/group-%03d.yaml", f), fmt.Sprintf(`{{- range $i := until %d }}
 {{- $name := printf "g%03d-%%d" $i }}
 ---
@@ -60,7 +87,7 @@ metadata:
   labels: {{- include "big.labels" (dict "root" $ "name" $name) | nindent 4 }}
 spec:
   selector: {{- include "big.labels" (dict "root" $ "name" $name) | nindent 4 }}
-  ports: [{port: 80, targetPort: 8080}]
+  ports: [{port: 80, targetPort: 8080}]%s
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -80,7 +107,20 @@ spec:
           image: {{ $.Values.image }}
           env: [{name: ENV, value: {{ $.Values.env | quote }}}]
 {{- end }}
-`, perFile, f))
+`, min(perFile, triples-f*perFile), f, clusterIP))
+	}
+	if rest > 0 {
+		write("templates/rest.yaml", fmt.Sprintf(`{{- range $i := until %d }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: rest-{{ $i }}
+  labels: {{- include "big.labels" (dict "root" $ "name" "rest") | nindent 4 }}
+data:
+  env: {{ $.Values.env | quote }}
+{{- end }}
+`, rest))
 	}
 	return dir
 }
