@@ -47,20 +47,22 @@ const deployTimeout = 10 * time.Minute
 //   - helm-qps500: the same with sealane's client-side rate limits (helmSealaneLimits).
 //
 // The CLI rather than the pipeline in-process is what is compared, because that is how helm is
-// measured and used: a cold process per command that pays process start, kubeconfig loading,
-// discovery with empty caches (plus NATS start-up for sealane) and then exits. In-process,
-// sealane would skip all that. Every deploy logs its CPU time, the CPU the sandbox's
-// processes used meanwhile, and for sealane the time between its events; peak RSS of each
-// process comes from its rusage.
+// measured and used: a process per command that pays process start, kubeconfig loading and
+// API discovery (helm from its disk cache in ~/.kube/cache, sealane from the apiserver) plus
+// NATS start-up and shutdown for sealane, and then exits. In-process, sealane would keep its
+// clients, caches and NATS between deploys. Every deploy logs its CPU time, the CPU the sandbox's
+// processes used meanwhile, and for sealane the time between its events; the peak RSS of each
+// process is measured by GNU time (see measuredCommand).
 //
 // SEALANE_BENCH_INPROCESS=1 runs the sealane side in the test process instead (what the CLI
 // does, minus exec: a fresh embedded NATS, stage runners and cluster clients per deploy), so
-// that -cpuprofile/-memprofile see sealane's own code; its memory is then the process's peak
-// RSS (VmHWM, reset before each deploy) and the bytes allocated (runtime.MemStats).
+// that -cpuprofile/-memprofile see sealane's own code; its memory is then the bytes allocated
+// (runtime.MemStats) and the test process's peak RSS (VmHWM, reset to the current RSS before
+// each deploy, so it includes the test binary's own baseline).
 // SEALANE_BENCH_BIN names a prebuilt sealane binary to use instead of building one.
 //
-// Run with -benchtime 1x: one op is 3 installs and 3 no-op upgrades; the 1,000-object size
-// takes ~7 minutes, mostly default helm's.
+// Run with -benchtime 1x: one op is 3 installs and 3 no-op upgrades (plus, untimed, deleting
+// each namespace); the 1,000-object size takes ~8 minutes, mostly default helm's.
 func BenchmarkDeploy(b *testing.B) {
 	kubeconfig := sandboxKubeconfig(b)
 	helm := helmBinary(b)
@@ -124,45 +126,39 @@ func benchDeploy(b *testing.B, d deployBench) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		stamp := time.Now().Format("150405")
-		nss := make([]string, len(engines))
-		for j, e := range engines {
-			nss[j] = fmt.Sprintf("bench-deploy-%d-%s-%s", d.objects, e.name, stamp)
-		}
-		b.Cleanup(func() { deleteNamespaces(b, d.cluster, false, nss...) })
-		dataDir := b.TempDir()
-		b.StartTimer()
-
-		run := func(j int, what string) deployRun {
-			e := engines[j]
-			cpu0 := sandboxCPU(d.kubeconfig)
-			r := e.deploy(b, chartDir, nss[j], dataDir)
-			r.cluster = cpuDelta(cpu0, sandboxCPU(d.kubeconfig))
-			steps := ""
-			if r.steps != "" {
-				steps = "; " + r.steps
+		// Each engine installs and redeploys, then its namespace is deleted (untimed) before the
+		// next one starts: every engine finds the cluster equally quiet, and at most one release's
+		// pods exist at a time (three 1,000-object releases are 999 pods, and the sandbox's node
+		// takes 1,000). Who goes first rotates with i.
+		for k := range engines {
+			e := engines[(i+k)%len(engines)]
+			b.StopTimer()
+			ns := fmt.Sprintf("bench-deploy-%d-%s-%s", d.objects, e.name, time.Now().Format("150405"))
+			b.Cleanup(func() { deleteNamespaces(b, d.cluster, false, ns) })
+			dataDir := b.TempDir()
+			b.StartTimer()
+			for _, what := range []string{"install", "no-op"} {
+				cpu0 := sandboxCPU(d.kubeconfig)
+				r := e.deploy(b, chartDir, ns, dataDir)
+				r.cluster = cpuDelta(cpu0, sandboxCPU(d.kubeconfig))
+				steps := ""
+				if r.steps != "" {
+					steps = "; " + r.steps
+				}
+				b.Logf("%d objects, %s %s: %s, CPU %s + sandbox %s%s", d.objects, e.name, what, r.took.Round(time.Millisecond),
+					r.cpu.Round(10*time.Millisecond), r.cluster, steps)
+				if what == "install" {
+					e.install += r.took
+				} else {
+					e.noop += r.took
+				}
+				e.peakRSS = max(e.peakRSS, r.peakRSS)
+				e.alloc = max(e.alloc, r.alloc)
 			}
-			b.Logf("%d objects, %s %s: %s, CPU %s + sandbox %s%s", d.objects, e.name, what, r.took.Round(time.Millisecond),
-				r.cpu.Round(10*time.Millisecond), r.cluster, steps)
-			e.peakRSS = max(e.peakRSS, r.peakRSS)
-			e.alloc = max(e.alloc, r.alloc)
-			return r
+			b.StopTimer()
+			deleteNamespaces(b, d.cluster, true, ns)
+			b.StartTimer()
 		}
-		// Every engine installs, then every engine redeploys; who goes first rotates with i, so
-		// that none always finds the cluster busier.
-		for k := range engines {
-			j := (i + k) % len(engines)
-			engines[j].install += run(j, "install").took
-		}
-		for k := range engines {
-			j := (i + k) % len(engines)
-			engines[j].noop += run(j, "no-op").took
-		}
-
-		b.StopTimer()
-		deleteNamespaces(b, d.cluster, true, nss...)
-		b.StartTimer()
 	}
 	b.StopTimer()
 	n := float64(b.N)
@@ -199,9 +195,9 @@ var helmSealaneLimits = []string{"--qps", "500", "--burst-limit", "1000"}
 func (d deployBench) helmDeploy(b *testing.B, chartDir, ns string, extra ...string) deployRun {
 	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, d.helm, "upgrade", "--install", "big", chartDir, "--namespace", ns, "--create-namespace",
-		"--wait", "--timeout", deployTimeout.String(), "--kubeconfig", d.kubeconfig)
-	cmd.Args = append(cmd.Args, extra...)
+	args := append([]string{"upgrade", "--install", "big", chartDir, "--namespace", ns, "--create-namespace",
+		"--wait", "--timeout", deployTimeout.String(), "--kubeconfig", d.kubeconfig}, extra...)
+	cmd, peakRSS := measuredCommand(ctx, b, d.helm, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -210,7 +206,7 @@ func (d deployBench) helmDeploy(b *testing.B, chartDir, ns string, extra ...stri
 	if err != nil {
 		b.Fatalf("helm upgrade --install into %s: %v\n%s", ns, err, tail(out.String(), 4000))
 	}
-	return deployRun{took: took, cpu: processCPU(cmd.ProcessState), peakRSS: childPeakRSS(cmd.ProcessState)}
+	return deployRun{took: took, cpu: processCPU(cmd.ProcessState), peakRSS: peakRSS()}
 }
 
 // sealaneDeploy runs `sealane deploy` of the chart into ns with JetStream data in dataDir:
@@ -221,7 +217,7 @@ func (d deployBench) sealaneDeploy(b *testing.B, chartDir, ns, dataDir string) d
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout+3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, d.sealane, "deploy", chartDir, "--release", "big", "--namespace", ns,
+	cmd, peakRSS := measuredCommand(ctx, b, d.sealane, "deploy", chartDir, "--release", "big", "--namespace", ns,
 		"--timeout", deployTimeout.String(), "--kubeconfig", d.kubeconfig, "--data-dir", dataDir, "--output", "json")
 	cmd.Env = append(os.Environ(), "SEALANE_NATS_URL=") // always the embedded pipeline
 	var stdout, stderr bytes.Buffer
@@ -241,8 +237,7 @@ func (d deployBench) sealaneDeploy(b *testing.B, chartDir, ns, dataDir string) d
 			evs = append(evs, e)
 		}
 	}
-	return deployRun{took: end.Sub(start), cpu: processCPU(cmd.ProcessState), peakRSS: childPeakRSS(cmd.ProcessState),
-		steps: steps(start, end, evs)}
+	return deployRun{took: end.Sub(start), cpu: processCPU(cmd.ProcessState), peakRSS: peakRSS(), steps: steps(start, end, evs)}
 }
 
 // sealaneInProcess does what `sealane deploy` does, in this process: cluster clients, an
@@ -334,40 +329,24 @@ func steps(start, end time.Time, evs []stepEvent) string {
 	return strings.Join(parts, ", ")
 }
 
-var (
-	buildOnce   sync.Once
-	builtBinary string
-	buildErr    error
-)
-
-// sealaneBinary builds cmd/sealane from this tree once per test process
+// sealaneBinary builds cmd/sealane from this tree into a temporary directory of b
 // ($SEALANE_BENCH_BIN names a prebuilt binary instead).
 func sealaneBinary(b *testing.B) string {
 	b.Helper()
 	if p := os.Getenv("SEALANE_BENCH_BIN"); p != "" {
 		return p
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sealane-bench-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBinary = filepath.Join(dir, "sealane")
-		cmd := exec.Command("go", "build", "-o", builtBinary, "./cmd/sealane")
-		cmd.Dir = repoFile("..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sealane: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
+	bin := filepath.Join(b.TempDir(), "sealane")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/sealane")
+	cmd.Dir = repoFile("..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/sealane: %v\n%s", err, out)
 	}
-	return builtBinary
+	return bin
 }
 
 // deleteNamespaces deletes the namespaces and, with wait, waits (up to 5 minutes) until they
-// are gone, so that the next size does not share the cluster with their teardown.
+// are gone, so that the next deploy does not share the cluster with their teardown.
 func deleteNamespaces(b *testing.B, c *kube.Cluster, wait bool, names ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -387,7 +366,7 @@ func deleteNamespaces(b *testing.B, c *kube.Cluster, wait bool, names ...string)
 				break
 			}
 			if ctx.Err() != nil {
-				b.Logf("namespace %s still terminating after 5 minutes; going on", ns)
+				b.Logf("namespace %s not gone after 5 minutes (last answer: %v); going on", ns, err)
 				return
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -395,16 +374,53 @@ func deleteNamespaces(b *testing.B, c *kube.Cluster, wait bool, names ...string)
 	}
 }
 
-// childPeakRSS is the peak resident set size of an exited child process, in bytes.
-func childPeakRSS(ps *os.ProcessState) int64 {
-	ru, ok := ps.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0
+// gnuTime is GNU time's path, or "" when it is not installed.
+var gnuTime = sync.OnceValue(func() string {
+	p, err := exec.LookPath("/usr/bin/time")
+	if err != nil {
+		return ""
 	}
-	if runtime.GOOS == "darwin" {
-		return ru.Maxrss // bytes there, kilobytes on Linux
+	if out, _ := exec.Command(p, "--version").CombinedOutput(); !bytes.Contains(out, []byte("GNU")) {
+		return ""
 	}
-	return ru.Maxrss * 1024
+	return p
+})
+
+// measuredCommand returns the command to run name with args, and a function that, once it
+// has run, returns the process's peak RSS in bytes (0: unknown). The rusage of a child of this
+// process cannot say: os/exec starts children with vfork, so the kernel counts this (large)
+// test process's own peak RSS as the child's. GNU time (fork, then exec) measures the command
+// exactly, so the command runs under it when it is installed; the CPU time of the returned
+// command's ProcessState includes the measured command's. The whole process group is killed
+// when ctx ends.
+func measuredCommand(ctx context.Context, b *testing.B, name string, args ...string) (*exec.Cmd, func() int64) {
+	var cmd *exec.Cmd
+	peak := func() int64 { return 0 }
+	if t := gnuTime(); t != "" {
+		out := filepath.Join(b.TempDir(), "rusage")
+		cmd = exec.CommandContext(ctx, t, append([]string{"-f", "%M", "-o", out, name}, args...)...)
+		peak = func() int64 {
+			data, err := os.ReadFile(out)
+			if err != nil {
+				return 0
+			}
+			// The last line is %M (kilobytes); a failed command adds a line before it.
+			words := strings.Fields(string(data))
+			if len(words) == 0 {
+				return 0
+			}
+			kb, err := strconv.ParseInt(words[len(words)-1], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb * 1024
+		}
+	} else {
+		cmd = exec.CommandContext(ctx, name, args...)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	return cmd, peak
 }
 
 func processCPU(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
