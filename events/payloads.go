@@ -73,6 +73,9 @@ type RequestedData struct {
 	ApplyMethod string `json:"applyMethod,omitempty"`
 	// TakeOwnership adopts existing objects whatever release owns them (--take-ownership).
 	TakeOwnership bool `json:"takeOwnership,omitempty"`
+	// DiffContextLines is, for OperationPlan, the number of unchanged lines around each change
+	// of a diff: 0 the default (3), negative none.
+	DiffContextLines int `json:"diffContextLines,omitempty"`
 	// KeepHistory keeps an uninstalled release's records, marked uninstalled.
 	KeepHistory bool `json:"keepHistory,omitempty"`
 	// WithNamespace deletes the release namespace after an uninstall.
@@ -112,6 +115,9 @@ const (
 	// OperationTest runs the test hooks of the deployed revision (sealane test); the release
 	// records are not changed.
 	OperationTest Operation = "test"
+	// OperationPlan renders the chart and dry-runs the deploy (sealane plan): the answer is a
+	// DeployPlanned event; nothing is written to the cluster or the release records.
+	OperationPlan Operation = "plan"
 )
 
 // Git describes the source revision of a deploy as CI systems and webhooks report it.
@@ -226,10 +232,31 @@ type ProgressedData struct {
 	Revision int         `json:"revision"`
 	Phase    int         `json:"phase"`
 	Resource ResourceRef `json:"resource"`
-	State    State       `json:"state"`
-	Ready    int32       `json:"ready"`
-	Desired  int32       `json:"desired"`
-	Message  string      `json:"message,omitempty"`
+	// Until is what the tracker waits for (as in Wait.Until; empty means ready).
+	Until   string `json:"until,omitempty"`
+	State   State  `json:"state"`
+	Ready   int32  `json:"ready"`
+	Desired int32  `json:"desired"`
+	Message string `json:"message,omitempty"`
+	// Errors counts the errors seen on the resource and its pods (failed events, crash loops,
+	// probe failures); LastError is the latest, in one line.
+	Errors    int    `json:"errors,omitempty"`
+	LastError string `json:"lastError,omitempty"`
+	// Pods are the resource's pods, shown under it in the progress table.
+	Pods []PodProgress `json:"pods,omitempty"`
+	// NonBlocking says the deploy does not wait for this resource
+	// (werf.io/track-termination-mode: NonBlocking).
+	NonBlocking bool `json:"nonBlocking,omitempty"`
+}
+
+// PodProgress is one pod of a tracked resource.
+type PodProgress struct {
+	Name     string `json:"name"`
+	State    State  `json:"state"`
+	Ready    int32  `json:"ready"`   // ready containers
+	Desired  int32  `json:"desired"` // containers
+	Restarts int32  `json:"restarts,omitempty"`
+	Message  string `json:"message,omitempty"`
 }
 
 // ResourceFailure names a resource that failed a deploy and why.
@@ -295,4 +322,69 @@ type RecordedData struct {
 	Reason   string  `json:"reason,omitempty"`
 	// UpToDate says the deploy changed nothing and wrote no revision.
 	UpToDate bool `json:"upToDate,omitempty"`
+}
+
+// PlannedChange is what a deploy would do to one resource. It carries no field values: the
+// diff text, masked, is in the plan report behind PlannedData.PlanRef.
+type PlannedChange struct {
+	Resource ResourceRef `json:"resource"`
+	// Change is create, update, recreate, delete or unchanged.
+	Change string `json:"change"`
+	Hook   bool   `json:"hook,omitempty"`
+	// Drift says the live object differs from what the last release applied.
+	Drift bool `json:"drift,omitempty"`
+	// Problem says why the deploy would fail on this resource.
+	Problem string `json:"problem,omitempty"`
+}
+
+// PlannedData is the payload of DeployPlanned.
+type PlannedData struct {
+	Target Target `json:"target"`
+	// Revision is the revision a deploy would write; Deployed the one it would upgrade (0: an install).
+	Revision int `json:"revision"`
+	Deployed int `json:"deployed,omitempty"`
+	Phases   int `json:"phases"`
+	// PlanRef is the dataref of the full report (phases, masked diffs); it may quote values,
+	// so it only travels by reference.
+	PlanRef string          `json:"planRef"`
+	Changes []PlannedChange `json:"changes"`
+	// HasChanges says a deploy would change the cluster (a change other than unchanged, or the
+	// release namespace or record would be created).
+	HasChanges bool `json:"hasChanges"`
+	// Problem is set when the deploy would fail.
+	Problem  string   `json:"problem,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// LogStream says where a log line comes from.
+type LogStream string
+
+// The sources of log lines.
+const (
+	LogStdout LogStream = "stdout"
+	LogStderr LogStream = "stderr"
+	// LogEvent lines are Kubernetes events about the resource or its pods
+	// (werf.io/show-service-messages, or the resource that failed the deploy).
+	LogEvent LogStream = "event"
+)
+
+// LogLine is one line of a container's output or one Kubernetes event.
+type LogLine struct {
+	Time   time.Time `json:"time"`
+	Stream LogStream `json:"stream,omitempty"`
+	Text   string    `json:"text"`
+}
+
+// LogLinesData is the payload of LogLines: a batch of lines from one container of one pod of a
+// tracked resource (Container empty for events). Dropped counts lines left out to keep to the
+// rate and size limits since the previous batch.
+type LogLinesData struct {
+	Target    Target      `json:"target"`
+	Revision  int         `json:"revision"`
+	Phase     int         `json:"phase"`
+	Resource  ResourceRef `json:"resource"`
+	Pod       string      `json:"pod,omitempty"`
+	Container string      `json:"container,omitempty"`
+	Lines     []LogLine   `json:"lines"`
+	Dropped   int         `json:"dropped,omitempty"`
 }

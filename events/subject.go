@@ -9,6 +9,11 @@ import (
 // SubjectPrefix + ".>".
 const SubjectPrefix = "sealane.deploy"
 
+// LogSubjectPrefix starts the subject of LogLines events: "sealane.logs.<cluster>.<namespace>.<release>".
+// They are kept apart from the deploy stream so that a chatty container cannot crowd out deploy
+// events, and for a shorter time.
+const LogSubjectPrefix = "sealane.logs"
+
 // Target names where a release lives: a cluster from the cluster registry, a namespace and a
 // release name.
 type Target struct {
@@ -48,6 +53,9 @@ func ParseTarget(subject string) (Target, error) {
 // NATSSubject returns the subject an event of type t about target is published on:
 // "sealane.deploy.<token>.<cluster>.<namespace>.<release>".
 func NATSSubject(t Type, target Target) string {
+	if t == LogLines {
+		return LogSubjectPrefix + "." + SubjectToken(target.Cluster) + "." + SubjectToken(target.Namespace) + "." + SubjectToken(target.Release)
+	}
 	return SubjectPrefix + "." + t.Token() + "." + SubjectToken(target.Cluster) + "." +
 		SubjectToken(target.Namespace) + "." + SubjectToken(target.Release)
 }

@@ -28,12 +28,18 @@ const (
 	DeployFailed Type = "dev.sealane.deploy.failed.v1"
 	// ReleaseRecorded says the recorder wrote the final release record; it ends a deploy.
 	ReleaseRecorded Type = "dev.sealane.release.recorded.v1"
+	// DeployPlanned answers a plan request (OperationPlan): what a deploy would change, found by
+	// dry runs; nothing was written. The recorder then closes the request.
+	DeployPlanned Type = "dev.sealane.deploy.planned.v1"
+	// LogLines carries container log lines (or Kubernetes events) of a tracked resource. It is
+	// published on LogSubjectPrefix, a stream of its own with a shorter retention.
+	LogLines Type = "dev.sealane.deploy.log_lines.v1"
 )
 
 // AllTypes lists every event type in the catalogue.
 var AllTypes = []Type{
 	DeployRequested, DeployRendered, DeployStarted, PhaseApplied, ResourceProgressed,
-	PhaseTracked, DeploySucceeded, DeployFailed, ReleaseRecorded,
+	PhaseTracked, DeploySucceeded, DeployFailed, ReleaseRecorded, DeployPlanned, LogLines,
 }
 
 // tokens maps each type to the subject token consumers filter on.
@@ -47,6 +53,8 @@ var tokens = map[Type]string{
 	DeploySucceeded:    "succeeded",
 	DeployFailed:       "failed",
 	ReleaseRecorded:    "release_recorded",
+	DeployPlanned:      "planned",
+	LogLines:           "log_lines",
 }
 
 // Token returns the subject token of the type ("rendered" for DeployRendered).

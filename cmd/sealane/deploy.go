@@ -12,7 +12,9 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"golang.org/x/term"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
@@ -31,6 +33,7 @@ type deployFlags struct {
 	applyMethod   string
 	takeOwnership bool
 	autoRollback  bool
+	progress      progressFlags
 }
 
 func newDeployCmd(g *globalFlags) *cobra.Command {
@@ -46,7 +49,8 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 	fl := cmd.Flags()
 	f.chartFlags.register(fl)
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long the whole deploy may take")
-	fl.StringVarP(&f.output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
+	fl.StringVarP(&f.output, "output", "o", "text", "text (progress table and log blocks) or json (one CloudEvent per line)")
+	f.progress.register(fl)
 	fl.StringVar(&f.applyMethod, "apply-method", "ssa", "how existing objects are updated: ssa (server-side apply) or 3wm (client-side three-way merge)")
 	fl.BoolVar(&f.takeOwnership, "take-ownership", false, "adopt existing objects whatever release (or nobody) owns them")
 	fl.BoolVar(&f.autoRollback, "auto-rollback", false, "when the deploy fails, roll back to the last deployed revision (its rollback hooks run)")
@@ -61,7 +65,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 	if err != nil {
 		return err
 	}
-	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, secrets: secrets},
+	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, secrets: secrets, progress: f.progress},
 		func(ctx context.Context, s *session) (client.Result, error) {
 			req, err := f.request(chartDir, s.cluster, f.timeout)
 			if err != nil {
@@ -97,6 +101,82 @@ type operationOptions struct {
 	secrets render.Secrets
 	// done is the last word of the success line ("deployed" by default).
 	done string
+	// progress sets how --output text prints the progress table.
+	progress progressFlags
+}
+
+// progressFlags are the flags of --output text: how often the progress table is printed and
+// whether it is coloured.
+type progressFlags struct {
+	interval time.Duration
+	color    string
+}
+
+func (f *progressFlags) register(fl *pflag.FlagSet) {
+	fl.DurationVar(&f.interval, "progress-interval", progress.DefaultInterval, "with --output text, how often the progress table and the pods' logs are printed")
+	fl.StringVar(&f.color, "color", "auto", "colour the progress table's STATE column: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
+}
+
+// useColor reads --color; auto colours only a terminal.
+func (f progressFlags) useColor() (bool, error) {
+	switch f.color {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto", "":
+		return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && term.IsTerminal(int(os.Stdout.Fd())), nil
+	}
+	return false, fmt.Errorf("--color %q: use auto, always or never", f.color)
+}
+
+// pipelineRun is the pipeline a CLI command talks to: a NATS node (embedded, with all four
+// stages running in this process, or a shared one at --nats-url) and the cluster to target.
+type pipelineRun struct {
+	log     *zap.Logger
+	node    *serve.Node
+	cluster string
+	close   func()
+}
+
+// openPipeline connects to the shared pipeline at --nats-url, or starts an embedded NATS server
+// with the four stages in this process; close stops them.
+func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (*pipelineRun, error) {
+	log, err := g.logger()
+	if err != nil {
+		return nil, err
+	}
+	registry := clusters.NewRegistry(g.kubeconfig)
+	cluster := g.kubeContext
+	if cluster == "" {
+		if cluster, err = registry.DefaultName(); err != nil {
+			return nil, err
+		}
+	}
+	if g.natsURL == "" {
+		if _, err := registry.Get(cluster); err != nil {
+			return nil, err
+		}
+	}
+	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log})
+	if err != nil {
+		return nil, err
+	}
+	stagesCtx, stopStages := context.WithCancel(ctx)
+	stagesDone := make(chan error, 1)
+	if g.natsURL == "" {
+		go func() {
+			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: secrets})
+		}()
+	} else {
+		close(stagesDone)
+	}
+	return &pipelineRun{log: log, node: node, cluster: cluster, close: func() {
+		stopStages()
+		<-stagesDone
+		node.Close()
+		_ = log.Sync()
+	}}, nil
 }
 
 // session is one CLI run against the pipeline: the logger, the NATS node (embedded, with all
@@ -115,44 +195,30 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output %q: use text or json", o.output)
 	}
-	log, err := g.logger()
+	color, err := o.progress.useColor()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	registry := clusters.NewRegistry(g.kubeconfig)
-	cluster := g.kubeContext
-	if cluster == "" {
-		if cluster, err = registry.DefaultName(); err != nil {
-			return err
-		}
+	if o.progress.interval < 0 {
+		return fmt.Errorf("--progress-interval %s: want a positive duration", o.progress.interval)
 	}
-	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log})
+	p, err := openPipeline(ctx, g, o.secrets)
 	if err != nil {
 		return err
 	}
-	defer node.Close()
+	defer p.close()
+	log, node, cluster := p.log, p.node, p.cluster
 
-	stagesCtx, stopStages := context.WithCancel(ctx)
-	stagesDone := make(chan error, 1)
-	if g.natsURL == "" {
-		if _, err := registry.Get(cluster); err != nil {
-			stopStages()
-			return err
-		}
-		go func() {
-			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: o.secrets})
-		}()
-	} else {
-		close(stagesDone)
-	}
-	defer func() { stopStages(); <-stagesDone }()
-
-	show := progress.Printer{W: os.Stdout}.Print
+	var show func(cloudevents.Event)
+	closeShow := func() {}
 	if o.output == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		show = func(e cloudevents.Event) { _ = enc.Encode(e) }
+	} else {
+		live := progress.NewLive(os.Stdout, o.progress.interval, color)
+		show, closeShow = live.Print, live.Close
 	}
+	defer closeShow() // Close may run twice
 	s := &session{log: log, node: node, cluster: cluster}
 	s.onEvent = func(e cloudevents.Event) {
 		if events.Type(e.Type()) == events.DeployRendered {
@@ -166,6 +232,7 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 	waitCtx, cancel := context.WithTimeout(ctx, o.timeout+2*time.Minute)
 	defer cancel()
 	res, err := start(waitCtx, s)
+	closeShow() // the last table and logs, before the outcome
 	if err != nil {
 		if errors.Is(err, client.ErrDeployFailed) {
 			return &exitError{code: 1, err: fmt.Errorf("release %s: %w", res.Target.Release, err)}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,7 +32,7 @@ func newEventsCmd(g *globalFlags) *cobra.Command {
 		Short: "Print the deploy event stream (every event of every deploy), optionally following it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEvents(cmd.Context(), g, f)
+			return runEvents(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -46,7 +46,7 @@ func newEventsCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags) error {
+func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stderr io.Writer) error {
 	if f.output != "text" && f.output != "json" {
 		return fmt.Errorf("--output %q: use text or json", f.output)
 	}
@@ -88,13 +88,13 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags) error {
 			return nil
 		}
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(stdout)
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err = node.Bus.Follow(followCtx, opts, func(m jetstream.Msg) error {
 		e, err := events.Decode(m.Headers(), m.Data())
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "skipping message on %s: %v\n", m.Subject(), err)
+			fmt.Fprintf(stderr, "skipping message on %s: %v\n", m.Subject(), err)
 			return nil
 		}
 		if f.output == "json" {
@@ -102,7 +102,7 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags) error {
 				return err
 			}
 		} else {
-			fmt.Printf("%s %-20s %s %s\n", e.Time().Local().Format("15:04:05.000"), events.Type(e.Type()).Token(), e.Subject(), progress.Line(e))
+			fmt.Fprintf(stdout, "%s %-20s %s %s\n", e.Time().Local().Format("15:04:05.000"), events.Type(e.Type()).Token(), e.Subject(), progress.Line(e))
 		}
 		if md, err := m.Metadata(); err == nil && !f.follow && md.Sequence.Stream >= last {
 			return bus.ErrStop

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
+	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/diff"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
@@ -27,6 +29,7 @@ type planFlags struct {
 	applyMethod   string
 	takeOwnership bool
 	graph         bool
+	viaPipeline   bool
 	exitCode      bool
 	contextLines  int
 }
@@ -55,6 +58,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	f.chartFlags.register(fl)
 	fl.StringVar(&f.applyMethod, "apply-method", "ssa", "the apply method whose writes are dry-run: ssa (server-side apply) or 3wm (client-side three-way merge)")
 	fl.BoolVar(&f.takeOwnership, "take-ownership", false, "plan as a deploy with --take-ownership: existing objects of other releases are adopted")
+	fl.BoolVar(&f.viaPipeline, "pipeline", false, "plan through the pipeline (the embedded one, or the shared one with --nats-url, which implies it): its renderer renders and dry-runs as for a deploy")
 	fl.BoolVar(&f.graph, "graph", false, "print the plan's DAG in Graphviz DOT instead of the changes")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 2 when the deploy would change something (0: nothing to do, 1: error)")
 	fl.IntVar(&f.contextLines, "diff-context-lines", diff.DefaultContextLines, "unchanged lines shown around each change of a diff")
@@ -62,144 +66,174 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 }
 
 func runPlan(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, stdout, stderr io.Writer) error {
-	method, err := apply.ParseMethod(f.applyMethod)
-	if err != nil {
+	if _, err := apply.ParseMethod(f.applyMethod); err != nil {
 		return fmt.Errorf("--apply-method: %w", err)
 	}
 	if f.contextLines < 0 {
 		return fmt.Errorf("--diff-context-lines %d: must not be negative", f.contextLines)
 	}
-	cr, err := loadChartRender(ctx, &f.chartFlags, chartRef)
-	if err != nil {
-		return err
+	contextLines := f.contextLines
+	if contextLines == 0 {
+		contextLines = -1 // none
 	}
-	base, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.kubeContext})
-	if err != nil {
-		return err
+	var report *pipeline.PlanReport
+	var err error
+	if g.natsURL != "" || f.viaPipeline {
+		report, err = planThroughPipeline(ctx, g, f, chartRef, contextLines, stderr)
+	} else {
+		report, err = planHere(ctx, g, f, chartRef, contextLines, !(f.graph && !f.exitCode), stderr)
 	}
-	// Everything below talks to the cluster through a client that refuses any request that
-	// is not a read or a dry run.
-	cluster, err := kube.DryRunOnly(base)
-	if err != nil {
-		return err
-	}
-	pl, err := buildDeployPlan(ctx, cluster, cr, stderr)
-	if err != nil {
-		return err
-	}
-	if f.graph && !f.exitCode {
-		_, err := io.WriteString(stdout, pl.plan.DOT())
-		return err
-	}
-	opts := diff.Options{Method: method, DefaultNamespace: pl.plan.Namespace, Delete: pl.Deletions,
-		TakeOwnership: f.takeOwnership, ContextLines: f.contextLines, VolatileAnnotations: pl.VolatileAnnotations,
-		VolatileLabels: pl.VolatileLabels}
-	if f.contextLines == 0 {
-		opts.ContextLines = -1 // none
-	}
-	changes, changesErr := diff.Changes(ctx, cluster, pl.Objects, pl.Previous, opts)
-	if changes == nil && changesErr != nil {
-		return changesErr
-	}
-	nsMissing, err := namespaceMissing(ctx, cluster, pl.plan.Namespace)
 	if err != nil {
 		return err
 	}
 	if f.graph {
-		_, err = io.WriteString(stdout, pl.plan.DOT())
+		_, err = io.WriteString(stdout, report.Plan.DOT())
 	} else {
-		err = printPlan(stdout, pl, changes, nsMissing)
+		err = printPlan(stdout, report)
 	}
 	if err != nil {
 		return err
 	}
-	if changesErr != nil {
-		return fmt.Errorf("the deploy would fail:\n%w", changesErr)
+	if report.Problem != "" {
+		return fmt.Errorf("the deploy would fail:\n%s", report.Problem)
 	}
-	if f.exitCode && (diff.HasChanges(changes) || nsMissing || pl.deployed == 0) {
+	if f.exitCode && report.HasChanges() {
 		return &exitError{code: exitCodeChanges, err: errors.New("the deploy would change the cluster (--exit-code)")}
 	}
 	return nil
 }
 
-// deployPlan is a deploy planned the way the pipeline's renderer plans it, with the objects
-// decorated as its applier applies them.
-type deployPlan struct {
-	plan *plan.Plan
-	// deployed is the revision the plan upgrades (0: an install).
-	deployed int
-	*pipeline.Prepared
+// planHere renders and dry-runs in this process, talking to the cluster through a client that
+// refuses any request that is not a read or a dry run. Without dryRun only the plan is made.
+func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, contextLines int, dryRun bool, stderr io.Writer) (*pipeline.PlanReport, error) {
+	cr, err := loadChartRender(ctx, &f.chartFlags, chartRef)
+	if err != nil {
+		return nil, err
+	}
+	base, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.kubeContext})
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := kube.DryRunOnly(base)
+	if err != nil {
+		return nil, err
+	}
+	bundle, revision, deployed, err := buildDeployPlan(ctx, cluster, cr, stderr)
+	if err != nil {
+		return nil, err
+	}
+	method, _ := apply.ParseMethod(f.applyMethod)
+	bundle.Apply = pipeline.ApplySettings{Method: method, TakeOwnership: f.takeOwnership}
+	if !dryRun {
+		return &pipeline.PlanReport{Plan: bundle.Plan, Revision: revision, Deployed: deployed}, nil
+	}
+	return pipeline.DryRun(ctx, cluster, cr.requested.Target, bundle, revision, deployed, contextLines)
 }
 
+// planThroughPipeline asks the pipeline (embedded, or the shared one at --nats-url) for the
+// plan: its renderer renders and dry-runs exactly as for a deploy and stores the report.
+func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, contextLines int, stderr io.Writer) (*pipeline.PlanReport, error) {
+	secrets, err := f.secrets(chartRef)
+	if err != nil {
+		return nil, err
+	}
+	p, err := openPipeline(ctx, g, secrets)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	req, err := f.request(chartRef, p.cluster, planTimeout)
+	if err != nil {
+		return nil, err
+	}
+	req.RequestedBy = whoami()
+	req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
+	req.Operation, req.DiffContextLines = events.OperationPlan, contextLines
+	var planned *events.PlannedData
+	waitCtx, cancel := context.WithTimeout(ctx, planTimeout)
+	defer cancel()
+	res, err := client.Deploy(waitCtx, p.node.Bus, req, func(e cloudevents.Event) {
+		switch events.Type(e.Type()) {
+		case events.DeployPlanned:
+			var d events.PlannedData
+			if events.DecodeData(e, &d) == nil {
+				planned = &d
+				for _, w := range d.Warnings {
+					fmt.Fprintf(stderr, "warning: %s\n", w)
+				}
+			}
+		case events.DeployFailed:
+		default:
+			return
+		}
+	})
+	if err != nil {
+		if errors.Is(err, client.ErrDeployFailed) {
+			return nil, fmt.Errorf("plan of release %s: %w", res.Target.Release, err)
+		}
+		return nil, err
+	}
+	if planned == nil {
+		return nil, fmt.Errorf("plan of release %s: the pipeline answered without a plan (is its renderer older than this CLI?)", res.Target.Release)
+	}
+	return pipeline.LoadPlanReport(waitCtx, p.node.Bus, planned.PlanRef)
+}
+
+// planTimeout bounds a plan through the pipeline: rendering and dry runs, no waiting.
+const planTimeout = 5 * time.Minute
+
 // buildDeployPlan renders the chart against the cluster as the release's next revision, over
-// its deployed one, and plans the deploy with the pipeline's own functions.
-func buildDeployPlan(ctx context.Context, cluster *kube.Cluster, cr *chartRender, stderr io.Writer) (*deployPlan, error) {
+// its deployed one (0: an install), and plans the deploy with the pipeline's own functions.
+func buildDeployPlan(ctx context.Context, cluster *kube.Cluster, cr *chartRender, stderr io.Writer) (bundle *pipeline.RenderBundle, revision, deployed int, err error) {
 	target := cr.requested.Target
 	store := release.NewStore(cluster.Typed, target.Namespace, nil)
-	revision, err := store.NextRevision(ctx, target.Release)
-	if err != nil {
-		return nil, fmt.Errorf("release %s history: %w", target.Release, err)
+	if revision, err = store.NextRevision(ctx, target.Release); err != nil {
+		return nil, 0, 0, fmt.Errorf("release %s history: %w", target.Release, err)
 	}
-	out := &deployPlan{}
 	kind, previousManifest := plan.Install, ""
-	deployed, err := store.Deployed(ctx, target.Release)
+	last, err := store.Deployed(ctx, target.Release)
 	switch {
 	case err == nil:
-		kind, previousManifest, out.deployed = plan.Upgrade, deployed.Manifest, deployed.Version
+		kind, previousManifest, deployed = plan.Upgrade, last.Manifest, last.Version
 	case !errors.Is(err, release.ErrNotFound):
-		return nil, fmt.Errorf("release %s: %w", target.Release, err)
+		return nil, 0, 0, fmt.Errorf("release %s: %w", target.Release, err)
 	}
 	cr.req.Release.Revision, cr.req.Release.IsUpgrade = revision, kind == plan.Upgrade
 	if err := cr.onCluster(ctx, cluster); err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	res, err := cr.render(stderr)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	crds := pipeline.CRDFiles(res.CRDs)
 	objs := append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...)
-	if out.plan, err = pipeline.BuildPlan(kind, target, cluster, crds, objs, previousManifest); err != nil {
-		return nil, fmt.Errorf("chart %s: %w", cr.req.Chart.Name(), err)
-	}
-	out.Prepared, err = pipeline.Prepare(target, &pipeline.RenderBundle{
-		Manifest: res.Manifest, Hooks: res.Hooks, CRDs: crds, Previous: previousManifest, Plan: out.plan,
-		Metadata: render.AutoMetadata(cr.requested, version.String()), ValidationMessages: res.ValidationMessages(),
-	})
+	p, err := pipeline.BuildPlan(kind, target, cluster, crds, objs, previousManifest)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: %w", target.Release, err)
+		return nil, 0, 0, fmt.Errorf("chart %s: %w", cr.req.Chart.Name(), err)
 	}
-	return out, nil
-}
-
-// namespaceMissing reports whether the release namespace does not exist yet (the deploy
-// creates it).
-func namespaceMissing(ctx context.Context, c *kube.Cluster, ns string) (bool, error) {
-	_, err := c.Typed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("namespace %s: %w", ns, err)
-	}
-	return false, nil
+	return &pipeline.RenderBundle{
+		Manifest: res.Manifest, Hooks: res.Hooks, CRDs: crds, Previous: previousManifest, Plan: p,
+		Metadata: render.AutoMetadata(cr.requested, version.String()), ValidationMessages: res.ValidationMessages(),
+	}, revision, deployed, nil
 }
 
 // printPlan writes the plan's phases, the list of changes, the diff of every changed or
 // drifted resource and a summary line.
-func printPlan(w io.Writer, pl *deployPlan, changes []diff.Change, nsMissing bool) error {
+func printPlan(w io.Writer, r *pipeline.PlanReport) error {
+	changes, nsMissing := r.Changes, r.NamespaceMissing
 	var b strings.Builder
-	b.WriteString(pl.plan.Summary())
+	b.WriteString(r.Plan.Summary())
 	b.WriteString("\nchanges:\n")
 	if nsMissing {
-		fmt.Fprintf(&b, "  %-9s Namespace/%s (the deploy creates the release namespace)\n", diff.Create, pl.plan.Namespace)
+		fmt.Fprintf(&b, "  %-9s Namespace/%s (the deploy creates the release namespace)\n", diff.Create, r.Plan.Namespace)
 	}
 	for _, c := range changes {
 		fmt.Fprintf(&b, "  %-9s %s%s\n", c.Type, c.Ref, changeNotes(c))
 	}
 	last := "the deployed revision"
-	if pl.deployed > 0 {
-		last = fmt.Sprintf("revision %d", pl.deployed)
+	if r.Deployed > 0 {
+		last = fmt.Sprintf("revision %d", r.Deployed)
 	}
 	for _, c := range changes {
 		if !c.Changed() && !c.Drift && c.Problem == "" {

@@ -160,12 +160,28 @@ func TestPlanCLI(t *testing.T) {
 		}
 	}
 
+	// samePlanThroughPipeline checks that the plan through the (embedded) pipeline prints what
+	// the plan made in process printed, with the same exit code.
+	data := t.TempDir()
+	samePlanThroughPipeline := func(t *testing.T, local string, localCode int, args ...string) {
+		t.Helper()
+		out, code := plan(t, append(args, "--pipeline", "--data-dir", data)...)
+		if code != localCode {
+			t.Errorf("through the pipeline: exit code %d, in process %d", code, localCode)
+		}
+		if out != local {
+			t.Errorf("through the pipeline the plan differs:\n--- in process\n%s\n--- pipeline\n%s", local, out)
+		}
+	}
+
 	t.Run("before install", func(t *testing.T) {
 		before := objectVersions(t, c, ns)
-		out, code := plan(t, "--set", "password="+secret1, "--set", "gone=true", "--exit-code")
+		args := []string{"--set", "password=" + secret1, "--set", "gone=true", "--exit-code"}
+		out, code := plan(t, args...)
 		if code != 2 {
 			t.Errorf("exit code %d, want 2", code)
 		}
+		samePlanThroughPipeline(t, out, code, args...)
 		lines(out, "install of release \"plantest\"", "phase 1 [main]",
 			"create    "+ns+"/Secret/db", "create    "+ns+"/ConfigMap/sensitive", "create    "+ns+"/ConfigMap/gone",
 			"planned changes: 5 create, 0 update, 0 recreate, 0 delete, 0 unchanged; 0 drifted",
@@ -179,7 +195,6 @@ func TestPlanCLI(t *testing.T) {
 		}
 	})
 
-	data := t.TempDir()
 	if _, _, err := runCLIAll(t, append([]string{"deploy", dir, "--data-dir", data, "--timeout", "2m",
 		"--set", "password=" + secret1, "--set", "gone=true"}, common...)...); err != nil {
 		t.Fatalf("deploy: %v", err)
@@ -212,11 +227,13 @@ func TestPlanCLI(t *testing.T) {
 				"-  message: edited by hand", "+  message: hello", "; 1 drifted")
 		})
 		t.Run("changes "+method, func(t *testing.T) {
-			out, code := plan(t, "--set", "password="+secret2, "--set", "message=bye", "--exit-code", "--apply-method", method,
-				"--diff-context-lines", "1")
+			args := []string{"--set", "password=" + secret2, "--set", "message=bye", "--exit-code", "--apply-method", method,
+				"--diff-context-lines", "1"}
+			out, code := plan(t, args...)
 			if code != 2 {
 				t.Errorf("exit code %d, want 2", code)
 			}
+			samePlanThroughPipeline(t, out, code, args...)
 			lines(out, "update    "+ns+"/Secret/db", "update    "+ns+"/ConfigMap/sensitive", "update    "+ns+"/ConfigMap/paths",
 				"delete    "+ns+"/ConfigMap/gone", "update    "+ns+"/ConfigMap/config  (DRIFTED)",
 				"1 resource to delete", "planned changes: 0 create, 4 update, 0 recreate, 1 delete, 0 unchanged; 1 drifted",
@@ -226,5 +243,26 @@ func TestPlanCLI(t *testing.T) {
 	}
 	if after := objectVersions(t, c, ns); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("plan wrote to the cluster:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// The planned events say what changes, and never a value.
+	stream, _, err := runCLIAll(t, "events", "--data-dir", data, "--release", "plantest", "--type", "planned", "-o", "json")
+	if err != nil {
+		t.Fatalf("sealane events: %v", err)
+	}
+	if n := strings.Count(stream, `"type":"dev.sealane.deploy.planned.v1"`); n != 3 {
+		t.Errorf("%d planned events in the stream, want 3:\n%s", n, stream)
+	}
+	if !strings.Contains(stream, `"change":"delete"`) || !strings.Contains(stream, `"drift":true`) {
+		t.Errorf("planned events lack the changes:\n%s", stream)
+	}
+	all, _, err := runCLIAll(t, "events", "--data-dir", data, "-o", "json")
+	if err != nil {
+		t.Fatalf("sealane events: %v", err)
+	}
+	for _, v := range []string{secret1, secret2, base64.StdEncoding.EncodeToString([]byte(secret1)), base64.StdEncoding.EncodeToString([]byte(secret2))} {
+		if strings.Contains(all, v) {
+			t.Errorf("the event stream holds the sensitive value %q", v)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sealane/sealane/pkg/diff"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/plan"
 )
 
@@ -66,7 +67,7 @@ metadata: {name: hook, annotations: {helm.sh/hook: post-upgrade}}
 		{Ref: ref("Secret", "kept"), Type: diff.Unchanged, Reason: "kept: helm.sh/resource-policy: keep"},
 	}
 	var b strings.Builder
-	if err := printPlan(&b, &deployPlan{plan: p, deployed: 4}, changes, true); err != nil {
+	if err := printPlan(&b, &pipeline.PlanReport{Plan: p, Deployed: 4, Changes: changes, NamespaceMissing: true}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "plan-print.golden")

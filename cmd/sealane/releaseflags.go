@@ -17,13 +17,15 @@ type releaseFlags struct {
 	namespace string
 	timeout   time.Duration
 	output    string
+	progress  progressFlags
 }
 
 func (f *releaseFlags) register(cmd *cobra.Command, what string) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the release")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long the whole "+what+" may take")
-	fl.StringVarP(&f.output, "output", "o", "text", "text (progress lines) or json (one CloudEvent per line)")
+	fl.StringVarP(&f.output, "output", "o", "text", "text (progress table and log blocks) or json (one CloudEvent per line)")
+	f.progress.register(fl)
 }
 
 // run sends the request data (its target and timeout filled in) through the pipeline and
@@ -32,7 +34,7 @@ func (f *releaseFlags) run(ctx context.Context, g *globalFlags, verb, releaseNam
 	if f.namespace == "" {
 		return fmt.Errorf("%s %s: --namespace is required (the release's namespace)", verb, releaseName)
 	}
-	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, done: done},
+	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, done: done, progress: f.progress},
 		func(ctx context.Context, s *session) (client.Result, error) {
 			data.Target = events.Target{Cluster: s.cluster, Namespace: f.namespace, Release: releaseName}
 			data.Timeout, data.RequestedBy = events.Duration(f.timeout), whoami()

@@ -131,6 +131,9 @@ now() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; }
 {
   echo "$(now) stdout F sealane sandbox container started"
   echo "$(now) stdout F this is a fake container run by kwok; no process is running"
+  echo "$(now) stdout F level=info msg=\"listening on :8080\""
+  echo "$(now) stdout F level=debug msg=\"config loaded\""
+  echo "$(now) stdout F level=error msg=\"upstream unavailable, retrying\""
   echo "$(now) stderr F sealane sandbox: example stderr line"
 } >"$STATE/kwok/container.log"
 

@@ -24,6 +24,16 @@ const (
 	DefaultStateBucket      = "sealane-deploys"
 	DefaultBlobBucket       = "sealane-blobs"
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
+	DefaultLogStream        = "SEALANE_LOGS"
+	// LogSubject is what the log stream captures: container log lines of tracked resources
+	// (events.LogLines, on events.LogSubjectPrefix).
+	LogSubject = "sealane.logs.>"
+	// DefaultLogMaxAge and DefaultLogMaxBytes bound the log stream: logs matter while a deploy
+	// runs and shortly after, so they are kept for a day and at most 1 GiB, oldest dropped first.
+	DefaultLogMaxAge   = 24 * time.Hour
+	DefaultLogMaxBytes = 1 << 30
+	// maxLogMessage bounds one log batch message; the tracker keeps its batches below it.
+	maxLogMessage = 256 << 10
 	// DeadLetterSubjectPrefix is the subject prefix of dead letters; the durable name follows it.
 	DeadLetterSubjectPrefix = "sealane.deadletter"
 	// stateHistory is how many revisions of each deploy state key are kept.
@@ -48,6 +58,10 @@ type Options struct {
 	BlobBucket string
 	// DeadLetterStream records messages a stage gave up on, on DeadLetterSubjectPrefix.>.
 	DeadLetterStream string
+	// LogStream holds container log lines on LogSubject, for LogMaxAge and LogMaxBytes.
+	LogStream   string
+	LogMaxAge   time.Duration
+	LogMaxBytes int64
 }
 
 // DefaultOptions returns the production topology names with one replica.
@@ -61,6 +75,9 @@ func DefaultOptions() Options {
 		StateBucket:      DefaultStateBucket,
 		BlobBucket:       DefaultBlobBucket,
 		DeadLetterStream: DefaultDeadLetterStream,
+		LogStream:        DefaultLogStream,
+		LogMaxAge:        DefaultLogMaxAge,
+		LogMaxBytes:      DefaultLogMaxBytes,
 	}
 }
 
@@ -91,6 +108,15 @@ func (o Options) WithDefaults() Options {
 	if o.DeadLetterStream == "" {
 		o.DeadLetterStream = d.DeadLetterStream
 	}
+	if o.LogStream == "" {
+		o.LogStream = d.LogStream
+	}
+	if o.LogMaxAge == 0 {
+		o.LogMaxAge = d.LogMaxAge
+	}
+	if o.LogMaxBytes == 0 {
+		o.LogMaxBytes = d.LogMaxBytes
+	}
 	return o
 }
 
@@ -102,13 +128,16 @@ var (
 // Validate reports the first invalid field of o after defaults are applied.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	for _, s := range []string{o.Stream, o.DeadLetterStream} {
+	for _, s := range []string{o.Stream, o.DeadLetterStream, o.LogStream} {
 		if !streamNameRe.MatchString(s) {
 			return fmt.Errorf("bus options: invalid stream name %q", s)
 		}
 	}
-	if o.Stream == o.DeadLetterStream {
-		return fmt.Errorf("bus options: dead-letter stream must differ from stream %q", o.Stream)
+	if o.Stream == o.DeadLetterStream || o.Stream == o.LogStream || o.LogStream == o.DeadLetterStream {
+		return fmt.Errorf("bus options: the deploy (%s), dead-letter (%s) and log (%s) streams must differ", o.Stream, o.DeadLetterStream, o.LogStream)
+	}
+	if o.LogMaxAge < 0 || o.LogMaxBytes < 0 {
+		return fmt.Errorf("bus options: negative log retention (max age %s, max bytes %d)", o.LogMaxAge, o.LogMaxBytes)
 	}
 	for _, s := range o.Subjects {
 		if !validSubject(s, true) {
@@ -116,6 +145,9 @@ func (o Options) Validate() error {
 		}
 		if subjectsOverlap(s, DeadLetterSubjectPrefix+".>") {
 			return fmt.Errorf("bus options: subject %q overlaps dead letters %s.>", s, DeadLetterSubjectPrefix)
+		}
+		if subjectsOverlap(s, LogSubject) {
+			return fmt.Errorf("bus options: subject %q overlaps the log stream's %s", s, LogSubject)
 		}
 	}
 	for _, b := range []string{o.StateBucket, o.BlobBucket} {
@@ -175,6 +207,7 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 	}{
 		{"stream " + opts.Stream, b.ensureStream},
 		{"dead-letter stream " + opts.DeadLetterStream, b.ensureDeadLetterStream},
+		{"log stream " + opts.LogStream, b.ensureLogStream},
 		{"state bucket " + opts.StateBucket, b.ensureState},
 		{"blob bucket " + opts.BlobBucket, b.ensureBlobs},
 	}
@@ -226,6 +259,23 @@ func (b *Bus) ensureDeadLetterStream(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.Replicas,
 		MaxAge:      b.opts.MaxAge,
+		Duplicates:  b.opts.Duplicates,
+		Discard:     jetstream.DiscardOld,
+	})
+	return err
+}
+
+func (b *Bus) ensureLogStream(ctx context.Context) error {
+	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        b.opts.LogStream,
+		Description: "sealane container logs of tracked resources",
+		Subjects:    []string{LogSubject},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+		MaxAge:      b.opts.LogMaxAge,
+		MaxBytes:    b.opts.LogMaxBytes,
+		MaxMsgSize:  maxLogMessage,
 		Duplicates:  b.opts.Duplicates,
 		Discard:     jetstream.DiscardOld,
 	})

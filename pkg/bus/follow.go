@@ -25,6 +25,15 @@ type FollowOptions struct {
 	StartTime time.Time
 	// HeadersOnly omits payloads (CloudEvents binary mode keeps every attribute in headers).
 	HeadersOnly bool
+	// Logs follows the log stream instead of the deploy stream.
+	Logs bool
+}
+
+func (b *Bus) followed(o FollowOptions) string {
+	if o.Logs {
+		return b.opts.LogStream
+	}
+	return b.opts.Stream
 }
 
 // Follow delivers deploy stream messages in order to fn through an ephemeral ordered consumer
@@ -36,10 +45,10 @@ func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.
 	}
 	for _, s := range opts.FilterSubjects {
 		if !validSubject(s, true) {
-			return fmt.Errorf("follow %s: invalid filter subject %q", b.opts.Stream, s)
+			return fmt.Errorf("follow %s: invalid filter subject %q", b.followed(opts), s)
 		}
 	}
-	f := &follower{b: b, opts: opts, fn: fn, log: b.log.With(zap.String("stream", b.opts.Stream), zap.Strings("filter", opts.FilterSubjects))}
+	f := &follower{b: b, opts: opts, fn: fn, log: b.log.With(zap.String("stream", b.followed(opts)), zap.Strings("filter", opts.FilterSubjects))}
 	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
 	for {
 		progressed, err := f.run(ctx)
@@ -50,7 +59,7 @@ func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.
 		case errors.As(err, &cbErr):
 			return cbErr.err
 		case b.nc.IsClosed():
-			return fmt.Errorf("follow %s: %w", b.opts.Stream, nats.ErrConnectionClosed)
+			return fmt.Errorf("follow %s: %w", b.followed(opts), nats.ErrConnectionClosed)
 		}
 		if progressed {
 			bo.reset()
@@ -99,7 +108,7 @@ func (f *follower) config() jetstream.OrderedConsumerConfig {
 // run follows with one ordered consumer until an error; it reports whether any message
 // was delivered. A callback error comes back as *callbackError (ErrStop as is).
 func (f *follower) run(ctx context.Context) (progressed bool, err error) {
-	oc, err := f.b.js.OrderedConsumer(ctx, f.b.opts.Stream, f.config())
+	oc, err := f.b.js.OrderedConsumer(ctx, f.b.followed(f.opts), f.config())
 	if err != nil {
 		return false, err
 	}

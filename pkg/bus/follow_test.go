@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -148,5 +149,39 @@ func TestFollowerConfigResumesAfterLastSeq(t *testing.T) {
 				t.Errorf("OptStartTime = %v, want %v", cfg.OptStartTime, at)
 			}
 		})
+	}
+}
+
+func TestLogStreamIsApartFromDeployEvents(t *testing.T) {
+	checkLeaks(t)
+	e := newTestEnv(t)
+	ctx := testCtx(t, 10*time.Second)
+	for i := range 3 {
+		if _, err := e.bus.PublishLog(ctx, nats.NewMsg("sealane.logs.c1.ns.web"), fmt.Sprintf("log-%d", i)); err != nil {
+			t.Fatalf("PublishLog: %v", err)
+		}
+	}
+	msg := nats.NewMsg("sealane.logs.c1.ns.web")
+	msg.Data = []byte("last")
+	if _, err := e.bus.PublishLog(ctx, msg, "log-last"); err != nil {
+		t.Fatalf("PublishLog: %v", err)
+	}
+	publishTest(t, e.bus, testSubject, "deploy", "dep-1")
+	if got := followN(t, e.bus, FollowOptions{DeliverAll: true, Logs: true}, 4); got[3] != "last" {
+		t.Errorf("log stream: %q", got)
+	}
+	if got := followN(t, e.bus, FollowOptions{DeliverAll: true}, 1); got[0] != "deploy" {
+		t.Errorf("deploy stream starts with %q, want the deploy event", got[0])
+	}
+	// A log batch published as a deploy event is refused: it belongs to another stream.
+	if _, err := e.bus.Publish(ctx, nats.NewMsg("sealane.logs.c1.ns.web"), "wrong-stream"); err == nil {
+		t.Error("Publish of a log subject into the deploy stream succeeded")
+	}
+	info, err := e.bus.JetStream().Stream(ctx, DefaultLogStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := info.CachedInfo().Config; cfg.MaxAge != DefaultLogMaxAge || cfg.MaxBytes != DefaultLogMaxBytes || cfg.MaxMsgSize != maxLogMessage {
+		t.Errorf("log stream limits: max age %s, max bytes %d, max message %d", cfg.MaxAge, cfg.MaxBytes, cfg.MaxMsgSize)
 	}
 }

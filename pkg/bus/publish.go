@@ -22,6 +22,11 @@ func (b *Bus) Publish(ctx context.Context, msg *nats.Msg, msgID string) (duplica
 	return b.publish(ctx, b.opts.Stream, msg, msgID)
 }
 
+// PublishLog stores msg (a log batch on LogSubject) in the log stream, like Publish.
+func (b *Bus) PublishLog(ctx context.Context, msg *nats.Msg, msgID string) (duplicate bool, err error) {
+	return b.publish(ctx, b.opts.LogStream, msg, msgID)
+}
+
 // publish sends a copy of msg expecting stream, retrying transient errors.
 func (b *Bus) publish(ctx context.Context, stream string, msg *nats.Msg, msgID string) (bool, error) {
 	if msg == nil {

@@ -54,6 +54,10 @@ type DeployRequest struct {
 	Labels            map[string]string
 	ApplyMethod       string // "ssa" (default) or "3wm"
 	TakeOwnership     bool
+	// Operation is deploy (the default) or plan (a dry run answered by deploy.planned);
+	// DiffContextLines sets a plan's diff context (0: default, negative: none).
+	Operation        events.Operation
+	DiffContextLines int
 }
 
 // Result is how a deploy ended, from its release_recorded event.
@@ -245,6 +249,7 @@ func Load(ctx context.Context, req DeployRequest) (Local, error) {
 		Annotations: req.Annotations,
 		Labels:      req.Labels,
 		ApplyMethod: req.ApplyMethod, TakeOwnership: req.TakeOwnership,
+		Operation: req.Operation, DiffContextLines: req.DiffContextLines,
 	}
 	if req.Cluster != "" {
 		if err := rd.Target.Validate(); err != nil {

@@ -29,29 +29,29 @@ const (
 // Change is what a deploy would do to one object, and whether it drifted.
 type Change struct {
 	// Ref names the object with the namespace it is deployed to.
-	Ref kube.Ref
+	Ref kube.Ref `json:"ref"`
 	// Source is the template the object comes from ("" when unknown).
-	Source string
-	Type   Type
+	Source string `json:"source,omitempty"`
+	Type   Type   `json:"type"`
 	// Reason explains Type when it is not obvious: the immutable fields of a Recreate, the
 	// delete policy that recreates a hook, why an object to delete is not deleted, why the
 	// dry run could not be made.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 	// Diff is the unified YAML diff from the live object to the planned one (for Delete, to
 	// nothing), with sensitive values masked; "" for Unchanged.
-	Diff string
+	Diff string `json:"diff,omitempty"`
 	// Drift says the live object differs from what the last release applied (a manual edit of
 	// a field the release set, or the object was deleted); DriftDiff is that difference (live
 	// → as the last release applied it), masked, "" when the object is missing.
-	Drift     bool
-	DriftDiff string
+	Drift     bool   `json:"drift,omitempty"`
+	DriftDiff string `json:"driftDiff,omitempty"`
 	// Hook marks a Helm hook (helm.sh/hook): it runs on every deploy whatever changed.
-	Hook bool
+	Hook bool `json:"hook,omitempty"`
 	// Problem says why the deploy would fail on this object (it may not be adopted, an
 	// immutable field changes and the object may not be recreated, the apiserver refuses it);
 	// Changes also returns it as an error. It quotes no values of sensitive objects. Type is
 	// then what the deploy would have tried (Create when the object could not be read).
-	Problem string
+	Problem string `json:"problem,omitempty"`
 }
 
 // Changed reports whether the deploy would change the object.

@@ -65,7 +65,7 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 	}
 	all := map[events.Stage]stage.Stage{
 		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: &Renderer{Deps: d, schemas: newSchemaCache(schemaTTL)}},
-		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed}, Handler: &Recorder{d}},
+		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned}, Handler: &Recorder{d}},
 		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
 	}

@@ -23,7 +23,7 @@ const defaultTimeout = 5 * time.Minute
 // release_recorded event is the last of every deploy.
 type Recorder struct{ Deps }
 
-// Handle records one rendered, succeeded or failed event.
+// Handle records one rendered, succeeded, failed or planned event.
 func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	switch in.Type {
 	case events.DeployRendered:
@@ -47,6 +47,10 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 			}
 		}
 		return out, err
+	case events.DeployPlanned:
+		// A plan wrote nothing: the request only needs closing.
+		return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded",
+			Data: events.RecordedData{Target: in.Target, Outcome: events.OutcomeSucceeded}}}}, nil
 	case events.DeployFailed:
 		var d events.FailedData
 		if err := decode(in, &d); err != nil {

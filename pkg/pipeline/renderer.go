@@ -38,7 +38,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
 	}
 	switch req.Operation {
-	case "", events.OperationDeploy:
+	case "", events.OperationDeploy, events.OperationPlan:
 	case events.OperationRollback:
 		return r.rollback(ctx, in, req)
 	case events.OperationUninstall:
@@ -46,7 +46,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	case events.OperationTest:
 		return r.test(ctx, in, req)
 	default:
-		return fail(fmt.Sprintf("unknown operation %q: use deploy, rollback, uninstall or test", req.Operation))
+		return fail(fmt.Sprintf("unknown operation %q: use deploy, plan, rollback, uninstall or test", req.Operation))
 	}
 	if req.Chart.Ref == "" {
 		if req.Chart.Name == "" {
@@ -137,6 +137,14 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		CRDs: crds, Previous: previous, Plan: p,
 		Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
 	}
+	warnings := append(warningLines(res.Warnings), planWarnings(p)...)
+	if req.Operation == events.OperationPlan {
+		deployedRevision := 0
+		if isUpgrade {
+			deployedRevision = deployed.Version
+		}
+		return r.planned(ctx, in, cluster, &bundle, revision, deployedRevision, req.DiffContextLines, warnings)
+	}
 	if isUpgrade {
 		same, err := upToDate(ctx, cluster, in.Target, deployed, loaded.Chart.Metadata.Version, &bundle)
 		if err != nil {
@@ -150,7 +158,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	}
 	return r.rendered(ctx, in, req, renderedRelease{
 		revision: revision, isUpgrade: isUpgrade, chart: req.Chart, objects: res.Objects,
-		warnings: append(warningLines(res.Warnings), planWarnings(p)...), bundle: bundle,
+		warnings: warnings, bundle: bundle,
 	})
 }
 
@@ -215,4 +223,37 @@ func namespacedGuess(kind string) bool {
 		return false
 	}
 	return true
+}
+
+// planned answers a plan request: it dry-runs the deploy, stores the report (its diffs may
+// quote values) and emits deploy.planned; the recorder closes the request without a record.
+func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, b *RenderBundle, revision, deployed, contextLines int, warnings []string) (stage.Output, error) {
+	report, err := DryRun(ctx, cluster, in.Target, b, revision, deployed, contextLines)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	raw, err := json.Marshal(report)
+	if err != nil {
+		return stage.Output{}, stage.Permanent(fmt.Errorf("encode plan report: %w", err))
+	}
+	ref, err := r.Blobs.PutBlob(ctx, "plans/"+in.DeployID, raw)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	st := deploy.State{ID: in.DeployID, Target: in.Target, Operation: events.OperationPlan}
+	return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeployPlanned, Step: "planned", DataRef: ref,
+		Data: report.Planned(in.Target, ref, warnings)}}}, nil
+}
+
+// LoadPlanReport reads the report a deploy.planned event points to.
+func LoadPlanReport(ctx context.Context, b Blobs, planRef string) (*PlanReport, error) {
+	raw, err := b.GetBlob(ctx, planRef)
+	if err != nil {
+		return nil, fmt.Errorf("load plan report %s: %w", planRef, err)
+	}
+	var report PlanReport
+	if err := json.Unmarshal(raw, &report); err != nil {
+		return nil, fmt.Errorf("decode plan report %s: %w", planRef, err)
+	}
+	return &report, nil
 }

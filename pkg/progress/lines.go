@@ -1,5 +1,6 @@
-// Package progress shows a deploy's events to a person: for now one line per event and per
-// resource state change.
+// Package progress shows a deploy's events to a person: Line gives one line per event (what
+// `sealane events` and Printer print); Board and Live show werf's periodic "Progress status"
+// table and the log blocks of the tracked containers, as `sealane deploy` prints them.
 package progress
 
 import (
@@ -121,6 +122,23 @@ func Line(e cloudevents.Event) string {
 			return ""
 		}
 		return fmt.Sprintf("FAILED at %s: %s", d.Stage, d.Reason)
+	case events.LogLines:
+		var d events.LogLinesData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		from := d.Resource.String()
+		if d.Pod != "" {
+			from += ", pod " + d.Pod
+		}
+		if d.Container != "" {
+			from += ", container " + d.Container
+		}
+		s := fmt.Sprintf("logs: %s: %d line(s)", from, len(d.Lines))
+		if d.Dropped > 0 {
+			s += fmt.Sprintf(", %d dropped", d.Dropped)
+		}
+		return s
 	case events.ReleaseRecorded:
 		var d events.RecordedData
 		if events.DecodeData(e, &d) != nil {

@@ -2,8 +2,10 @@ package track
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -99,13 +101,19 @@ func podWaitingMessage(pod map[string]any, st Status) string {
 	return "phase " + phase
 }
 
-// ComputeWithPods is Compute for a workload refined by its pods (as selected by PodsOf): while
-// the workload is Waiting, a pod with a failing container fails it ("pod NAME: container C:
-// CrashLoopBackOff: …"), and otherwise the first pod that is not ready is named in the message.
-// Pod phases do not fail the workload (its controller replaces failed pods); a Ready or Failed
-// workload status is returned as is.
+// ComputeWithPods is ComputeWithPodsAt as of now.
 func ComputeWithPods(obj *unstructured.Unstructured, pods []*unstructured.Unstructured) Status {
-	st := Compute(obj)
+	return ComputeWithPodsAt(obj, pods, time.Now())
+}
+
+// ComputeWithPodsAt is ComputeAt for a workload refined by its pods (as selected by PodsOf):
+// while the workload is Waiting, its message names the first pod with a failing container
+// ("pod NAME: container C: CrashLoopBackOff: …"), else the first pod that is not ready. Pods do
+// not fail the workload: their container failures are errors Track counts against
+// werf.io/failures-allowed-per-replica, and failed pods are replaced by the controller. A Ready
+// or Failed workload status is returned as is.
+func ComputeWithPodsAt(obj *unstructured.Unstructured, pods []*unstructured.Unstructured, now time.Time) Status {
+	st := ComputeAt(obj, now)
 	if st.State != Waiting || obj == nil {
 		return st
 	}
@@ -113,7 +121,7 @@ func ComputeWithPods(obj *unstructured.Unstructured, pods []*unstructured.Unstru
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].GetName() < sorted[j].GetName() })
 	for _, p := range sorted {
 		if msg, failed := containerFailure(p.Object); failed {
-			st.State, st.Message = Failed, fmt.Sprintf("pod %s: %s", p.GetName(), msg)
+			st.Message += fmt.Sprintf("; pod %s: %s", p.GetName(), msg)
 			return st
 		}
 	}
@@ -124,6 +132,18 @@ func ComputeWithPods(obj *unstructured.Unstructured, pods []*unstructured.Unstru
 		}
 	}
 	return st
+}
+
+// softPodFailure reports whether pod is failed only because a container waits for a
+// FailingContainerReasons reason (its phase is not Failed): an error to count, not yet a
+// failure, since the kubelet keeps retrying.
+func softPodFailure(pod *unstructured.Unstructured) bool {
+	switch str(pod.Object, "status", "phase") {
+	case "Failed", "Succeeded":
+		return false
+	}
+	_, failing := containerFailure(pod.Object)
+	return failing
 }
 
 // Owned returns the objects (ReplicaSets and Pods) whose controller owner has the given UID.
@@ -219,4 +239,22 @@ func exitedContainers(pod *unstructured.Unstructured) string {
 		parts = append(parts, fmt.Sprintf("container %s exited with %d (%s)", name, code, reason))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// PodStatus is one pod of a tracked workload as the progress table shows it: its state, ready
+// and total containers, restarts summed over its containers, and what it waits for or why it
+// failed.
+type PodStatus struct {
+	Name     string
+	State    State
+	Ready    int32
+	Desired  int32
+	Restarts int32
+	Message  string
+}
+
+// Equal reports whether s and o are the same status, pods included.
+func (s Status) Equal(o Status) bool {
+	return s.State == o.State && s.Ready == o.Ready && s.Desired == o.Desired && s.Message == o.Message &&
+		s.Errors == o.Errors && s.LastError == o.LastError && s.NonBlocking == o.NonBlocking && slices.Equal(s.Pods, o.Pods)
 }

@@ -167,9 +167,9 @@ status: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplic
 		pods     []string
 		want     Status
 	}{
-		{"a failing pod fails the waiting workload, naming pod and container", deployment,
+		{"a failing pod is named first; it does not fail the workload (Track counts it as an error)", deployment,
 			[]string{podNewPending, podNewPulling},
-			Status{State: Failed, Desired: 1, Message: "pod web-new-c: container app: ErrImagePull: not found"}},
+			Status{State: Waiting, Desired: 1, Message: "1 old replicas pending termination; pod web-new-c: container app: ErrImagePull: not found"}},
 		{"the first pod not ready is named while waiting", deployment,
 			[]string{podNewPending},
 			Status{State: Waiting, Desired: 1, Message: "1 old replicas pending termination; pod web-new-b: container app: ContainerCreating"}},

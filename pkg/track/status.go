@@ -6,6 +6,7 @@ package track
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -23,20 +24,37 @@ const (
 // Status is the readiness of one object. Ready and Desired count replicas (pods for a
 // DaemonSet, completions for a Job, containers for a Pod) where the kind has them; Message says
 // what is missing or wrong, e.g. "2/3 replicas available" or "container app: CrashLoopBackOff".
+//
+// Track adds what it learns beyond the object itself: Errors counts the errors seen on the
+// object and its pods (failed events, crash loops, probe failures) and LastError is the latest;
+// Pods are the object's pods (see PodStatus); NonBlocking says the deploy does not wait for it
+// (werf.io/track-termination-mode: NonBlocking). Compare Statuses with Equal.
 type Status struct {
-	State   State
-	Ready   int32
-	Desired int32
-	Message string
+	State       State
+	Ready       int32
+	Desired     int32
+	Message     string
+	Errors      int
+	LastError   string
+	Pods        []PodStatus
+	NonBlocking bool
 }
 
 // maxMessage bounds messages copied from the cluster (condition and container messages).
 const maxMessage = 200
 
-// Compute returns obj's readiness by the rules of its kind: Deployment, StatefulSet, DaemonSet,
-// ReplicaSet, Job and Pod have their own rules (see the kind functions); any other kind is Ready
-// because it exists. A nil obj is Waiting ("not found"). It looks only at obj.
+// Compute returns obj's readiness by the rules of its kind as of now; it is ComputeAt(obj,
+// time.Now()).
 func Compute(obj *unstructured.Unstructured) Status {
+	return ComputeAt(obj, time.Now())
+}
+
+// ComputeAt returns obj's readiness by the rules of its kind: Deployment, StatefulSet,
+// DaemonSet, ReplicaSet, Job, Pod, Service, Ingress, PersistentVolumeClaim and
+// CustomResourceDefinition have their own rules (see the kind functions); any other kind is
+// judged by the generic rules of genericStatus, whose grace for objects without a status is
+// measured at now. A nil obj is Waiting ("not found"). It looks only at obj and now.
+func ComputeAt(obj *unstructured.Unstructured, now time.Time) Status {
 	if obj == nil {
 		return Status{State: Waiting, Message: "not found"}
 	}
@@ -54,8 +72,16 @@ func Compute(obj *unstructured.Unstructured) Status {
 		return jobStatus(obj)
 	case kind == "Pod" && group == "":
 		return podStatus(obj)
+	case kind == "Service" && group == "":
+		return serviceStatus(obj)
+	case kind == "Ingress" && (group == "networking.k8s.io" || group == "extensions"):
+		return IngressStatus(obj, nil)
+	case kind == "PersistentVolumeClaim" && group == "":
+		return pvcStatus(obj)
+	case kind == "CustomResourceDefinition" && group == "apiextensions.k8s.io":
+		return crdStatus(obj)
 	}
-	return Status{State: Ready, Message: "exists"}
+	return genericStatus(obj, now)
 }
 
 // num reads an integer field (int64, as decoded by the apimachinery JSON decoder, or float64).

@@ -345,7 +345,7 @@ metadata: {name: cfg}
 apiVersion: example.com/v1
 kind: Deployment
 metadata: {name: web, generation: 5}
-status: {observedGeneration: 1}
+status: {observedGeneration: 5}
 `, Status{State: Ready, Message: "exists"}},
 	}
 	for _, tt := range tests {
@@ -359,7 +359,7 @@ status: {observedGeneration: 1}
 }
 
 func TestComputeNil(t *testing.T) {
-	if got, want := Compute(nil), (Status{State: Waiting, Message: "not found"}); got != want {
+	if got, want := Compute(nil), (Status{State: Waiting, Message: "not found"}); !got.Equal(want) {
 		t.Errorf("Compute(nil) = %+v, want %+v", got, want)
 	}
 }

@@ -171,7 +171,7 @@ func (w *watcher) evaluate(changed func(*tracked)) (Outcome, bool) {
 	var failures []Failure
 	for _, t := range w.targets {
 		st := w.status(t)
-		if !t.reported || st != t.last {
+		if !t.reported || !st.Equal(t.last) {
 			t.last, t.reported = st, true
 			changed(t)
 		}

@@ -75,7 +75,7 @@ func (r *recorder) checkReports(t *testing.T) {
 	t.Helper()
 	last := map[kube.Ref]track.Status{}
 	for _, p := range r.got {
-		if prev, ok := last[p.Ref]; ok && prev == p.Status {
+		if prev, ok := last[p.Ref]; ok && prev.Equal(p.Status) {
 			t.Errorf("%s reported twice in a row with the same status %+v", p.Ref, p.Status)
 		}
 		last[p.Ref] = p.Status
@@ -108,7 +108,7 @@ func TestTrackDeploymentBecomesReady(t *testing.T) {
 	}
 	rec.checkReports(t)
 	want := track.Status{State: track.Ready, Ready: 2, Desired: 2, Message: "2/2 replicas available"}
-	if got := rec.got[len(rec.got)-1].Status; got != want {
+	if got := rec.got[len(rec.got)-1].Status; !got.Equal(want) {
 		t.Errorf("last status = %+v, want %+v", got, want)
 	}
 }

@@ -60,7 +60,7 @@ func TestDeployInstallThenUpgrade(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("deploy exit %d:\n%s", r.code, r.out)
 	}
-	for _, want := range []string{"rendered: 3 resources, revision 1", "READY", "revision 1 deployed", "NOTES:", "demo is running 2 replicas"} {
+	for _, want := range []string{"rendered: 3 resources, revision 1", "Progress status", "READY", "revision 1 deployed", "NOTES:", "demo is running 2 replicas"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("deploy output lacks %q", want)
 		}
