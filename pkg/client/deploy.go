@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -120,6 +122,34 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now().Add(-time.Minute)
+	// Log lines of the deploy's resources come on the log stream; they are shown as they
+	// arrive and stop with the deploy. A missing log stream (an older pipeline) only loses them.
+	var mu sync.Mutex
+	deliver := func(e cloudevents.Event) {
+		if onEvent == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		onEvent(e)
+	}
+	logsDone := make(chan struct{})
+	logSubject := events.NATSSubject(events.LogLines, target)
+	var logSeq atomic.Uint64
+	go func() {
+		defer close(logsDone)
+		_ = b.Follow(followCtx, bus.FollowOptions{Logs: true, StartTime: start, FilterSubjects: []string{logSubject}},
+			func(m jetstream.Msg) error {
+				if e, err := events.Decode(m.Headers(), m.Data()); err == nil && events.CorrelationID(e) == deployID {
+					deliver(e)
+				}
+				if md, err := m.Metadata(); err == nil {
+					logSeq.Store(md.Sequence.Stream)
+				}
+				return nil
+			})
+	}()
+	defer func() { cancel(); <-logsDone }()
 	go func() {
 		done <- b.Follow(followCtx, bus.FollowOptions{
 			FilterSubjects: []string{events.Filter{Cluster: target.Cluster, Namespace: target.Namespace, Release: target.Release}.Subject()},
@@ -129,9 +159,7 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 			if err != nil || events.CorrelationID(e) != deployID {
 				return nil
 			}
-			if onEvent != nil {
-				onEvent(e)
-			}
+			deliver(e)
 			if events.Type(e.Type()) == events.ReleaseRecorded {
 				if err := events.DecodeData(e, &res.RecordedData); err != nil {
 					return err
@@ -156,10 +184,36 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	case <-ctx.Done():
 		return res, fmt.Errorf("deploy %s: no final answer from the pipeline: %w", deployID, ctx.Err())
 	}
+	drainLogs(ctx, b, logSubject, &logSeq)
 	if res.Outcome != events.OutcomeSucceeded {
 		return res, fmt.Errorf("%w: %s", ErrDeployFailed, res.Reason)
 	}
 	return res, nil
+}
+
+// logDrain bounds how long a finished deploy waits for its last log lines to be delivered.
+const logDrain = 2 * time.Second
+
+// drainLogs waits until the log follower has delivered the last log message stored for
+// subject (the tracker publishes them before it reports the phase), at most logDrain.
+func drainLogs(ctx context.Context, b *bus.Bus, subject string, delivered *atomic.Uint64) {
+	ctx, cancel := context.WithTimeout(ctx, logDrain)
+	defer cancel()
+	stream, err := b.JetStream().Stream(ctx, b.Options().LogStream)
+	if err != nil {
+		return
+	}
+	last, err := stream.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		return // no log lines for this release
+	}
+	for delivered.Load() < last.Sequence {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Blobs is where Prepare stores the chart and the values.

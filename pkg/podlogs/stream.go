@@ -412,6 +412,9 @@ func (cs *containerStream) run(ctx context.Context) {
 				return
 			}
 			backoff = min(2*backoff, cs.s.opts.RetryMax)
+			if _, gone := cs.refresh(ctx); gone { // the pod went away meanwhile
+				return
+			}
 			continue
 		}
 		failures = 0

@@ -134,11 +134,11 @@ func ParseLogSettings(ann map[string]string) (LogSettings, error) {
 // ParseLogRegex parses werf.io/log-regex and its kin: a non-empty RE2 regular expression.
 func ParseLogRegex(v string) (*regexp.Regexp, error) {
 	if v == "" {
-		return nil, errors.New("must be a non-empty RE2 regular expression, e.g. \"ERROR|WARN\"")
+		return nil, errors.New("must be a non-empty RE2 regular expression")
 	}
 	re, err := regexp.Compile(v)
 	if err != nil {
-		return nil, fmt.Errorf("must be an RE2 regular expression: %w", err)
+		return nil, fmt.Errorf("not a valid RE2 regular expression: %w", err)
 	}
 	return re, nil
 }
@@ -152,10 +152,10 @@ func ParseContainerNames(v string) ([]string, error) {
 	for _, item := range strings.Split(v, ",") {
 		name := strings.TrimSpace(item)
 		if name == "" {
-			return nil, errors.New(`must be container names separated by commas, without empty items, e.g. "app,sidecar"`)
+			return nil, errors.New(`must be a comma-separated list of container names without empty items, e.g. "app,sidecar"`)
 		}
 		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
-			return nil, fmt.Errorf("%q is not a container name (%s); write container names separated by commas, e.g. \"app,sidecar\"", name, strings.Join(msgs, "; "))
+			return nil, fmt.Errorf("%q is not a container name (%s); write a comma-separated list of container names, e.g. \"app,sidecar\"", name, strings.Join(msgs, "; "))
 		}
 		if !seen[name] {
 			seen[name] = true

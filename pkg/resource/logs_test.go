@@ -91,14 +91,14 @@ func TestParseLogSettings(t *testing.T) {
 			want: logView{OnlyReplicas: 1},
 			errs: []string{
 				`annotation werf.io/skip-logs: invalid value "yes": must be "true" or "false"`,
-				`annotation werf.io/skip-logs-for-containers: invalid value "app,,sidecar": must be container names separated by commas, without empty items`,
+				`annotation werf.io/skip-logs-for-containers: invalid value "app,,sidecar": must be a comma-separated list of container names without empty items`,
 				`annotation werf.io/show-logs-only-for-containers: invalid value "App_1": "App_1" is not a container name`,
-				`annotation werf.io/log-regex: invalid value "level=(info": must be an RE2 regular expression: error parsing regexp: missing closing ): ` + "`level=(info`",
+				`annotation werf.io/log-regex: invalid value "level=(info": not a valid RE2 regular expression: error parsing regexp: missing closing ): ` + "`level=(info`",
 				`annotation werf.io/log-regex-skip: invalid value "": must be a non-empty RE2 regular expression`,
 				`annotation werf.io/show-logs-only-for-number-of-replicas: invalid value "all": must be a whole number >= 0`,
 				`annotation werf.io/show-service-messages: invalid value "on": must be "true" or "false"`,
 				`annotation werf.io/log-regex-for-: invalid value "x": the key names no container: write werf.io/log-regex-for-<container>`,
-				`annotation werf.io/log-regex-skip-for-app: invalid value "a**": must be an RE2 regular expression: error parsing regexp: invalid nested repetition operator`,
+				`annotation werf.io/log-regex-skip-for-app: invalid value "a**": not a valid RE2 regular expression: error parsing regexp: invalid nested repetition operator`,
 			},
 		},
 	}

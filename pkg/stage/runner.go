@@ -111,7 +111,11 @@ func (r *Runner) publish(ctx context.Context, st Stage, in Input, em Emit) error
 	if err != nil {
 		return bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
 	}
-	if _, err := r.Bus.Publish(ctx, msg, ev.ID()); err != nil {
+	publish := r.Bus.Publish
+	if events.Type(ev.Type()) == events.LogLines {
+		publish = r.Bus.PublishLog // log lines live in a stream of their own
+	}
+	if _, err := publish(ctx, msg, ev.ID()); err != nil {
 		return fmt.Errorf("%s: %w", st.Name, err)
 	}
 	return nil

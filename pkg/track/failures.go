@@ -348,10 +348,10 @@ func inError(st Status, s Settings, quiet time.Duration) (string, bool) {
 type role int
 
 const (
-	// roleReady: the target is ready.
-	roleReady role = iota
 	// roleAwaited: blocking, in progress; tracking goes on for it.
-	roleAwaited
+	roleAwaited role = iota
+	// roleReady: the target is ready.
+	roleReady
 	// roleTracked: non-blocking, in progress; reported while something is awaited, never
 	// waited for.
 	roleTracked

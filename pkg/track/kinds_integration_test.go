@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -264,7 +265,19 @@ func TestTrackPVCBinds(t *testing.T) {
 	ctx := testCtx(t)
 	noLeaks(t)
 	size := resource.MustParse("1Mi")
-	class := ns // a storage class name nothing provisions
+	// A storage class whose (external) provisioner does not run: the claim waits quietly
+	// (event ExternalProvisioning) instead of getting ProvisioningFailed for a missing class.
+	class := ns
+	t.Cleanup(func() { cleanup(t, "storageclass", class, c.Typed.StorageV1().StorageClasses().Delete) })
+	immediate := storagev1.VolumeBindingImmediate
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: class, Labels: map[string]string{kubetest.TestLabel: "true"}},
+		Provisioner:       "h-kinds.sealane.dev/none",
+		VolumeBindingMode: &immediate,
+	}
+	if _, err := c.Typed.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create storage class: %v", err)
+	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns},
 		Spec: corev1.PersistentVolumeClaimSpec{

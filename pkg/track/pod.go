@@ -162,13 +162,7 @@ func PodsOf(workload *unstructured.Unstructured, owned Owned) []*unstructured.Un
 	}
 	owners := []types.UID{workload.GetUID()}
 	if workload.GetKind() == "Deployment" {
-		owners = nil
-		rev := workload.GetAnnotations()[RevisionAnnotation]
-		for _, rs := range owned(workload.GetUID()) {
-			if rs.GetKind() == "ReplicaSet" && (rev == "" || rs.GetAnnotations()[RevisionAnnotation] == rev) {
-				owners = append(owners, rs.GetUID())
-			}
-		}
+		owners = currentReplicaSets(workload, owned)
 	}
 	var pods []*unstructured.Unstructured
 	for _, uid := range owners {
@@ -179,6 +173,22 @@ func PodsOf(workload *unstructured.Unstructured, owned Owned) []*unstructured.Un
 		}
 	}
 	return pods
+}
+
+// currentReplicaSets returns the UIDs of a Deployment's ReplicaSets of its current revision (all
+// of its ReplicaSets while it carries no revision yet); other kinds have none.
+func currentReplicaSets(workload *unstructured.Unstructured, owned Owned) []types.UID {
+	if workload.GetKind() != "Deployment" {
+		return nil
+	}
+	var out []types.UID
+	rev := workload.GetAnnotations()[RevisionAnnotation]
+	for _, rs := range owned(workload.GetUID()) {
+		if rs.GetKind() == "ReplicaSet" && (rev == "" || rs.GetAnnotations()[RevisionAnnotation] == rev) {
+			out = append(out, rs.GetUID())
+		}
+	}
+	return out
 }
 
 // hasPods reports whether Track looks at the pods of objects of kind.

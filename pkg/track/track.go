@@ -8,9 +8,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"go.uber.org/zap"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
 // ErrWatch marks a watch the cluster refuses for good (forbidden, unauthorized, resource gone);
@@ -33,11 +35,17 @@ const (
 	UntilComplete Condition = "complete"
 )
 
-// Target is one object to track and what to wait for; per-object tracking settings
-// (werf.io/fail-mode, track-termination-mode, ...) will go here too.
+// Target is one object to track and what to wait for. The failure-detection settings
+// (werf.io/fail-mode, failures-allowed-per-replica, no-activity-timeout,
+// ignore-readiness-probe-fails-for-<container>, track-termination-mode) are read from the live
+// object as Track sees it (SettingsOf).
 type Target struct {
 	Ref       kube.Ref
 	Condition Condition
+	// Termination, when set, overrides the live object's werf.io/track-termination-mode: the
+	// caller has decided whether the deploy waits for the object (e.g. the plan must wait for a
+	// resource it deletes once it succeeded).
+	Termination resource.TrackTermination
 }
 
 // Progress reports that the status of one tracked object changed.
@@ -53,11 +61,15 @@ type Failure struct {
 	Reason string
 }
 
-// Outcome is how tracking ended: Ready when every target became ready; otherwise Failures lists
-// the failed targets (or, on timeout, every target that was not ready).
+// Outcome is how tracking ended: Ready when every blocking target became ready (or failed
+// without consequence); otherwise Failures lists the targets that fail the deploy (or, on
+// timeout, every blocking target that was not ready). Ignored lists the targets that failed or
+// were not ready in time with werf.io/fail-mode IgnoreAndContinueDeployProcess: warnings, not
+// failures. Non-blocking targets still in progress at the end are in neither list.
 type Outcome struct {
 	Ready    bool
 	Failures []Failure
+	Ignored  []Failure
 }
 
 // Options tunes Track. Zero fields take the values of DefaultOptions.
@@ -66,17 +78,28 @@ type Options struct {
 	Timeout time.Duration
 	// Clock stamps Progress reports (default time.Now).
 	Clock func() time.Time
+	// Tick is how often every target is judged again without news from the cluster, so that
+	// time-based rules (no-activity timeouts, readiness grace periods) fire (default 1s).
+	Tick time.Duration
+	// Since is when the errors counted start: Events and container restarts before it are not
+	// counted (default: when Track starts).
+	Since time.Time
+	// Log receives warnings such as invalid tracking annotations (default: none).
+	Log *zap.Logger
 }
 
 // DefaultOptions returns the defaults used for unset Options fields.
 func DefaultOptions() Options {
-	return Options{Timeout: 5 * time.Minute, Clock: time.Now}
+	return Options{Timeout: 5 * time.Minute, Clock: time.Now, Tick: time.Second, Log: zap.NewNop()}
 }
 
 // Validate reports options that cannot work.
 func (o Options) Validate() error {
 	if o.Timeout < 0 {
 		return fmt.Errorf("track options: negative Timeout %s", o.Timeout)
+	}
+	if o.Tick < 0 {
+		return fmt.Errorf("track options: negative Tick %s", o.Tick)
 	}
 	return nil
 }
@@ -89,6 +112,15 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = d.Clock
 	}
+	if o.Tick == 0 {
+		o.Tick = d.Tick
+	}
+	if o.Since.IsZero() {
+		o.Since = time.Now()
+	}
+	if o.Log == nil {
+		o.Log = d.Log
+	}
 	return o
 }
 
@@ -96,12 +128,16 @@ func (o Options) withDefaults() Options {
 // opts.Timeout is shorter, so that it always takes one real look.
 const syncGrace = 10 * time.Second
 
-// Track watches targets (with informers, no polling) until all are Ready, one is Failed, or
-// opts.Timeout passes; onProgress (may be nil; called from Track's goroutine, so keep it quick)
-// gets every change of a target's Status, starting with the first status of each. Workloads are judged with their pods (ComputeWithPods). A
-// timeout is an Outcome with a Failure per target not ready ("not ready after 5m0s: ..."), not
-// an error; errors are for unknown kinds, refused watches (ErrWatch) and ctx ending. Every
-// informer is stopped before Track returns.
+// Track watches targets (with informers, no polling) until all are Ready, one fails the deploy,
+// or opts.Timeout passes; onProgress (may be nil; called from Track's goroutine, so keep it
+// quick) gets every change of a target's Status, starting with the first status of each.
+// Workloads are judged with their pods (ComputeWithPods). Errors of each target are counted and
+// judged by werf's rules (see decide and inError): more errors than
+// werf.io/failures-allowed-per-replica allows, or no change for werf.io/no-activity-timeout,
+// puts it in error, and werf.io/fail-mode says what that does. A timeout is an Outcome with a
+// Failure per blocking target not ready ("not ready after 5m0s: ..."), not an error; errors are
+// for unknown kinds, refused watches (ErrWatch) and ctx ending. Every informer is stopped
+// before Track returns.
 func Track(ctx context.Context, c *kube.Cluster, refs []kube.Ref, opts Options, onProgress func(Progress)) (Outcome, error) {
 	targets := make([]Target, len(refs))
 	for i, r := range refs {
@@ -123,7 +159,7 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 		return Outcome{Ready: true}, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w, err := newWatcher(ctx, c, targets)
+	w, err := newWatcher(ctx, c, targets, opts.Since, opts.Log)
 	if err != nil {
 		cancel()
 		return Outcome{}, err
@@ -132,8 +168,10 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 	timer := time.NewTimer(opts.Timeout)
 	defer timer.Stop()
 	w.waitForSync(ctx, max(opts.Timeout, syncGrace))
+	ticker := time.NewTicker(opts.Tick)
+	defer ticker.Stop()
 	report := func() (Outcome, bool) {
-		return w.evaluate(func(t *tracked) {
+		return w.evaluate(time.Now(), func(t *tracked) {
 			onProgress(Progress{Ref: t.ref, Status: t.last, Time: opts.Clock()})
 		})
 	}
@@ -155,6 +193,7 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 		case err := <-w.errs:
 			return Outcome{}, err
 		case <-w.signal:
+		case <-ticker.C:
 		case <-timer.C:
 			if out, done := report(); done {
 				return out, nil
@@ -164,46 +203,99 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 	}
 }
 
-// evaluate recomputes every target, calls changed for those whose status changed, and says
-// whether tracking is over (all ready, or some failed).
-func (w *watcher) evaluate(changed func(*tracked)) (Outcome, bool) {
-	ready := 0
-	var failures []Failure
-	for _, t := range w.targets {
-		st := w.status(t)
+// evaluate recomputes every target at now, applies the fail and termination modes (decide),
+// calls changed for those whose reported status changed, and says whether tracking is over.
+func (w *watcher) evaluate(now time.Time, changed func(*tracked)) (Outcome, bool) {
+	js := make([]judged, len(w.targets))
+	observed := make([]Status, len(w.targets))
+	for i, t := range w.targets {
+		st := w.observe(t, now)
+		if !t.seen || !st.Equal(t.observed) {
+			t.observed, t.changed, t.seen = st, now, true
+		}
+		t.reason = ""
+		state := st.State
+		if t.failureDetection() {
+			if reason, bad := inError(st, t.settings, now.Sub(t.changed)); bad {
+				t.reason, state = reason, Failed
+			}
+		} else if state == Failed {
+			t.reason = st.Message
+		}
+		js[i] = judged{state: state, mode: t.settings.FailMode, nonBlocking: st.NonBlocking}
+		observed[i] = st
+	}
+	roles, done := decide(js)
+	var out Outcome
+	for i, t := range w.targets {
+		t.role = roles[i]
+		st := presented(observed[i], t.role, t.reason)
 		if !t.reported || !st.Equal(t.last) {
 			t.last, t.reported = st, true
 			changed(t)
 		}
-		switch st.State {
-		case Ready:
-			ready++
-		case Failed:
-			failures = append(failures, Failure{Ref: t.ref, Reason: st.Message})
+		switch t.role {
+		case roleFailed:
+			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: t.reason})
+		case roleIgnored:
+			out.Ignored = append(out.Ignored, Failure{Ref: t.ref, Reason: t.reason})
 		}
 	}
-	if len(failures) > 0 {
-		return Outcome{Failures: failures}, true
+	if !done {
+		return Outcome{}, false
 	}
-	return Outcome{Ready: true}, ready == len(w.targets)
+	out.Ready = len(out.Failures) == 0
+	return out, true
 }
 
+// presented is the status reported for a target with the given role: a failed target shows
+// why; a hoping one is still Waiting, saying it is in error; an ignored one is Failed, saying
+// the deploy goes on.
+func presented(st Status, r role, reason string) Status {
+	switch r {
+	case roleFailed:
+		st.State, st.Message = Failed, reason
+	case roleHoping:
+		st.State, st.Message = Waiting, reason+" (HopeUntilEndOfDeployProcess: tracked on while other resources are awaited)"
+	case roleIgnored:
+		st.State, st.Message = Failed, reason+" (ignored: IgnoreAndContinueDeployProcess)"
+	}
+	return st
+}
+
+// timedOut is the outcome when opts.Timeout passes: every blocking target not ready fails,
+// except those with IgnoreAndContinueDeployProcess, which are ignored; a hoping target fails
+// with its error.
 func (w *watcher) timedOut(timeout time.Duration) Outcome {
 	var out Outcome
 	for _, t := range w.targets {
-		if t.last.State != Ready {
-			what := "not ready"
-			switch t.cond {
-			case UntilAbsent:
-				what = "not gone"
-			case UntilPresent:
-				what = "not there"
-			case UntilComplete:
-				what = "not complete"
-			}
-			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: fmt.Sprintf("%s after %s: %s", what, timeout.Round(time.Second), t.last.Message)})
+		switch t.role {
+		case roleReady, roleTracked:
+			continue
+		case roleIgnored:
+			out.Ignored = append(out.Ignored, Failure{Ref: t.ref, Reason: t.reason})
+			continue
+		case roleFailed, roleHoping:
+			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: t.reason})
+			continue
+		}
+		what := "not ready"
+		switch t.cond {
+		case UntilAbsent:
+			what = "not gone"
+		case UntilPresent:
+			what = "not there"
+		case UntilComplete:
+			what = "not complete"
+		}
+		f := Failure{Ref: t.ref, Reason: fmt.Sprintf("%s after %s: %s", what, timeout.Round(time.Second), t.last.Message)}
+		if t.failureDetection() && t.settings.FailMode == resource.IgnoreAndContinueDeployProcess {
+			out.Ignored = append(out.Ignored, f)
+		} else {
+			out.Failures = append(out.Failures, f)
 		}
 	}
+	out.Ready = len(out.Failures) == 0
 	return out
 }
 

@@ -3,8 +3,12 @@ package track
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
+	"time"
+
+	"go.uber.org/zap"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,12 +21,28 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
 var (
 	podsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	replicaSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	eventsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 )
+
+// involvedIndex indexes core/v1 Events by the UID of the object they are about.
+const involvedIndex = "involved-uid"
+
+func involvedIndexFunc(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	if uid, _, _ := unstructured.NestedString(u.Object, "involvedObject", "uid"); uid != "" {
+		return []string{uid}, nil
+	}
+	return nil, nil
+}
 
 // ownerIndex indexes pods and ReplicaSets by the UID of their controller owner.
 const ownerIndex = "controller-uid"
@@ -53,7 +73,28 @@ type tracked struct {
 	withPods bool
 	last     Status
 	reported bool
+
+	// termination is the Target's; "" reads the live object's annotation.
+	termination resource.TrackTermination
+	// settings are the failure-detection settings of the live object as last seen;
+	// settingsErr the invalid annotations last logged.
+	settings    Settings
+	settingsErr string
+	errs        *errorLog
+	// observed is the last status computed from the cluster (before the fail modes are
+	// applied) and changed when it last changed: no change for the no-activity timeout fails
+	// the target.
+	observed Status
+	changed  time.Time
+	seen     bool
+	// role and reason are the verdict of the last evaluation (reason: why it is in error).
+	role   role
+	reason string
 }
+
+// failureDetection reports whether t's errors are counted and judged: objects waited for until
+// ready or complete.
+func (t *tracked) failureDetection() bool { return t.cond == UntilReady || t.cond == UntilComplete }
 
 // podSource holds the informers of one namespace's pods and ReplicaSets (nil without
 // Deployments).
@@ -87,19 +128,28 @@ type watcher struct {
 	// started when a workload of the namespace is first seen.
 	workloads map[string]int
 	pods      map[string]podSource
-	signal    chan struct{}
-	errs      chan error
-	wg        sync.WaitGroup
+	// events holds the Event informer of each namespace where some target's errors are
+	// counted, started when first needed.
+	events map[string]cache.SharedIndexInformer
+	since  time.Time
+	log    *zap.Logger
+	signal chan struct{}
+	errs   chan error
+	wg     sync.WaitGroup
 }
 
 // newWatcher maps every target to an informer and starts them: one per (namespace, resource),
 // narrowed by a metadata.name field selector when it serves a single target.
-func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target) (*watcher, error) {
+// Errors before since are not counted.
+func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target, since time.Time, log *zap.Logger) (*watcher, error) {
 	w := &watcher{
 		ctx: ctx, c: c,
 		informers: map[informerKey]cache.SharedIndexInformer{},
 		workloads: map[string]int{},
 		pods:      map[string]podSource{},
+		events:    map[string]cache.SharedIndexInformer{},
+		since:     since,
+		log:       log,
 		signal:    make(chan struct{}, 1),
 		errs:      make(chan error, 1),
 	}
@@ -131,8 +181,12 @@ func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target) (*watche
 		if cond == "" {
 			cond = UntilReady
 		}
-		t := &tracked{ref: ref, cond: cond, key: ref.Name,
-			withPods: hasPods(ref.Kind) && g.ns != "" && (cond == UntilReady || cond == UntilComplete)}
+		t := &tracked{ref: ref, cond: cond, key: ref.Name, termination: target.Termination,
+			withPods: hasPods(ref.Kind) && g.ns != "" && (cond == UntilReady || cond == UntilComplete),
+			settings: DefaultSettings(), errs: newErrorLog(since)}
+		if target.Termination == resource.NonBlocking {
+			t.settings.NonBlocking = true
+		}
 		if g.ns != "" {
 			t.key = g.ns + "/" + ref.Name
 		}
@@ -162,6 +216,9 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 	if key.gvr == podsGVR || key.gvr == replicaSetsGVR {
 		indexers[ownerIndex] = ownerIndexFunc
 	}
+	if key.gvr == eventsGVR {
+		indexers[involvedIndex] = involvedIndexFunc
+	}
 	tweak := func(o *metav1.ListOptions) { o.FieldSelector, o.LabelSelector = key.fields, key.lbls }
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.c.Dynamic, key.gvr, key.namespace, 0, indexers, tweak).Informer()
 	poke := func() {
@@ -179,9 +236,18 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 	if key.namespace != "" {
 		where += " in namespace " + key.namespace
 	}
+	var logged sync.Once
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 		if !fatalWatchError(err) {
 			return // expired, EOF, connection trouble: the reflector retries
+		}
+		if key.gvr == eventsGVR {
+			// Events only add errors to count; tracking goes on without them.
+			logged.Do(func() {
+				w.log.Warn("cannot watch events; errors reported by events are not counted",
+					zap.String("cluster", w.c.Name), zap.String("namespace", key.namespace), zap.Error(err))
+			})
+			return
 		}
 		select {
 		case w.errs <- fmt.Errorf("%w: %s on cluster %s: %w", ErrWatch, where, w.c.Name, err):
@@ -203,8 +269,10 @@ func (w *watcher) stop(cancel context.CancelFunc) {
 	w.wg.Wait()
 }
 
-// status computes t's current Status from the informer caches.
-func (w *watcher) status(t *tracked) Status {
+// observe computes t's current Status at now from the informer caches: its readiness by its
+// kind's rules (with its pods for workloads), its pods, and the errors counted so far. It
+// refreshes t.settings from the live object.
+func (w *watcher) observe(t *tracked, now time.Time) Status {
 	if !t.inf.HasSynced() {
 		return Status{State: Waiting, Message: "waiting for the first list from the cluster"}
 	}
@@ -225,18 +293,116 @@ func (w *watcher) status(t *tracked) Status {
 			return Status{State: Waiting, Message: "does not exist yet"}
 		}
 		return Status{State: Ready, Message: "exists"}
-	case UntilComplete:
-		if present && obj.GetKind() == "Pod" {
-			return PodCompletion(obj)
-		}
 	}
 	if !present {
-		return Compute(nil)
+		st := ComputeAt(nil, now)
+		st.NonBlocking, st.Errors, st.LastError = t.settings.NonBlocking, t.errs.count, t.errs.last
+		return st
 	}
-	if !t.withPods {
-		return Compute(obj)
+	w.refreshSettings(t, obj)
+	var st Status
+	var pods []*unstructured.Unstructured
+	owners := []types.UID{obj.GetUID()}
+	isPod := obj.GetKind() == "Pod" && obj.GroupVersionKind().Group == ""
+	switch {
+	case isPod && t.cond == UntilComplete:
+		st, pods = PodCompletion(obj), []*unstructured.Unstructured{obj}
+	case isPod:
+		st, pods = ComputeAt(obj, now), []*unstructured.Unstructured{obj}
+		if st.State == Failed && softPodFailure(obj) {
+			st.State = Waiting // a crash loop or image pull trouble: counted as errors
+		}
+	case t.withPods:
+		src := w.podSource(obj)
+		pods = PodsOf(obj, src.owned)
+		st = ComputeWithPodsAt(obj, pods, now)
+		st.Pods = podStatuses(pods)
+		owners = append(owners, currentReplicaSets(obj, src.owned)...)
+	default:
+		st = ComputeAt(obj, now)
 	}
-	return ComputeWithPods(obj, PodsOf(obj, w.podSource(obj).owned))
+	st.NonBlocking = t.settings.NonBlocking
+	w.countErrors(t, obj, isPod, pods, owners, st.State, now)
+	st.Errors, st.LastError = t.errs.count, t.errs.last
+	return st
+}
+
+// refreshSettings reads t's settings from its live object, logging invalid annotations once.
+func (w *watcher) refreshSettings(t *tracked, obj *unstructured.Unstructured) {
+	s, err := SettingsOf(obj)
+	if err != nil && err.Error() != t.settingsErr {
+		w.log.Warn("invalid tracking annotations; their defaults apply", zap.Stringer("resource", t.ref), zap.Error(err))
+	}
+	t.settingsErr = ""
+	if err != nil {
+		t.settingsErr = err.Error()
+	}
+	if t.termination != "" {
+		s.NonBlocking = t.termination == resource.NonBlocking
+	}
+	t.settings = s
+}
+
+// countErrors adds to t's error log what is new about obj: container failures of its pods, and
+// Events about obj, its ReplicaSets (owners) and its pods. The namespace's Event informer is
+// started the first time a target there is not ready.
+func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod bool, pods []*unstructured.Unstructured, owners []types.UID, state State, now time.Time) {
+	byUID := make(map[types.UID]*unstructured.Unstructured, len(pods))
+	for _, p := range pods {
+		prefix := "pod " + p.GetName() + ": "
+		if isPod {
+			prefix = ""
+		}
+		t.errs.observePod(p, prefix, now)
+		if _, ok := byUID[p.GetUID()]; !ok {
+			byUID[p.GetUID()] = p
+			if p.GetUID() != obj.GetUID() {
+				owners = append(owners, p.GetUID())
+			}
+		}
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		return // events of cluster-scoped objects are not watched
+	}
+	evInf := w.events[ns]
+	if evInf == nil {
+		if state == Ready {
+			return
+		}
+		evInf = w.informer(informerKey{gvr: eventsGVR, namespace: ns})
+		w.events[ns] = evInf
+	}
+	if !evInf.HasSynced() {
+		return
+	}
+	var evs []eventInfo
+	for _, uid := range owners {
+		items, _ := evInf.GetIndexer().ByIndex(involvedIndex, string(uid))
+		for _, it := range items {
+			if u, ok := it.(*unstructured.Unstructured); ok {
+				evs = append(evs, eventInfoOf(u))
+			}
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool {
+		if !evs[i].Last.Equal(evs[j].Last) {
+			return evs[i].Last.Before(evs[j].Last)
+		}
+		return evs[i].UID < evs[j].UID
+	})
+	never := func(eventInfo) bool { return false }
+	for _, ev := range evs {
+		prefix := ""
+		if ev.InvolvedUID != obj.GetUID() {
+			prefix = strings.ToLower(ev.InvolvedKind) + " " + ev.InvolvedName + ": "
+		}
+		counts := never // a readiness failure of something that is not a pod we know
+		if p := byUID[ev.InvolvedUID]; p != nil {
+			counts = t.errs.readinessCounter(p, t.settings)
+		}
+		t.errs.observeEvent(ev, prefix, counts)
+	}
 }
 
 // podSource returns the pod (and ReplicaSet) informers of workload's namespace, starting them

@@ -11,9 +11,9 @@ func TestLogAnnotationValues(t *testing.T) {
 		want       string // "" = accepted; else a substring of the finding's message
 	}{
 		{"werf.io/log-regex", "level=(info|error)", ""},
-		{"werf.io/log-regex", "level=(info", `invalid value "level=(info": must be an RE2 regular expression: error parsing regexp: missing closing )`},
+		{"werf.io/log-regex", "level=(info", `invalid value "level=(info": not a valid RE2 regular expression: error parsing regexp: missing closing )`},
 		{"werf.io/log-regex", "", "must be a non-empty RE2 regular expression"},
-		{"werf.io/log-regex-skip", "(?<=a)b", "must be an RE2 regular expression"},
+		{"werf.io/log-regex-skip", "(?<=a)b", "not a valid RE2 regular expression"},
 		{"werf.io/log-regex-for-app", "^ok$", ""},
 		{"werf.io/log-regex-for-app", "a**", "invalid nested repetition operator"},
 		{"werf.io/log-regex-skip-for-app", "debug", ""},

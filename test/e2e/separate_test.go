@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sealane/sealane/events"
 )
 
 // process is a background command whose output is kept for the test log.
@@ -119,4 +124,50 @@ func waitTCP(t *testing.T, port int) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("nothing listens on %d", port)
+}
+
+// TestTrackerKilledMidPhase kills (SIGKILL) the only tracker process while it waits for an
+// external dependency, starts another one, and makes the dependency ready: the new tracker
+// picks the phase up from the stream (the dead one's delivery is not acknowledged) and tracks
+// it from the cluster's state, and the deploy completes.
+func TestTrackerKilledMidPhase(t *testing.T) {
+	port := freePort(t)
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
+	waitTCP(t, port)
+	for _, s := range []string{"renderer", "applier", "recorder"} {
+		start(t, "serve "+s, sealaneBin, "serve", s, "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
+	}
+	first := start(t, "serve tracker (killed)", sealaneBin, "serve", "tracker", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
+
+	ns, extNS := namespace(t), namespace(t)
+	ctx := context.Background()
+	cs := clientset(t)
+	createNamespace(t, cs, extNS)
+	bg := sealaneBackground(t, t.TempDir(), "deploy", "test/e2e/testdata/extdep", "--nats", url, "--release", "ext", "--namespace", ns,
+		"--set", "externalNamespace="+extNS, "--timeout", "4m", "-o", "json")
+	if !eventually(ctx, 2*time.Minute, func(context.Context) bool {
+		return strings.Contains(bg.output(), string(events.ResourceProgressed)) && strings.Contains(bg.output(), `"name":"ext-db"`)
+	}) {
+		t.Fatalf("the deploy never reported waiting for ext-db (exited: %v):\n%s", bg.exited(), bg.output())
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start(t, "serve tracker (second)", sealaneBin, "serve", "tracker", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
+	if _, err := cs.AppsV1().Deployments(extNS).Create(ctx, externalDeployment("ext-db", false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := bg.wait(t, 3*time.Minute)
+	if r.code != 0 {
+		t.Fatalf("deploy exit %d after the tracker was killed:\n%s", r.code, r.out)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "needs-ext", metav1.GetOptions{}); err != nil {
+		t.Errorf("needs-ext after the deploy: %v", err)
+	}
+	if hist := helmHistory(t, ns, "ext"); len(hist) != 1 || hist[0].Status != "deployed" {
+		t.Errorf("helm history = %+v, want revision 1 deployed", hist)
+	}
+	l := parseEvents(t, r.out)
+	l.ready(t, "Deployment", "ext-db")
 }
