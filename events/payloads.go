@@ -214,6 +214,9 @@ type Wait struct {
 	// Until is ready (the kind's readiness rules), present, absent or complete (a Job or Pod
 	// run to completion); empty means ready.
 	Until string `json:"until,omitempty"`
+	// NonBlocking waits (werf.io/track-termination-mode: NonBlocking) are tracked while the
+	// others are waited for, and do not hold the phase.
+	NonBlocking bool `json:"nonBlocking,omitempty"`
 }
 
 // State is a resource's readiness as the tracker sees it.

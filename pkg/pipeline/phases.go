@@ -211,6 +211,21 @@ func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedR
 		}
 		waits = append(waits, w)
 	}
+	// Non-blocking resources of this phase and the earlier ones are tracked (and shown) while
+	// this phase's waits last: until the deploy ends, as far as anything is waited for.
+	for _, p := range r.plan.Phases {
+		if p.Number > phase.Number {
+			break
+		}
+		for _, id := range p.Track {
+			w, err := r.wait(id)
+			if err != nil {
+				return applied, nil, err
+			}
+			w.NonBlocking = true
+			waits = append(waits, w)
+		}
+	}
 	return applied, waits, nil
 }
 

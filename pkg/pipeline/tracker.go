@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/track"
 )
@@ -37,7 +40,13 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		if until == "" {
 			until = track.UntilReady
 		}
-		targets = append(targets, track.Target{Ref: toKubeRef(w.Resource), Condition: until})
+		// The plan decides what blocks (it may have to wait for a resource annotated
+		// NonBlocking, such as a CRD), so the live annotation must not undo that.
+		termination := resource.WaitUntilResourceReady
+		if w.NonBlocking {
+			termination = resource.NonBlocking
+		}
+		targets = append(targets, track.Target{Ref: toKubeRef(w.Resource), Condition: until, Termination: termination})
 	}
 	timeout := d.Deadline.Sub(t.now())
 	if d.Deadline.IsZero() {
@@ -46,23 +55,55 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if timeout <= 0 {
 		timeout = 1 // the deadline passed while queued: look once, then time out
 	}
-	outcome, err := track.TrackTargets(ctx, cluster, targets, track.Options{Timeout: timeout, Clock: t.Clock}, func(p track.Progress) {
-		data := events.ProgressedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Resource: toEventRef(p.Ref),
-			State: events.State(p.Status.State), Ready: p.Status.Ready, Desired: p.Status.Desired, Message: p.Status.Message}
+	until := make(map[events.ResourceRef]string, len(d.Waits))
+	for _, w := range d.Waits {
+		until[w.Resource] = w.Until
+	}
+	// Progress and log lines are published from two goroutines (tracking, log streams).
+	var publishMu sync.Mutex
+	publish := func(ctx context.Context, e stage.Emit) error {
+		publishMu.Lock()
+		defer publishMu.Unlock()
+		return in.Publish(ctx, e)
+	}
+	relay := newLogRelay(ctx, cluster.Typed, publish, events.LogLinesData{Target: in.Target, Revision: d.Revision, Phase: d.Phase},
+		in.Event.Time(), t.log().With(zap.String("deploy", in.DeployID)))
+	opts := track.Options{Timeout: timeout, Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event}
+	outcome, err := track.TrackTargets(ctx, cluster, targets, opts, func(p track.Progress) {
+		ref := toEventRef(p.Ref)
+		data := events.ProgressedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Resource: ref, Until: until[ref],
+			State: events.State(p.Status.State), Ready: p.Status.Ready, Desired: p.Status.Desired, Message: p.Status.Message,
+			Errors: p.Status.Errors, LastError: p.Status.LastError, NonBlocking: p.Status.NonBlocking}
+		for _, pod := range p.Status.Pods {
+			data.Pods = append(data.Pods, events.PodProgress{Name: pod.Name, State: events.State(pod.State), Ready: pod.Ready,
+				Desired: pod.Desired, Restarts: pod.Restarts, Message: pod.Message})
+		}
 		step := fmt.Sprintf("progress.%d.%x", d.Phase, sha256.Sum256(fmt.Appendf(nil, "%+v", data)))[:40]
-		if err := in.Publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
+		if err := publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
 			t.log().Warn("publish progress", zap.String("deploy", in.DeployID), zap.Error(err))
 		}
 	})
 	if err != nil {
+		relay.close()
 		if ctx.Err() != nil {
 			return stage.Output{}, ctx.Err()
 		}
 		return stage.Output{}, fmt.Errorf("track phase %d: %w", d.Phase, err)
 	}
+	failed := make([]kube.Ref, 0, len(outcome.Failures))
+	for _, f := range outcome.Failures {
+		failed = append(failed, f.Ref)
+	}
+	relay.failed(failed)
+	relay.settle(ctx, failed)
+	relay.close() // the last lines go out before phase_tracked
 	result.Ready = outcome.Ready
 	for _, f := range outcome.Failures {
 		result.Failures = append(result.Failures, events.ResourceFailure{Resource: toEventRef(f.Ref), Reason: f.Reason})
+	}
+	for _, f := range outcome.Ignored {
+		t.log().Warn("resource failed; ignored (werf.io/fail-mode: IgnoreAndContinueDeployProcess)",
+			zap.String("deploy", in.DeployID), zap.Stringer("resource", f.Ref), zap.String("reason", f.Reason))
 	}
 	return emit(result), nil
 }

@@ -40,7 +40,7 @@ func TestCut(t *testing.T) {
 		{"short", 10, "short"},
 		{"exactly10!", 10, "exactly10!"},
 		{"eleven chars", 10, "eleven " + ellipsis}, // 7 bytes + 3 bytes of "…"
-		{"ЖЖЖЖЖЖ", 8, "ЖЖ" + ellipsis},            // 2-byte runes are not split
+		{"ЖЖЖЖЖЖ", 8, "ЖЖ" + ellipsis},             // 2-byte runes are not split
 		{"ЖЖЖЖЖЖ", 6, "Ж" + ellipsis},
 		{"abc", 0, "abc"},
 		{"abcdef", 2, ellipsis},

@@ -109,7 +109,9 @@ type gathered struct {
 	streams map[string]bool // Stream values seen
 }
 
-func newGathered() *gathered { return &gathered{lines: map[string][]string{}, streams: map[string]bool{}} }
+func newGathered() *gathered {
+	return &gathered{lines: map[string][]string{}, streams: map[string]bool{}}
+}
 
 func (g *gathered) add(b podlogs.Batch) {
 	g.mu.Lock()

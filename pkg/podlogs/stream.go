@@ -273,7 +273,7 @@ func (s *Streamer) Close() {
 	s.wg.Wait()
 }
 
-// Streaming returns how many containers are being streamed now.
+// Streaming returns how many containers are followed now (streaming, or waiting to start).
 func (s *Streamer) Streaming() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -483,7 +483,7 @@ func (cs *containerStream) refresh(ctx context.Context) (pod *corev1.Pod, gone b
 			cs.log.Debug("pod logs: cannot read the pod", zap.Error(err))
 		}
 		return nil, false
-	case pod.UID != cs.p.uid:
+	case cs.p.uid != "" && pod.UID != cs.p.uid:
 		return nil, true
 	}
 	cs.p.update(pod)

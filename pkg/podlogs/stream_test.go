@@ -302,7 +302,7 @@ func TestStreamerWaitsForTheContainer(t *testing.T) {
 
 func TestStreamerSinceTrackingStart(t *testing.T) {
 	api, client := newFakeAPI(t)
-	old := testPod("old", t0.Add(-time.Hour), "app")  // before tracking started
+	old := testPod("old", t0.Add(-time.Hour), "app")    // before tracking started
 	young := testPod("new", t0.Add(time.Second), "app") // after
 	for _, p := range []*corev1.Pod{old, young} {
 		api.setPod(p)
@@ -483,5 +483,56 @@ func TestStreamerCloseWhileWaiting(t *testing.T) {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("Close did not return")
+	}
+}
+
+func TestStoppedForGood(t *testing.T) {
+	term := func(code int32) *corev1.ContainerStatus {
+		return &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	running := &corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	waiting := &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}
+	podWith := func(policy corev1.RestartPolicy, phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: policy}, Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	app, initC, sidecar := containerSpec{name: "c"}, containerSpec{name: "c", init: true}, containerSpec{name: "c", init: true, always: true}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		c    containerSpec
+		st   *corev1.ContainerStatus
+		want bool
+	}{
+		{"running", podWith(corev1.RestartPolicyAlways, corev1.PodRunning, false), app, running, false},
+		{"crash loop", podWith(corev1.RestartPolicyAlways, corev1.PodRunning, false), app, waiting, false},
+		{"exited, restarts always", podWith(corev1.RestartPolicyAlways, corev1.PodRunning, false), app, term(1), false},
+		{"exited, never restarts", podWith(corev1.RestartPolicyNever, corev1.PodRunning, false), app, term(0), true},
+		{"failed, restarts on failure", podWith(corev1.RestartPolicyOnFailure, corev1.PodRunning, false), app, term(2), false},
+		{"succeeded, restarts on failure", podWith(corev1.RestartPolicyOnFailure, corev1.PodRunning, false), app, term(0), true},
+		{"pod succeeded", podWith(corev1.RestartPolicyAlways, corev1.PodSucceeded, false), app, running, true},
+		{"pod failed", podWith(corev1.RestartPolicyAlways, corev1.PodFailed, false), app, nil, true},
+		{"deleted pod, stopped container", podWith(corev1.RestartPolicyAlways, corev1.PodRunning, true), app, waiting, true},
+		{"deleted pod, running container", podWith(corev1.RestartPolicyAlways, corev1.PodRunning, true), app, running, false},
+		{"init container done", podWith(corev1.RestartPolicyAlways, corev1.PodPending, false), initC, term(0), true},
+		{"init container failed, pod restarts", podWith(corev1.RestartPolicyAlways, corev1.PodPending, false), initC, term(1), false},
+		{"sidecar init container exited", podWith(corev1.RestartPolicyNever, corev1.PodRunning, false), sidecar, term(0), false},
+		{"no status yet", podWith(corev1.RestartPolicyNever, corev1.PodPending, false), app, nil, false},
+	}
+	for _, tt := range tests {
+		if got := stoppedForGood(tt.pod, tt.c, tt.st); got != tt.want {
+			t.Errorf("%s: stoppedForGood = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if hasLogs(nil) || hasLogs(&corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}}) {
+		t.Error("hasLogs of a container that never ran")
+	}
+	crashed := &corev1.ContainerStatus{RestartCount: 3, State: waiting.State}
+	if !hasLogs(crashed) || !hasLogs(running) || !hasLogs(term(0)) {
+		t.Error("hasLogs of a container that ran")
 	}
 }

@@ -71,5 +71,5 @@ var (
 		AnnotationShowLogsOnlyForContainers: true,
 		AnnotationShowServiceMessages:       true,
 	}
-	trackingPrefixes = []string{AnnotationIgnoreReadinessPrefix, AnnotationLogRegexForPrefix}
+	trackingPrefixes = []string{AnnotationIgnoreReadinessPrefix, AnnotationLogRegexForPrefix, AnnotationLogRegexSkipForPrefix}
 )

@@ -29,13 +29,7 @@ type Runner struct {
 // Run consumes the stage's events with its durable consumer until ctx is done. Several
 // replicas may Run the same stage against one NATS: they share the work.
 func (r *Runner) Run(ctx context.Context, st Stage) error {
-	if r.Clock == nil {
-		r.Clock = time.Now
-	}
-	if r.Log == nil {
-		r.Log = zap.NewNop()
-	}
-	log := r.Log.With(zap.String("stage", string(st.Name)))
+	log := r.logger().With(zap.String("stage", string(st.Name)))
 	subjects := make([]string, 0, len(st.Types))
 	for _, t := range st.Types {
 		subjects = append(subjects, events.Filter{Type: t}.Subject())
@@ -53,6 +47,21 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 	return r.Bus.Consume(ctx, opts, func(ctx context.Context, msg jetstream.Msg) error {
 		return r.handle(ctx, st, msg, log)
 	})
+}
+
+// now and logger read the optional fields without writing them: stages share one Runner.
+func (r *Runner) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock()
+}
+
+func (r *Runner) logger() *zap.Logger {
+	if r.Log == nil {
+		return zap.NewNop()
+	}
+	return r.Log
 }
 
 func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger) error {
@@ -80,7 +89,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	in.State = state
 	in.Publish = func(ctx context.Context, em Emit) error { return r.publish(ctx, st, in, em) }
 
-	start := r.Clock()
+	start := r.now()
 	if r.Observe != nil {
 		r.Observe(st.Name, e, start)
 	}
@@ -89,7 +98,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		log.Warn("handler failed, will retry", zap.Error(err))
 		return fmt.Errorf("%s: handle %s: %w", st.Name, e.ID(), err)
 	}
-	next := nextState(in, out, r.Clock())
+	next := nextState(in, out, r.now())
 	if err := r.saveState(ctx, next, rev, state == nil); err != nil {
 		return err
 	}
@@ -98,12 +107,12 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 			return err
 		}
 	}
-	log.Debug("handled", zap.Duration("took", r.Clock().Sub(start)), zap.Int("emitted", len(out.Emits)))
+	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
 	return nil
 }
 
 func (r *Runner) publish(ctx context.Context, st Stage, in Input, em Emit) error {
-	ev, err := build(st, in, em, r.Clock())
+	ev, err := build(st, in, em, r.now())
 	if err != nil {
 		return bus.Permanent(err)
 	}

@@ -197,21 +197,32 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 		}
 		targets = append(targets, track.Target{Ref: svcRef(name)})
 	}
-	class := ns + "-none" // no IngressClass and no controller has this name
-	ingress := func(name string) *networkingv1.Ingress {
+	// "web" has a class (played by this test), so it waits for its address; "orphan" names a
+	// class the cluster does not have, so nobody would ever publish one: it is not waited for.
+	served, class := ns+"-served", ns+"-none"
+	if _, err := c.Typed.NetworkingV1().IngressClasses().Create(ctx, &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: served}, Spec: networkingv1.IngressClassSpec{Controller: "example.com/h-kinds"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ingress class: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = c.Typed.NetworkingV1().IngressClasses().Delete(context.Background(), served, metav1.DeleteOptions{})
+	})
+	ingress := func(name, class string) *networkingv1.Ingress {
 		return &networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: networkingv1.IngressSpec{IngressClassName: &class, DefaultBackend: &networkingv1.IngressBackend{
 				Service: &networkingv1.IngressServiceBackend{Name: "plain", Port: networkingv1.ServiceBackendPort{Number: 80}}}},
 		}
 	}
-	for _, name := range []string{"web", "orphan"} {
-		if _, err := c.Typed.NetworkingV1().Ingresses(ns).Create(ctx, ingress(name), metav1.CreateOptions{}); err != nil {
+	for name, cl := range map[string]string{"web": served, "orphan": class} {
+		if _, err := c.Typed.NetworkingV1().Ingresses(ns).Create(ctx, ingress(name, cl), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create ingress %s: %v", name, err)
 		}
 	}
 	ingRef := kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ns, Name: "web"}
-	targets = append(targets, track.Target{Ref: ingRef})
+	orphanRef := kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ns, Name: "orphan"}
+	targets = append(targets, track.Target{Ref: ingRef}, track.Target{Ref: orphanRef})
 
 	l := startTrack(t, c, targets...)
 	l.await(t, svcRef("lb"), track.Waiting, "waiting for a load balancer address")
@@ -230,6 +241,9 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 		if got := l.statesOf(svcRef(name)); len(got) != 1 || got[0] != track.Ready {
 			t.Errorf("service %s reported %v, want only READY", name, got)
 		}
+	}
+	if got := l.statesOf(orphanRef); len(got) != 1 || got[0] != track.Ready {
+		t.Errorf("ingress orphan (class without controller) reported %v, want only READY", got)
 	}
 	if got := l.statesOf(svcRef("lb")); len(got) != 2 || got[0] != track.Waiting || got[1] != track.Ready {
 		t.Errorf("service lb reported %v, want WAITING then READY", got)

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sealane/sealane/pkg/kube"
@@ -86,6 +87,31 @@ type Options struct {
 	Since time.Time
 	// Log receives warnings such as invalid tracking annotations (default: none).
 	Log *zap.Logger
+	// OnPods, if set, is called with a target's live object and its current pods (a
+	// Deployment's of its current revision; a Pod target is its own pod) whenever that set or
+	// any pod in it changed, so that their logs can be followed. Called from Track's goroutine.
+	OnPods func(PodsSeen)
+	// OnEvent, if set, gets every Kubernetes Event about a target not yet ready, its pods and
+	// ReplicaSets once per occurrence (an Event whose count grew comes again), for
+	// werf.io/show-service-messages. Called from Track's goroutine.
+	OnEvent func(kube.Ref, Event)
+}
+
+// PodsSeen is a target's live object and its current pods.
+type PodsSeen struct {
+	Ref    kube.Ref
+	Object *unstructured.Unstructured
+	Pods   []*unstructured.Unstructured
+}
+
+// Event is one Kubernetes Event about a tracked object or one of its pods.
+type Event struct {
+	Time time.Time
+	// Object is what the event is about, "Kind/name".
+	Object          string
+	Type            string // Normal or Warning
+	Reason, Message string
+	Count           int64
 }
 
 // DefaultOptions returns the defaults used for unset Options fields.
@@ -164,6 +190,7 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 		cancel()
 		return Outcome{}, err
 	}
+	w.onPods, w.onEvent = opts.OnPods, opts.OnEvent
 	defer w.stop(cancel)
 	timer := time.NewTimer(opts.Timeout)
 	defer timer.Stop()

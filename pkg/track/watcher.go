@@ -90,6 +90,10 @@ type tracked struct {
 	// role and reason are the verdict of the last evaluation (reason: why it is in error).
 	role   role
 	reason string
+	// podsSig is the pods last passed to OnPods (names and resource versions); eventsSeen
+	// the occurrence count of each Event last passed to OnEvent.
+	podsSig    string
+	eventsSeen map[types.UID]int64
 }
 
 // failureDetection reports whether t's errors are counted and judged: objects waited for until
@@ -133,9 +137,16 @@ type watcher struct {
 	events map[string]cache.SharedIndexInformer
 	since  time.Time
 	log    *zap.Logger
-	signal chan struct{}
-	errs   chan error
-	wg     sync.WaitGroup
+	// classes are the cluster's IngressClasses, listed once when an Ingress is first judged
+	// (nil when they could not be read: an Ingress then waits for its address).
+	classes       []*unstructured.Unstructured
+	classesListed bool
+	// onPods and onEvent are Options.OnPods and Options.OnEvent (may be nil).
+	onPods  func(PodsSeen)
+	onEvent func(kube.Ref, Event)
+	signal  chan struct{}
+	errs    chan error
+	wg      sync.WaitGroup
 }
 
 // newWatcher maps every target to an informer and starts them: one per (namespace, resource),
@@ -318,10 +329,15 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		st = ComputeWithPodsAt(obj, pods, now)
 		st.Pods = podStatuses(pods)
 		owners = append(owners, currentReplicaSets(obj, src.owned)...)
+	case isIngress(obj):
+		st = IngressStatus(obj, w.ingressClasses())
 	default:
 		st = ComputeAt(obj, now)
 	}
 	st.NonBlocking = t.settings.NonBlocking
+	if isPod || t.withPods {
+		w.seenPods(t, obj, pods)
+	}
 	w.countErrors(t, obj, isPod, pods, owners, st.State, now)
 	st.Errors, st.LastError = t.errs.count, t.errs.last
 	return st
@@ -403,6 +419,60 @@ func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod 
 		}
 		t.errs.observeEvent(ev, prefix, counts)
 	}
+	w.seenEvents(t, evInf, owners)
+}
+
+// seenPods calls onPods when t's pods or any of them changed since the last call.
+func (w *watcher) seenPods(t *tracked, obj *unstructured.Unstructured, pods []*unstructured.Unstructured) {
+	if w.onPods == nil {
+		return
+	}
+	var sig strings.Builder
+	for _, p := range pods {
+		sig.WriteString(p.GetName())
+		sig.WriteByte('@')
+		sig.WriteString(p.GetResourceVersion())
+		sig.WriteByte(' ')
+	}
+	if sig.String() == t.podsSig {
+		return
+	}
+	t.podsSig = sig.String()
+	w.onPods(PodsSeen{Ref: t.ref, Object: obj, Pods: pods})
+}
+
+// seenEvents passes onEvent each occurrence of an Event about owners not passed before.
+func (w *watcher) seenEvents(t *tracked, evInf cache.SharedIndexInformer, owners []types.UID) {
+	if w.onEvent == nil {
+		return
+	}
+	var fresh []Event
+	for _, uid := range owners {
+		items, _ := evInf.GetIndexer().ByIndex(involvedIndex, string(uid))
+		for _, it := range items {
+			u, ok := it.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			ev := eventInfoOf(u)
+			if ev.Last.Before(w.since.Truncate(time.Second)) {
+				continue
+			}
+			if t.eventsSeen == nil {
+				t.eventsSeen = map[types.UID]int64{}
+			}
+			if t.eventsSeen[ev.UID] >= ev.Count {
+				continue
+			}
+			t.eventsSeen[ev.UID] = ev.Count
+			fresh = append(fresh, Event{Time: ev.Last, Object: ev.InvolvedKind + "/" + ev.InvolvedName, Type: str(u.Object, "type"),
+				Reason: ev.Reason, Message: clip(ev.Message), Count: ev.Count})
+		}
+	}
+	sort.SliceStable(fresh, func(i, j int) bool { return fresh[i].Time.Before(fresh[j].Time) })
+	for _, e := range fresh {
+		w.onEvent(t.ref, e)
+	}
 }
 
 // podSource returns the pod (and ReplicaSet) informers of workload's namespace, starting them
@@ -439,4 +509,32 @@ func (w *watcher) hasDeployment(ns string) bool {
 		}
 	}
 	return false
+}
+
+var ingressClassesGVR = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasses"}
+
+func isIngress(obj *unstructured.Unstructured) bool {
+	g := obj.GroupVersionKind().Group
+	return obj.GetKind() == "Ingress" && (g == "networking.k8s.io" || g == "extensions")
+}
+
+// ingressClasses lists the cluster's IngressClasses once per Track call, so that an Ingress no
+// controller serves is not waited for; nil when they cannot be read.
+func (w *watcher) ingressClasses() []*unstructured.Unstructured {
+	if w.classesListed {
+		return w.classes
+	}
+	w.classesListed = true
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Second)
+	defer cancel()
+	list, err := w.c.Dynamic.Resource(ingressClassesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		w.log.Info("cannot list IngressClasses; Ingresses are waited for until they have an address", zap.Error(err))
+		return nil
+	}
+	w.classes = make([]*unstructured.Unstructured, 0, len(list.Items))
+	for i := range list.Items {
+		w.classes = append(w.classes, &list.Items[i])
+	}
+	return w.classes
 }

@@ -1,0 +1,181 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/podlogs"
+	"github.com/sealane/sealane/pkg/resource"
+	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/track"
+)
+
+// serviceMessagesKept is how many recent Kubernetes events per resource the tracker keeps to
+// show when that resource fails the deploy.
+const serviceMessagesKept = 20
+
+// logRelay turns what the tracker sees of a phase into log_lines events: the container logs of
+// the pods each resource's log annotations select (werf.io/skip-logs, show-logs-only-for-*,
+// log-regex...), and Kubernetes events — at once for resources with
+// werf.io/show-service-messages: "true", otherwise only for the resources that fail.
+type logRelay struct {
+	ctx      context.Context
+	publish  func(context.Context, stage.Emit) error
+	base     events.LogLinesData
+	log      *zap.Logger
+	streamer *podlogs.Streamer
+
+	mu       sync.Mutex
+	settings map[kube.Ref]resource.LogSettings
+	chosen   map[kube.Ref][]string // pod names streamed per resource
+	recent   map[kube.Ref][]events.LogLine
+	warned   map[kube.Ref]bool
+}
+
+// newLogRelay starts following logs through client; since is when the phase was applied (older
+// lines of pods that ran before it are not shown).
+func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, base events.LogLinesData, since time.Time, log *zap.Logger) *logRelay {
+	r := &logRelay{ctx: ctx, publish: publish, base: base, log: log,
+		settings: map[kube.Ref]resource.LogSettings{}, chosen: map[kube.Ref][]string{},
+		recent: map[kube.Ref][]events.LogLine{}, warned: map[kube.Ref]bool{}}
+	opts := podlogs.DefaultOptions()
+	opts.Since, opts.Logger = since, log
+	r.streamer = podlogs.New(client, r.deliver, opts)
+	return r
+}
+
+// pods follows the logs of the pods a resource's annotations select (one replica by default).
+func (r *logRelay) pods(p track.PodsSeen) {
+	settings, err := resource.ParseLogSettings(p.Object.GetAnnotations())
+	if err != nil {
+		r.log.Warn("invalid log annotations; their defaults apply", zap.Stringer("resource", p.Ref), zap.Error(err))
+	}
+	pods, err := podlogs.PodsFromUnstructured(p.Pods)
+	if err != nil {
+		r.log.Warn("pods of "+p.Ref.String(), zap.Error(err))
+		return
+	}
+	r.mu.Lock()
+	r.settings[p.Ref] = settings
+	previous := r.chosen[p.Ref]
+	var chosen []string
+	if !settings.SkipLogs {
+		chosen = podlogs.SelectPods(pods, previous, settings.OnlyReplicas)
+	}
+	r.chosen[p.Ref] = chosen
+	r.mu.Unlock()
+	for _, name := range previous {
+		if !slices.Contains(chosen, name) {
+			r.streamer.Remove(p.Object.GetNamespace(), name)
+		}
+	}
+	for _, pod := range pods {
+		if !slices.Contains(chosen, pod.Name) {
+			continue
+		}
+		err := r.streamer.Add(podlogs.Target{Owner: p.Ref, Pod: pod, Settings: settings})
+		switch {
+		case errors.Is(err, podlogs.ErrTooManyContainers):
+			r.mu.Lock()
+			first := !r.warned[p.Ref]
+			r.warned[p.Ref] = true
+			r.mu.Unlock()
+			if first {
+				r.log.Info("not following more container logs", zap.Stringer("resource", p.Ref), zap.Error(err))
+			}
+		case err != nil && !errors.Is(err, podlogs.ErrClosed):
+			r.log.Warn("follow logs", zap.Stringer("resource", p.Ref), zap.String("pod", pod.Name), zap.Error(err))
+		}
+	}
+}
+
+// event shows a Kubernetes event about ref at once with werf.io/show-service-messages, and
+// keeps the latest ones to show if ref fails the deploy.
+func (r *logRelay) event(ref kube.Ref, e track.Event) {
+	line := events.LogLine{Time: e.Time, Stream: events.LogEvent, Text: fmt.Sprintf("%s %s %s: %s", e.Object, e.Type, e.Reason, e.Message)}
+	if e.Count > 1 {
+		line.Text += fmt.Sprintf(" (×%d)", e.Count)
+	}
+	r.mu.Lock()
+	show := r.settings[ref].ShowServiceMessages
+	kept := append(r.recent[ref], line)
+	if len(kept) > serviceMessagesKept {
+		kept = kept[len(kept)-serviceMessagesKept:]
+	}
+	r.recent[ref] = kept
+	r.mu.Unlock()
+	if show {
+		r.send(ref, "", "", []events.LogLine{line}, 0)
+	}
+}
+
+// failed shows the kept Kubernetes events of resources that failed the deploy, unless they were
+// shown already.
+func (r *logRelay) failed(refs []kube.Ref) {
+	for _, ref := range refs {
+		r.mu.Lock()
+		lines, shown := r.recent[ref], r.settings[ref].ShowServiceMessages
+		r.mu.Unlock()
+		if !shown && len(lines) > 0 {
+			r.send(ref, "", "", lines, 0)
+		}
+	}
+}
+
+// failureLogGrace is how long a failed phase waits for the logs of the failed resources'
+// pods, which are what explains the failure: a pod that failed at once may not have had its
+// log request answered yet.
+const failureLogGrace = 2 * time.Second
+
+// settle waits failureLogGrace when a failed resource has pods whose logs are followed.
+func (r *logRelay) settle(ctx context.Context, failed []kube.Ref) {
+	r.mu.Lock()
+	streamed := false
+	for _, ref := range failed {
+		streamed = streamed || len(r.chosen[ref]) > 0
+	}
+	r.mu.Unlock()
+	if !streamed {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(failureLogGrace):
+	}
+}
+
+// close stops following logs and publishes the lines still buffered.
+func (r *logRelay) close() { r.streamer.Close() }
+
+func (r *logRelay) deliver(b podlogs.Batch) {
+	r.send(b.Owner, b.Pod, b.Container, b.Lines, b.Dropped)
+}
+
+// send publishes one batch; its id hashes the batch, so a phase tracked again after a tracker
+// restart does not show the same lines twice.
+func (r *logRelay) send(ref kube.Ref, pod, container string, lines []events.LogLine, dropped int) {
+	if len(lines) == 0 && dropped == 0 {
+		return
+	}
+	data := r.base
+	data.Resource, data.Pod, data.Container, data.Lines, data.Dropped = toEventRef(ref), pod, container, lines, dropped
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%s|%s|%d", ref, pod, container, dropped)
+	for _, l := range lines {
+		fmt.Fprintf(h, "|%s|%s", l.Time.Format(time.RFC3339Nano), l.Text)
+	}
+	step := fmt.Sprintf("logs.%d.%x", data.Phase, h.Sum(nil))[:48]
+	if err := r.publish(r.ctx, stage.Emit{Type: events.LogLines, Step: step, Data: data}); err != nil {
+		r.log.Warn("publish log lines", zap.Stringer("resource", ref), zap.Error(err))
+	}
+}
