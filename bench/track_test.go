@@ -151,8 +151,8 @@ func countingCluster(b *testing.B, base *rest.Config) (*kube.Cluster, *requestCo
 	return c, rc
 }
 
-// BenchmarkTrack1000 measures waiting for a just-applied 1,000-object release (900 ConfigMaps,
-// 50 headless Services, 50 one-replica Deployments) until everything is ready: sealane's
+// BenchmarkTrack measures waiting for a just-applied release of 100 or 1,000 objects (90 %
+// ConfigMaps, 5 % headless Services, 5 % one-replica Deployments) until everything is ready: sealane's
 // tracker (track.TrackTargets: shared informers per namespace and kind, pods judged with their
 // owners) against Helm's own waiter (helm.sh/helm/v3/pkg/kube Client.Wait, what `helm
 // upgrade --wait` runs: it polls every resource every 2 s). Each side gets a fresh namespace,
@@ -161,26 +161,39 @@ func countingCluster(b *testing.B, base *rest.Config) (*kube.Cluster, *requestCo
 // only slow helm down, does not hide the request counts. Reported per side: wall time,
 // requests by kind (watches, lists, single GETs) and the growth of this process's peak RSS
 // while waiting; and the ratios sealane/helm. Run with -benchtime 1x.
-func BenchmarkTrack1000(b *testing.B) {
+func BenchmarkTrack(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			benchTrack(b, trackShape{configMaps: n * 9 / 10, services: n / 20, deployments: n / 20})
+		})
+	}
+}
+
+func benchTrack(b *testing.B, shape trackShape) {
 	kubeconfig := sandboxKubeconfig(b)
 	base, err := kube.Connect(kube.Options{Kubeconfig: kubeconfig})
 	if err != nil {
 		b.Fatal(err)
 	}
-	shape := trackShape{configMaps: 900, services: 50, deployments: 50}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	var created []string
 	defer func() { deleteNamespaces(b, base, false, created...) }()
-	fresh := func(side string, i int) (string, []*unstructured.Unstructured) {
+	// fresh makes a namespace with the release's objects; prepare runs before they are applied
+	// (helm's client builds its resource list there, so that both sides start waiting right
+	// after the last object is applied).
+	fresh := func(side string, i int, prepare func([]*unstructured.Unstructured)) []*unstructured.Unstructured {
 		ns := fmt.Sprintf("bench-track-%s-%d-%d", side, time.Now().UnixNano()%100000, i)
 		if err := base.EnsureNamespace(ctx, ns); err != nil {
 			b.Fatal(err)
 		}
 		created = append(created, ns)
 		objs := shape.objects(ns)
+		if prepare != nil {
+			prepare(objs)
+		}
 		applyAll(ctx, b, base, objs)
-		return ns, objs
+		return objs
 	}
 	var sealaneTime, helmTime time.Duration
 	var sealaneReq, helmReq int64
@@ -188,14 +201,14 @@ func BenchmarkTrack1000(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		_, objs := fresh("sealane", i)
+		objs := fresh("sealane", i, nil)
 		c, counter := countingCluster(b, base.Config)
 		targets := make([]track.Target, len(objs))
 		for j, o := range objs {
 			targets[j] = track.Target{Ref: kube.RefOf(o), Condition: track.UntilReady}
 		}
+		resetPeakRSS() // VmHWM := the current RSS
 		before := selfPeakRSS()
-		resetPeakRSS()
 		b.StartTimer()
 		start := time.Now()
 		out, err := track.TrackTargets(ctx, c, targets, track.Options{Timeout: 10 * time.Minute}, nil)
@@ -210,24 +223,25 @@ func BenchmarkTrack1000(b *testing.B) {
 		sealaneReq += counter.total()
 		sealaneRSS += rss
 
-		_, objs = fresh("helm", i)
 		hc, hcounter := helmClient(b, kubeconfig)
-		var manifest bytes.Buffer
-		for _, o := range objs {
-			y, err := yaml.Marshal(o.Object)
-			if err != nil {
-				b.Fatal(err)
+		var resources helmkube.ResourceList
+		objs = fresh("helm", i, func(objs []*unstructured.Unstructured) {
+			var manifest bytes.Buffer
+			for _, o := range objs {
+				y, err := yaml.Marshal(o.Object)
+				if err != nil {
+					b.Fatal(err)
+				}
+				manifest.WriteString("---\n")
+				manifest.Write(y)
 			}
-			manifest.WriteString("---\n")
-			manifest.Write(y)
-		}
-		resources, err := hc.Build(&manifest, false)
-		if err != nil {
-			b.Fatalf("helm build: %v", err)
-		}
+			if resources, err = hc.Build(&manifest, false); err != nil {
+				b.Fatalf("helm build: %v", err)
+			}
+		})
 		hcounter.reset()
-		before = selfPeakRSS()
 		resetPeakRSS()
+		before = selfPeakRSS()
 		b.StartTimer()
 		start = time.Now()
 		err = hc.Wait(resources, 10*time.Minute)

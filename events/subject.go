@@ -66,13 +66,16 @@ type Filter struct {
 	Cluster, Namespace, Release string
 }
 
-// Subject returns the filter as a NATS subject with wildcards.
+// Subject returns the filter as a NATS subject with wildcards (LogLines: on LogSubjectPrefix).
 func (f Filter) Subject() string {
 	tok := func(s string) string {
 		if s == "" {
 			return "*"
 		}
 		return SubjectToken(s)
+	}
+	if f.Type == LogLines {
+		return LogSubjectPrefix + "." + tok(f.Cluster) + "." + tok(f.Namespace) + "." + tok(f.Release)
 	}
 	typ := "*"
 	if f.Type != "" {

@@ -23,6 +23,7 @@ type eventsFlags struct {
 	types                       []string
 	since                       time.Duration
 	output                      string
+	logs                        bool
 }
 
 func newEventsCmd(g *globalFlags) *cobra.Command {
@@ -43,6 +44,7 @@ func newEventsCmd(g *globalFlags) *cobra.Command {
 	fl.StringArrayVar(&f.types, "type", nil, "only these event types (token such as rendered, or full type); repeatable")
 	fl.DurationVar(&f.since, "since", 0, "only events newer than this (e.g. 1h); default: all kept")
 	fl.StringVarP(&f.output, "output", "o", "text", "text or json (one CloudEvent per line, structured format)")
+	fl.BoolVar(&f.logs, "logs", false, "print the log stream instead: container logs and Kubernetes events of tracked resources (kept 24 h)")
 	return cmd
 }
 
@@ -62,7 +64,19 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 			types = append(types, t)
 		}
 	}
+	if f.logs {
+		if len(f.types) > 0 {
+			return errors.New("--logs prints the log stream, which holds only log_lines: drop --type")
+		}
+		types = []events.Type{events.LogLines}
+	}
 	for _, t := range types {
+		if t == events.LogLines && len(types) > 1 {
+			return errors.New("--type log_lines: log lines are on the log stream; use --logs alone")
+		}
+		if t == events.LogLines {
+			f.logs = true
+		}
 		filters = append(filters, events.Filter{Type: t, Cluster: f.cluster, Namespace: f.namespace, Release: f.release}.Subject())
 	}
 	log, err := g.logger()
@@ -75,13 +89,13 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 	}
 	defer node.Close()
 
-	opts := bus.FollowOptions{FilterSubjects: filters, DeliverAll: f.since == 0}
+	opts := bus.FollowOptions{FilterSubjects: filters, DeliverAll: f.since == 0, Logs: f.logs}
 	if f.since > 0 {
 		opts.StartTime = time.Now().Add(-f.since)
 	}
 	var last uint64
 	if !f.follow {
-		if last, err = lastMatching(ctx, node.Bus, filters); err != nil {
+		if last, err = lastMatching(ctx, node.Bus, f.logs, filters); err != nil {
 			return err
 		}
 		if last == 0 {
@@ -117,10 +131,14 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 
 // lastMatching returns the stream sequence of the newest stored event matching any filter,
 // 0 when none does, so a non-following `events` call knows where to stop.
-func lastMatching(ctx context.Context, b *bus.Bus, filters []string) (uint64, error) {
-	s, err := b.JetStream().Stream(ctx, bus.DefaultOptions().Stream)
+func lastMatching(ctx context.Context, b *bus.Bus, logs bool, filters []string) (uint64, error) {
+	name := b.Options().Stream
+	if logs {
+		name = b.Options().LogStream
+	}
+	s, err := b.JetStream().Stream(ctx, name)
 	if err != nil {
-		return 0, fmt.Errorf("deploy stream: %w", err)
+		return 0, fmt.Errorf("stream %s: %w", name, err)
 	}
 	var last uint64
 	for _, f := range filters {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sealane/sealane/pkg/kube"
@@ -62,6 +64,50 @@ func ownerIndexFunc(obj any) ([]string, error) {
 type informerKey struct {
 	gvr                     schema.GroupVersionResource
 	namespace, fields, lbls string
+	// metadataOnly informers keep only the objects' metadata: enough for kinds whose readiness
+	// is their existence, and it keeps Secret and ConfigMap data out of the tracker's memory.
+	metadataOnly bool
+}
+
+// statusless are the built-in kinds that have no status: ready as soon as they exist.
+var statusless = map[schema.GroupKind]bool{
+	{Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Kind: "ServiceAccount"}: true,
+	{Kind: "LimitRange"}: true, {Kind: "PodTemplate"}: true, {Kind: "Endpoints"}: true,
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}: true, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}: true, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: true, {Group: "networking.k8s.io", Kind: "IngressClass"}: true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: true, {Group: "storage.k8s.io", Kind: "StorageClass"}: true,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                                    true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
+}
+
+// metadataOnly says whether tracking ref until cond needs only the object's metadata.
+func metadataOnly(ref kube.Ref, cond Condition) bool {
+	if cond == UntilPresent || cond == UntilAbsent {
+		return true
+	}
+	return statusless[ref.GroupVersionKind().GroupKind()]
+}
+
+// asUnstructured returns an informer's item as an object (metadata-only informers hold
+// PartialObjectMetadata).
+func asUnstructured(item any) *unstructured.Unstructured {
+	switch o := item.(type) {
+	case *unstructured.Unstructured:
+		return o
+	case *metav1.PartialObjectMetadata:
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
+		if err != nil {
+			return nil
+		}
+		u.Object["metadata"] = m
+		u.SetAPIVersion(o.APIVersion)
+		u.SetKind(o.Kind)
+		return u
+	}
+	return nil
 }
 
 // tracked is one target and what Track last reported for it.
@@ -141,6 +187,8 @@ type watcher struct {
 	// (nil when they could not be read: an Ingress then waits for its address).
 	classes       []*unstructured.Unstructured
 	classesListed bool
+	// metadata is the client of metadata-only informers, made on first use.
+	metadata metadata.Interface
 	// onPods and onEvent are Options.OnPods and Options.OnEvent (may be nil).
 	onPods  func(PodsSeen)
 	onEvent func(kube.Ref, Event)
@@ -208,7 +256,7 @@ func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target, since ti
 	}
 	for i, t := range w.targets {
 		g := groups[i]
-		key := informerKey{gvr: g.gvr, namespace: g.ns}
+		key := informerKey{gvr: g.gvr, namespace: g.ns, metadataOnly: metadataOnly(t.ref, t.cond)}
 		if len(names[g]) == 1 {
 			key.fields = fields.OneTermEqualSelector("metadata.name", t.ref.Name).String()
 		}
@@ -231,7 +279,22 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 		indexers[involvedIndex] = involvedIndexFunc
 	}
 	tweak := func(o *metav1.ListOptions) { o.FieldSelector, o.LabelSelector = key.fields, key.lbls }
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.c.Dynamic, key.gvr, key.namespace, 0, indexers, tweak).Informer()
+	var inf cache.SharedIndexInformer
+	if key.metadataOnly {
+		if w.metadata == nil {
+			mc, err := metadata.NewForConfig(w.c.Config)
+			if err != nil {
+				key.metadataOnly = false // cannot happen with a config the dynamic client accepted
+			} else {
+				w.metadata = mc
+			}
+		}
+	}
+	if key.metadataOnly {
+		inf = metadatainformer.NewFilteredMetadataInformer(w.metadata, key.gvr, key.namespace, 0, indexers, tweak).Informer()
+	} else {
+		inf = dynamicinformer.NewFilteredDynamicInformer(w.c.Dynamic, key.gvr, key.namespace, 0, indexers, tweak).Informer()
+	}
 	poke := func() {
 		select {
 		case w.signal <- struct{}{}:
@@ -288,7 +351,7 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		return Status{State: Waiting, Message: "waiting for the first list from the cluster"}
 	}
 	item, exists, err := t.inf.GetStore().GetByKey(t.key)
-	obj, _ := item.(*unstructured.Unstructured)
+	obj := asUnstructured(item)
 	present := err == nil && exists && obj != nil
 	switch t.cond {
 	case UntilAbsent:

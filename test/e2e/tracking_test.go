@@ -78,7 +78,8 @@ func TestTrackingThroughThePipeline(t *testing.T) {
 			"crash.yaml": deployment("crash", 1, `, sealane.dev/test-crashloop: "true"`, `werf.io/log-regex: "level=(info|error)"`),
 		})
 		start := time.Now()
-		r := sealane(t, t.TempDir(), "deploy", dir, "--release", "crash", "--namespace", ns, "--timeout", "3m", "--progress-interval", "1s")
+		data := t.TempDir()
+		r := sealane(t, data, "deploy", dir, "--release", "crash", "--namespace", ns, "--timeout", "3m", "--progress-interval", "1s")
 		if r.code != 1 {
 			t.Fatalf("deploy exit %d, want 1", r.code)
 		}
@@ -89,6 +90,15 @@ func TestTrackingThroughThePipeline(t *testing.T) {
 			"Logs for Deployment/crash, container/app", sandboxLogError)
 		if strings.Contains(r.out, sandboxLogDebug) || strings.Contains(r.out, sandboxLogFirst) {
 			t.Errorf("werf.io/log-regex did not filter the log lines:\n%s", r.out)
+		}
+		// The lines stay on the log stream for audit consumers; deploy events are not there.
+		logs := sealane(t, data, "events", "--logs", "--release", "crash", "-o", "json")
+		wantLines(t, logs.out, `"type":"dev.sealane.deploy.log_lines.v1"`, `"container":"app"`, `upstream unavailable`)
+		if strings.Contains(logs.out, "resource_progressed") {
+			t.Error("sealane events --logs printed deploy events")
+		}
+		if ev := sealane(t, data, "events", "--release", "crash"); strings.Contains(ev.out, "upstream unavailable") {
+			t.Error("log lines are in the deploy stream")
 		}
 	})
 
