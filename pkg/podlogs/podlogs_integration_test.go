@@ -2,9 +2,6 @@ package podlogs_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -14,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/pkg/kube"
@@ -39,31 +35,6 @@ func liveCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// logsNamespace creates a namespace h-logs-<random> for the test and deletes it on cleanup.
-func logsNamespace(t *testing.T, c *kube.Cluster) string {
-	t.Helper()
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatalf("random namespace suffix: %v", err)
-	}
-	name := "h-logs-" + hex.EncodeToString(b[:])
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kubetest.TestLabel: "true"}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		err := c.Typed.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) && !errors.Is(err, context.Canceled) {
-			t.Errorf("delete namespace %s: %v", name, err)
-		}
-	})
-	return name
 }
 
 func podSpec() corev1.PodSpec {
@@ -179,7 +150,7 @@ func contains(list []string, s string) bool {
 func TestLiveLogAnnotations(t *testing.T) {
 	c := kubetest.Cluster(t)
 	ctx := liveCtx(t)
-	ns := logsNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-logs-")
 	if _, err := c.Typed.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: podSpec()}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
@@ -274,7 +245,7 @@ func TestLiveLogAnnotations(t *testing.T) {
 func TestLiveOldPodReadFromTrackingStart(t *testing.T) {
 	c := kubetest.Cluster(t)
 	ctx := liveCtx(t)
-	ns := logsNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-logs-")
 	if _, err := c.Typed.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}, Spec: podSpec()}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
@@ -299,7 +270,7 @@ func TestLiveOldPodReadFromTrackingStart(t *testing.T) {
 func TestLiveShowLogsOnlyForNumberOfReplicas(t *testing.T) {
 	c := kubetest.Cluster(t)
 	ctx := liveCtx(t)
-	ns := logsNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-logs-")
 	start := time.Now()
 	for _, tc := range []struct {
 		name, replicas string

@@ -2,8 +2,6 @@ package track_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -28,30 +25,6 @@ var (
 	crashLoop = map[string]string{"sealane.dev/test-crashloop": "true"}
 	unready   = map[string]string{"sealane.dev/test-unready": "true"}
 )
-
-// failNamespace creates a namespace h-fail-<random> for the test and deletes it on cleanup.
-func failNamespace(t *testing.T, c *kube.Cluster) string {
-	t.Helper()
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := "h-fail-" + hex.EncodeToString(b[:])
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kubetest.TestLabel: "true"}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := c.Typed.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete namespace %s: %v", name, err)
-		}
-	})
-	return name
-}
 
 // annotated is deployment() with annotations on the Deployment.
 func annotated(d *appsv1.Deployment, ann map[string]string) *appsv1.Deployment {
@@ -218,7 +191,7 @@ func onlyFailure(t *testing.T, out track.Outcome, ref kube.Ref, prefix string, c
 
 func TestFailCrashLoopExceedsAllowedFailures(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := failNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-fail-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	ref := createDeployment(t, c, deployment(ns, "crash", 1, crashLoop))
@@ -247,7 +220,7 @@ func TestFailCrashLoopExceedsAllowedFailures(t *testing.T) {
 
 func TestFailFailuresAllowedPerReplica(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := failNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-fail-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	since := time.Now()
@@ -270,7 +243,7 @@ func TestFailFailuresAllowedPerReplica(t *testing.T) {
 
 func TestFailIgnoreAndContinue(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := failNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-fail-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	since := time.Now()
@@ -325,7 +298,7 @@ func TestFailIgnoreAndContinue(t *testing.T) {
 
 func TestFailHopeUntilEndOfDeployProcess(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := failNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-fail-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	hoper := createDeployment(t, c, annotated(deployment(ns, "hoper", 1, crashLoop),
@@ -354,7 +327,7 @@ func TestFailHopeUntilEndOfDeployProcess(t *testing.T) {
 
 func TestFailNonBlockingDoesNotHold(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := failNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-fail-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	web := createDeployment(t, c, deployment(ns, "web", 1, nil))
@@ -388,7 +361,7 @@ func TestFailNonBlockingDoesNotHold(t *testing.T) {
 
 func TestFailNoActivityTimeout(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := failNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-fail-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	ref := createDeployment(t, c, annotated(deployment(ns, "stuck", 1, unready),
@@ -406,7 +379,7 @@ func TestFailNoActivityTimeout(t *testing.T) {
 
 func TestFailReadinessProbeIgnoreWindow(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := failNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-fail-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	// periodSeconds 1, timeout 1, thresholds 1/3: the ignore window is 4s after the start.

@@ -2,8 +2,6 @@ package track_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,22 +21,6 @@ import (
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/track"
 )
-
-// kindsNamespace creates a namespace named h-kinds-<random> and deletes it on cleanup.
-func kindsNamespace(t *testing.T, c *kube.Cluster) string {
-	t.Helper()
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatalf("random namespace suffix: %v", err)
-	}
-	name := "h-kinds-" + hex.EncodeToString(b[:])
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kubetest.TestLabel: "true"}}}
-	if _, err := c.Typed.CoreV1().Namespaces().Create(testCtx(t), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() { cleanup(t, "namespace", name, c.Typed.CoreV1().Namespaces().Delete) })
-	return name
-}
 
 // cleanup deletes the named object with del (a client's Delete), tolerating that it is gone.
 func cleanup(t *testing.T, kind, name string, del func(context.Context, string, metav1.DeleteOptions) error) {
@@ -175,7 +157,7 @@ func wantReady(t *testing.T, out track.Outcome) {
 // IngressClasses stops waiting for an Ingress whose class no controller serves.
 func TestTrackServiceAndIngressAddresses(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := kindsNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-kinds-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	port := []corev1.ServicePort{{Name: "http", Port: 80}}
@@ -275,7 +257,7 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 // it to a volume created later.
 func TestTrackPVCBinds(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := kindsNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-kinds-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	size := resource.MustParse("1Mi")
@@ -356,7 +338,7 @@ func widgetCRD(group string) *unstructured.Unstructured {
 // that reports Stalled=True fails the tracking with its reason.
 func TestTrackCRDAndCustomResources(t *testing.T) {
 	c := kubetest.Cluster(t)
-	ns := kindsNamespace(t, c)
+	ns := kubetest.NamespaceWithPrefix(t, c, "h-kinds-")
 	ctx := testCtx(t)
 	noLeaks(t)
 	group := ns + ".sealane.dev"

@@ -80,11 +80,17 @@ func repoRoot() string {
 // Namespace creates a uniquely named namespace for the test and deletes it on cleanup.
 func Namespace(t testing.TB, c *kube.Cluster) string {
 	t.Helper()
+	return NamespaceWithPrefix(t, c, "sealane-test-")
+}
+
+// NamespaceWithPrefix is Namespace with its name starting with prefix.
+func NamespaceWithPrefix(t testing.TB, c *kube.Cluster, prefix string) string {
+	t.Helper()
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("random namespace suffix: %v", err)
 	}
-	name := "sealane-test-" + hex.EncodeToString(b[:])
+	name := prefix + hex.EncodeToString(b[:])
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{TestLabel: "true"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
