@@ -40,6 +40,8 @@ type logRelay struct {
 	chosen   map[kube.Ref][]string // pod names streamed per resource
 	recent   map[kube.Ref][]events.LogLine
 	warned   map[kube.Ref]bool
+	// delivered are the pods whose logs have delivered lines.
+	delivered map[string]bool
 }
 
 // newLogRelay starts following logs through client; since is when the phase was applied (older
@@ -47,7 +49,7 @@ type logRelay struct {
 func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, base events.LogLinesData, since time.Time, log *zap.Logger) *logRelay {
 	r := &logRelay{ctx: ctx, publish: publish, base: base, log: log,
 		settings: map[kube.Ref]resource.LogSettings{}, chosen: map[kube.Ref][]string{},
-		recent: map[kube.Ref][]events.LogLine{}, warned: map[kube.Ref]bool{}}
+		recent: map[kube.Ref][]events.LogLine{}, warned: map[kube.Ref]bool{}, delivered: map[string]bool{}}
 	opts := podlogs.DefaultOptions()
 	opts.Since, opts.Logger = since, log
 	r.streamer = podlogs.New(client, r.deliver, opts)
@@ -154,10 +156,39 @@ func (r *logRelay) settle(ctx context.Context, failed []kube.Ref) {
 	}
 }
 
-// close stops following logs and publishes the lines still buffered.
-func (r *logRelay) close() { r.streamer.Close() }
+// closeGrace bounds how long the end of a phase waits for the first lines of followed pods
+// that have shown none yet: a pod that became ready at once has usually logged its start-up,
+// and its log request may still be on the way.
+const closeGrace = time.Second
+
+// close stops following logs and publishes the lines still buffered, after waiting up to
+// closeGrace for followed pods that have not delivered any line yet.
+func (r *logRelay) close() {
+	deadline := time.Now().Add(closeGrace)
+	for time.Now().Before(deadline) && r.ctx.Err() == nil && r.waitingForFirstLines() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.streamer.Close()
+}
+
+// waitingForFirstLines says whether a followed pod has delivered no line yet.
+func (r *logRelay) waitingForFirstLines() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, pods := range r.chosen {
+		for _, p := range pods {
+			if !r.delivered[p] {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func (r *logRelay) deliver(b podlogs.Batch) {
+	r.mu.Lock()
+	r.delivered[b.Pod] = true
+	r.mu.Unlock()
 	r.send(b.Owner, b.Pod, b.Container, b.Lines, b.Dropped)
 }
 

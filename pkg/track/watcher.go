@@ -152,6 +152,11 @@ type podSource struct {
 	pods, replicaSets cache.SharedIndexInformer
 }
 
+// synced says whether the pod (and ReplicaSet) informers have listed.
+func (s podSource) synced() bool {
+	return s.pods.HasSynced() && (s.replicaSets == nil || s.replicaSets.HasSynced())
+}
+
 func (s podSource) owned(uid types.UID) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, inf := range []cache.SharedIndexInformer{s.replicaSets, s.pods} {
@@ -388,6 +393,11 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		}
 	case t.withPods:
 		src := w.podSource(obj)
+		if !src.synced() {
+			// Judged without its pods, a workload could look ready before they are known.
+			return Status{State: Waiting, Message: "waiting for the first list of pods", NonBlocking: t.settings.NonBlocking,
+				Errors: t.errs.count, LastError: t.errs.last}
+		}
 		pods = PodsOf(obj, src.owned)
 		st = ComputeWithPodsAt(obj, pods, now)
 		st.Pods = podStatuses(pods)
