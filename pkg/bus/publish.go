@@ -22,6 +22,40 @@ func (b *Bus) Publish(ctx context.Context, msg *nats.Msg, msgID string) (duplica
 	return b.publish(ctx, b.opts.Stream, msg, msgID)
 }
 
+// PublishAsync sends msg to the deploy stream (log lines: to the log stream) without waiting
+// for its ack, so that a stage reporting many events while it works is not slowed by one
+// round trip each; messages are stored in the order they are sent. The returned wait blocks
+// until the ack, and when the asynchronous attempt failed publishes again synchronously, as
+// Publish does (the message id makes that safe).
+func (b *Bus) PublishAsync(msg *nats.Msg, msgID string, logs bool) (wait func(context.Context) error) {
+	stream := b.opts.Stream
+	if logs {
+		stream = b.opts.LogStream
+	}
+	again := func(ctx context.Context) error {
+		_, err := b.publish(ctx, stream, msg, msgID)
+		return err
+	}
+	if msg == nil || msgID == "" || !validSubject(msg.Subject, false) {
+		return again // let the synchronous path report the problem
+	}
+	m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: cloneHeader(msg.Header)}
+	f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
+	if err != nil {
+		return again
+	}
+	return func(ctx context.Context) error {
+		select {
+		case <-f.Ok():
+			return nil
+		case <-f.Err():
+			return again(ctx)
+		case <-ctx.Done():
+			return fmt.Errorf("publish %s (msg id %s): %w", msg.Subject, msgID, ctx.Err())
+		}
+	}
+}
+
 // PublishLog stores msg (a log batch on LogSubject) in the log stream, like Publish.
 func (b *Bus) PublishLog(ctx context.Context, msg *nats.Msg, msgID string) (duplicate bool, err error) {
 	return b.publish(ctx, b.opts.LogStream, msg, msgID)

@@ -1,7 +1,9 @@
 package bus
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,36 @@ func TestPublishGivesUpWithContext(t *testing.T) {
 	_, err := e.bus.Publish(ctx, &nats.Msg{Subject: "sealane.nostream.x"}, "id")
 	if err == nil || !errors.Is(err, ctx.Err()) {
 		t.Fatalf("err = %v, want it to wrap %v", err, ctx.Err())
+	}
+}
+
+func TestPublishAsyncKeepsOrderAndWaitsForAcks(t *testing.T) {
+	checkLeaks(t)
+	e := newTestEnv(t)
+	ctx := testCtx(t, 10*time.Second)
+	var waits []func(context.Context) error
+	for i := range 50 {
+		m := nats.NewMsg(testSubject)
+		m.Data = []byte(fmt.Sprint(i))
+		waits = append(waits, e.bus.PublishAsync(m, fmt.Sprintf("async-%d", i), false))
+	}
+	// The same id again is a duplicate: stored once.
+	dup := nats.NewMsg(testSubject)
+	dup.Data = []byte("dup")
+	waits = append(waits, e.bus.PublishAsync(dup, "async-7", false))
+	for i, w := range waits {
+		if err := w(ctx); err != nil {
+			t.Fatalf("wait %d: %v", i, err)
+		}
+	}
+	got := followN(t, e.bus, FollowOptions{DeliverAll: true}, 50)
+	for i, g := range got {
+		if g != fmt.Sprint(i) {
+			t.Fatalf("message %d is %q: order lost (%v)", i, g, got)
+		}
+	}
+	// An invalid message fails on wait, with the synchronous path's error.
+	if err := e.bus.PublishAsync(nats.NewMsg("bad subject"), "x", false)(ctx); err == nil {
+		t.Error("PublishAsync of an invalid subject did not fail")
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -87,16 +89,46 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return nil
 	}
 	in.State = state
-	in.Publish = func(ctx context.Context, em Emit) error { return r.publish(ctx, st, in, em) }
+	// Live events (progress, log lines) are pipelined: the handler does not wait for each ack,
+	// and every one is acknowledged before the handler's own events are published.
+	var pendingMu sync.Mutex
+	var pending []func(context.Context) error
+	in.Publish = func(ctx context.Context, em Emit) error {
+		ev, msg, err := r.encode(st, in, em)
+		if err != nil {
+			return err
+		}
+		wait := r.Bus.PublishAsync(msg, ev.ID(), events.Type(ev.Type()) == events.LogLines)
+		pendingMu.Lock()
+		pending = append(pending, wait)
+		pendingMu.Unlock()
+		return nil
+	}
+	flush := func() error {
+		pendingMu.Lock()
+		waits := pending
+		pending = nil
+		pendingMu.Unlock()
+		for _, wait := range waits {
+			if err := wait(ctx); err != nil {
+				return fmt.Errorf("%s: %w", st.Name, err)
+			}
+		}
+		return nil
+	}
 
 	start := r.now()
 	if r.Observe != nil {
 		r.Observe(st.Name, e, start)
 	}
 	out, err := st.Handler.Handle(ctx, in)
+	flushErr := flush()
 	if err != nil {
 		log.Warn("handler failed, will retry", zap.Error(err))
 		return fmt.Errorf("%s: handle %s: %w", st.Name, e.ID(), err)
+	}
+	if flushErr != nil {
+		return flushErr
 	}
 	next := nextState(in, out, r.now())
 	if err := r.saveState(ctx, next, rev, state == nil); err != nil {
@@ -111,14 +143,23 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	return nil
 }
 
-func (r *Runner) publish(ctx context.Context, st Stage, in Input, em Emit) error {
+// encode builds the CloudEvent of em and its NATS message.
+func (r *Runner) encode(st Stage, in Input, em Emit) (cloudevents.Event, *nats.Msg, error) {
 	ev, err := build(st, in, em, r.now())
 	if err != nil {
-		return bus.Permanent(err)
+		return ev, nil, bus.Permanent(err)
 	}
 	msg, err := events.Encode(ev)
 	if err != nil {
-		return bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
+		return ev, nil, bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
+	}
+	return ev, msg, nil
+}
+
+func (r *Runner) publish(ctx context.Context, st Stage, in Input, em Emit) error {
+	ev, msg, err := r.encode(st, in, em)
+	if err != nil {
+		return err
 	}
 	publish := r.Bus.Publish
 	if events.Type(ev.Type()) == events.LogLines {
