@@ -8,7 +8,7 @@ SEALANE_SANDBOX_DIR ?= $(REPO)/.sandbox
 export SEALANE_SANDBOX_DIR
 SANDBOX_KUBECONFIG := $(SEALANE_SANDBOX_DIR)/kubeconfig
 export PATH := $(HOME)/.cache/sealane/bin:$(PATH)
-GO_PACKAGES := ./... ./events/...
+GO_PACKAGES := ./... ./events/... ./examples/audit-consumer/...
 
 .PHONY: build demo test test-short bench vet fmt clean
 

@@ -1,6 +1,8 @@
 package events
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -88,12 +90,34 @@ func DataRef(e cloudevents.Event) string { return ext(e, ExtDataRef) }
 // TargetOf reads the release target from the event's subject attribute.
 func TargetOf(e cloudevents.Event) (Target, error) { return ParseTarget(e.Subject()) }
 
-// DecodeData reads the JSON payload of e into v, naming the event when it cannot.
+// DecodeData reads the JSON payload of e into v, naming the event when it cannot. The error
+// never quotes the payload (the CloudEvents SDK's does), so a malformed event cannot carry a
+// value into a dead-letter reason, a failure event or a log line.
 func DecodeData(e cloudevents.Event, v any) error {
+	ct := e.DataContentType()
+	if ct == "" || strings.HasPrefix(ct, cloudevents.ApplicationJSON) || strings.HasSuffix(strings.SplitN(ct, ";", 2)[0], "+json") {
+		if err := json.Unmarshal(e.Data(), v); err != nil {
+			return fmt.Errorf("event %s (%s): payload (%d bytes) is not the type's JSON: %s", e.ID(), e.Type(), len(e.Data()), jsonErrorText(err))
+		}
+		return nil
+	}
 	if err := e.DataAs(v); err != nil {
-		return fmt.Errorf("event %s (%s): payload: %w", e.ID(), e.Type(), err)
+		return fmt.Errorf("event %s (%s): payload of content type %s cannot be read", e.ID(), e.Type(), ct)
 	}
 	return nil
+}
+
+// jsonErrorText describes a JSON decoding error by position and Go type only: no value.
+func jsonErrorText(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("syntax error at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %q: a JSON %s cannot be a %s", typ.Field, typ.Value, typ.Type)
+	}
+	return "invalid JSON"
 }
 
 func ext(e cloudevents.Event, name string) string {

@@ -79,10 +79,13 @@ type RequestedData struct {
 	// KeepHistory keeps an uninstalled release's records, marked uninstalled.
 	KeepHistory bool `json:"keepHistory,omitempty"`
 	// WithNamespace deletes the release namespace after an uninstall.
-	WithNamespace bool        `json:"withNamespace,omitempty"`
-	Project       string      `json:"project,omitempty"`
-	Env           string      `json:"env,omitempty"`
-	Chart         ChartSource `json:"chart"`
+	WithNamespace bool `json:"withNamespace,omitempty"`
+	// Supersede drops the requests queued for the release (each is closed as failed,
+	// "superseded by deploy <id>") so that this one runs next (--supersede).
+	Supersede bool        `json:"supersede,omitempty"`
+	Project   string      `json:"project,omitempty"`
+	Env       string      `json:"env,omitempty"`
+	Chart     ChartSource `json:"chart"`
 	// InputsRef is the dataref of the values files, the still-encrypted secret values files
 	// and the --set family of values.
 	InputsRef   string   `json:"inputsRef,omitempty"`
@@ -97,6 +100,35 @@ type RequestedData struct {
 	// Annotations and Labels are added to every deployed object (--add-annotation, --add-label).
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+
+	// --- Release storage (where the Helm release records are kept) ---
+
+	// ReleaseStorage is where and how the release records are kept (--release-storage,
+	// --release-storage-namespace, --history-max); the zero value is Helm's default: Secrets in
+	// the release namespace, 10 revisions kept.
+	ReleaseStorage ReleaseStorage `json:"releaseStorage,omitzero"`
+}
+
+// --- Release storage ---
+
+// The release storage drivers, as Helm's HELM_DRIVER names them.
+const (
+	// StorageSecret keeps records in Secrets of type helm.sh/release.v1 (Helm's default).
+	StorageSecret = "secret"
+	// StorageConfigMap keeps records in ConfigMaps (HELM_DRIVER=configmap).
+	StorageConfigMap = "configmap"
+)
+
+// ReleaseStorage says where a release's records live and how many are kept. Every stage that
+// reads or writes records of the release uses it, so all requests for one release must agree.
+type ReleaseStorage struct {
+	// Driver is StorageSecret (empty means it) or StorageConfigMap.
+	Driver string `json:"driver,omitempty"`
+	// Namespace is the namespace the records are kept in; empty means the release namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// HistoryMax is how many revisions are kept (older ones are pruned when a revision is
+	// recorded): nil means the default (10), 0 unlimited.
+	HistoryMax *int `json:"historyMax,omitempty"`
 }
 
 // Operation is what a request asks of a release.

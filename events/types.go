@@ -40,6 +40,7 @@ const (
 var AllTypes = []Type{
 	DeployRequested, DeployRendered, DeployStarted, PhaseApplied, ResourceProgressed,
 	PhaseTracked, DeploySucceeded, DeployFailed, ReleaseRecorded, DeployPlanned, LogLines,
+	CDServiceDeployed, CDServiceUpgraded, CDServiceRolledBack, CDServiceRemoved, // cdevents.go
 }
 
 // tokens maps each type to the subject token consumers filter on.
@@ -55,6 +56,11 @@ var tokens = map[Type]string{
 	ReleaseRecorded:    "release_recorded",
 	DeployPlanned:      "planned",
 	LogLines:           "log_lines",
+	// CDEvents (cdevents.go)
+	CDServiceDeployed:   "cd_service_deployed",
+	CDServiceUpgraded:   "cd_service_upgraded",
+	CDServiceRolledBack: "cd_service_rolledback",
+	CDServiceRemoved:    "cd_service_removed",
 }
 
 // Token returns the subject token of the type ("rendered" for DeployRendered).

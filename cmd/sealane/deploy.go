@@ -33,7 +33,9 @@ type deployFlags struct {
 	applyMethod   string
 	takeOwnership bool
 	autoRollback  bool
+	supersede     bool
 	progress      progressFlags
+	storage       storageFlags
 }
 
 func newDeployCmd(g *globalFlags) *cobra.Command {
@@ -54,12 +56,18 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.applyMethod, "apply-method", "ssa", "how existing objects are updated: ssa (server-side apply) or 3wm (client-side three-way merge)")
 	fl.BoolVar(&f.takeOwnership, "take-ownership", false, "adopt existing objects whatever release (or nobody) owns them")
 	fl.BoolVar(&f.autoRollback, "auto-rollback", false, "when the deploy fails, roll back to the last deployed revision (its rollback hooks run)")
+	fl.BoolVar(&f.supersede, "supersede", false, "when the release is busy, drop the deploys queued for it (they fail, \"superseded by deploy <id>\") and run next")
+	f.storage.register(fl, true)
 	return cmd
 }
 
 func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir string) error {
 	if _, err := apply.ParseMethod(f.applyMethod); err != nil {
 		return fmt.Errorf("--apply-method: %w", err)
+	}
+	storage, err := f.storage.value()
+	if err != nil {
+		return err
 	}
 	secrets, err := f.secrets(chartDir)
 	if err != nil {
@@ -73,6 +81,8 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 			}
 			req.RequestedBy = whoami()
 			req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
+			req.Supersede = f.supersede
+			req.ReleaseStorage = storage
 			if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
 				s.log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
 			}
@@ -86,7 +96,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 				return res, err // the request never reached a release
 			}
 			rb, rbErr := client.Request(ctx, s.node.Bus, events.RequestedData{Target: target, Operation: events.OperationRollback,
-				RollbackToDeployed: true, Timeout: events.Duration(f.timeout), RequestedBy: req.RequestedBy}, s.onEvent)
+				RollbackToDeployed: true, Timeout: events.Duration(f.timeout), RequestedBy: req.RequestedBy, ReleaseStorage: storage}, s.onEvent)
 			if rbErr != nil {
 				return res, fmt.Errorf("%w; auto-rollback failed too: %w", err, rbErr)
 			}
@@ -158,7 +168,7 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 			return nil, err
 		}
 	}
-	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log})
+	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log, PayloadKeyFile: g.payloadKeyFile})
 	if err != nil {
 		return nil, err
 	}

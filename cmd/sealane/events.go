@@ -21,9 +21,11 @@ type eventsFlags struct {
 	follow                      bool
 	release, cluster, namespace string
 	types                       []string
-	since                       time.Duration
+	since, until                string
 	output                      string
 	logs                        bool
+	deadLetters                 bool
+	redrive                     uint64
 }
 
 func newEventsCmd(g *globalFlags) *cobra.Command {
@@ -31,8 +33,15 @@ func newEventsCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Print the deploy event stream (every event of every deploy), optionally following it",
-		Args:  cobra.NoArgs,
+		Long: "Print the audit stream: every event of every deploy, kept for the retention (30 days by default),\n" +
+			"filtered by release, cluster, namespace, type and time window (--since, --until), or followed live.\n" +
+			"--logs prints the log stream instead; --dead-letters lists the messages a stage gave up on and\n" +
+			"--redrive ID publishes one of them again.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.deadLetters || cmd.Flags().Changed("redrive") {
+				return runDeadLetters(cmd.Context(), g, f, cmd.Flags().Changed("redrive"), cmd.OutOrStdout())
+			}
 			return runEvents(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -42,9 +51,12 @@ func newEventsCmd(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.cluster, "cluster", "", "only this cluster")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "only this namespace")
 	fl.StringArrayVar(&f.types, "type", nil, "only these event types (token such as rendered, or full type); repeatable")
-	fl.DurationVar(&f.since, "since", 0, "only events newer than this (e.g. 1h); default: all kept")
+	fl.StringVar(&f.since, "since", "", "only events stored at or after T: RFC 3339 time or a duration ago (1h); default: all kept")
+	fl.StringVar(&f.until, "until", "", "only events stored at or before T: RFC 3339 time or a duration ago; with --since, a time window")
 	fl.StringVarP(&f.output, "output", "o", "text", "text or json (one CloudEvent per line, structured format)")
 	fl.BoolVar(&f.logs, "logs", false, "print the log stream instead: container logs and Kubernetes events of tracked resources (kept 24 h)")
+	fl.BoolVar(&f.deadLetters, "dead-letters", false, "list the dead letters: messages a stage gave up on (consumer, reason, deliveries, original event)")
+	fl.Uint64Var(&f.redrive, "redrive", 0, "publish dead letter ID (from --dead-letters) again on its original subject")
 	return cmd
 }
 
@@ -79,6 +91,18 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 		}
 		filters = append(filters, events.Filter{Type: t, Cluster: f.cluster, Namespace: f.namespace, Release: f.release}.Subject())
 	}
+	now := time.Now()
+	since, err := parseWhen("--since", f.since, now)
+	if err != nil {
+		return err
+	}
+	until, err := parseWhen("--until", f.until, now)
+	if err != nil {
+		return err
+	}
+	if !since.IsZero() && !until.IsZero() && until.Before(since) {
+		return fmt.Errorf("--until %s is before --since %s", until.Format(time.RFC3339), since.Format(time.RFC3339))
+	}
 	log, err := g.logger()
 	if err != nil {
 		return err
@@ -89,23 +113,30 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 	}
 	defer node.Close()
 
-	opts := bus.FollowOptions{FilterSubjects: filters, DeliverAll: f.since == 0, Logs: f.logs}
-	if f.since > 0 {
-		opts.StartTime = time.Now().Add(-f.since)
-	}
+	opts := bus.FollowOptions{FilterSubjects: filters, DeliverAll: since.IsZero(), StartTime: since, Logs: f.logs}
 	var last uint64
 	if !f.follow {
-		if last, err = lastMatching(ctx, node.Bus, f.logs, filters); err != nil {
+		var lastTime time.Time
+		if last, lastTime, err = lastMatching(ctx, node.Bus, f.logs, filters); err != nil {
 			return err
 		}
-		if last == 0 {
-			return nil
+		if last == 0 || !since.IsZero() && lastTime.Before(since) {
+			return nil // nothing stored in the window: do not wait for new events
 		}
 	}
 	enc := json.NewEncoder(stdout)
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if f.follow && !until.IsZero() {
+		// Following up to a time: stop then, even when no later event comes.
+		followCtx, cancel = context.WithDeadline(followCtx, until)
+		defer cancel()
+	}
 	err = node.Bus.Follow(followCtx, opts, func(m jetstream.Msg) error {
+		md, mdErr := m.Metadata()
+		if mdErr == nil && !until.IsZero() && md.Timestamp.After(until) {
+			return bus.ErrStop // the stream is in time order: the window is over
+		}
 		e, err := events.Decode(m.Headers(), m.Data())
 		if err != nil {
 			fmt.Fprintf(stderr, "skipping message on %s: %v\n", m.Subject(), err)
@@ -118,7 +149,7 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 		} else {
 			fmt.Fprintf(stdout, "%s %-20s %s %s\n", e.Time().Local().Format("15:04:05.000"), events.Type(e.Type()).Token(), e.Subject(), progress.Line(e))
 		}
-		if md, err := m.Metadata(); err == nil && !f.follow && md.Sequence.Stream >= last {
+		if mdErr == nil && !f.follow && md.Sequence.Stream >= last {
 			return bus.ErrStop
 		}
 		return nil
@@ -129,27 +160,46 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 	return nil
 }
 
-// lastMatching returns the stream sequence of the newest stored event matching any filter,
-// 0 when none does, so a non-following `events` call knows where to stop.
-func lastMatching(ctx context.Context, b *bus.Bus, logs bool, filters []string) (uint64, error) {
+// lastMatching returns the stream sequence and time of the newest stored event matching any
+// filter, 0 when none does, so a non-following `events` call knows where to stop.
+func lastMatching(ctx context.Context, b *bus.Bus, logs bool, filters []string) (uint64, time.Time, error) {
 	name := b.Options().Stream
 	if logs {
 		name = b.Options().LogStream
 	}
 	s, err := b.JetStream().Stream(ctx, name)
 	if err != nil {
-		return 0, fmt.Errorf("stream %s: %w", name, err)
+		return 0, time.Time{}, fmt.Errorf("stream %s: %w", name, err)
 	}
 	var last uint64
+	var lastTime time.Time
 	for _, f := range filters {
 		m, err := s.GetLastMsgForSubject(ctx, f)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("last event on %s: %w", f, err)
+			return 0, time.Time{}, fmt.Errorf("last event on %s: %w", f, err)
 		}
-		last = max(last, m.Sequence)
+		if m.Sequence > last {
+			last, lastTime = m.Sequence, m.Time
+		}
 	}
-	return last, nil
+	return last, lastTime, nil
+}
+
+// parseWhen reads a --since or --until value: an RFC 3339 time, or a duration before now
+// ("90m", "2h"). Empty means no bound (zero time).
+func parseWhen(flag, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time (2025-01-02T15:04:05Z) or a duration ago (1h)", flag, s)
+	}
+	return now.Add(-d), nil
 }

@@ -32,6 +32,9 @@ type globalFlags struct {
 	kubeContext string
 	logLevel    string
 	logJSON     bool
+
+	// payloadKeyFile holds the key that encrypts payloads at rest (--payload-key-file).
+	payloadKeyFile string
 }
 
 func main() {
@@ -60,11 +63,16 @@ func newRoot() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.natsURL, "nats", os.Getenv("SEALANE_NATS_URL"), "NATS URL of a shared pipeline (default: embedded NATS and all stages in this process)")
 	pf.StringVar(&g.dataDir, "data-dir", os.Getenv("SEALANE_DATA_DIR"), "where the embedded NATS keeps its JetStream data (default ~/.local/share/sealane)")
+	pf.StringVar(&g.payloadKeyFile, "payload-key-file", os.Getenv("SEALANE_PAYLOAD_KEY_FILE"),
+		"file with the 64-hex-character key that encrypts payloads in NATS (default $SEALANE_PAYLOAD_KEY; embedded: <data-dir>/payload.key, created on first use)")
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	pf.StringVar(&g.kubeContext, "kube-context", "", "kubeconfig context = cluster name (default: the current context)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
 	root.AddCommand(newDeployCmd(g), newServeCmd(g), newEventsCmd(g), newSlugifyCmd(), newSecretCmd(), newRenderCmd(g), newRollbackCmd(g), newDismissCmd(g), newTestCmd(g), newPlanCmd(g))
+	root.AddCommand(newListCmd(g))
+	root.AddCommand(newHistoryCmd(g))
+	root.AddCommand(newGetCmd(g))
 	return root
 }
 

@@ -32,6 +32,7 @@ type planFlags struct {
 	viaPipeline   bool
 	exitCode      bool
 	contextLines  int
+	storage       storageFlags
 }
 
 // exitCodeChanges is the exit status of `sealane plan --exit-code` when the deploy would
@@ -62,6 +63,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	fl.BoolVar(&f.graph, "graph", false, "print the plan's DAG in Graphviz DOT instead of the changes")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 2 when the deploy would change something (0: nothing to do, 1: error)")
 	fl.IntVar(&f.contextLines, "diff-context-lines", diff.DefaultContextLines, "unchanged lines shown around each change of a diff")
+	f.storage.register(fl, false)
 	return cmd
 }
 
@@ -110,6 +112,9 @@ func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string
 	if err != nil {
 		return nil, err
 	}
+	if cr.requested.ReleaseStorage, err = f.storage.value(); err != nil {
+		return nil, err
+	}
 	base, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.kubeContext})
 	if err != nil {
 		return nil, err
@@ -149,6 +154,9 @@ func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, char
 	req.RequestedBy = whoami()
 	req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
 	req.Operation, req.DiffContextLines = events.OperationPlan, contextLines
+	if req.ReleaseStorage, err = f.storage.value(); err != nil {
+		return nil, err
+	}
 	var planned *events.PlannedData
 	waitCtx, cancel := context.WithTimeout(ctx, planTimeout)
 	defer cancel()
@@ -186,7 +194,7 @@ const planTimeout = 5 * time.Minute
 // its deployed one (0: an install), and plans the deploy with the pipeline's own functions.
 func buildDeployPlan(ctx context.Context, cluster *kube.Cluster, cr *chartRender, stderr io.Writer) (bundle *pipeline.RenderBundle, revision, deployed int, err error) {
 	target := cr.requested.Target
-	store := release.NewStore(cluster.Typed, target.Namespace, nil)
+	store := pipeline.NewReleaseStore(cluster.Typed, target, cr.requested.ReleaseStorage, nil)
 	if revision, err = store.NextRevision(ctx, target.Release); err != nil {
 		return nil, 0, 0, fmt.Errorf("release %s history: %w", target.Release, err)
 	}

@@ -18,6 +18,7 @@ type releaseFlags struct {
 	timeout   time.Duration
 	output    string
 	progress  progressFlags
+	storage   storageFlags
 }
 
 func (f *releaseFlags) register(cmd *cobra.Command, what string) {
@@ -26,6 +27,7 @@ func (f *releaseFlags) register(cmd *cobra.Command, what string) {
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long the whole "+what+" may take")
 	fl.StringVarP(&f.output, "output", "o", "text", "text (progress table and log blocks) or json (one CloudEvent per line)")
 	f.progress.register(fl)
+	f.storage.register(fl, what == "rollback")
 }
 
 // run sends the request data (its target and timeout filled in) through the pipeline and
@@ -34,6 +36,11 @@ func (f *releaseFlags) run(ctx context.Context, g *globalFlags, verb, releaseNam
 	if f.namespace == "" {
 		return fmt.Errorf("%s %s: --namespace is required (the release's namespace)", verb, releaseName)
 	}
+	storage, err := f.storage.value()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, releaseName, err)
+	}
+	data.ReleaseStorage = storage
 	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, done: done, progress: f.progress},
 		func(ctx context.Context, s *session) (client.Result, error) {
 			data.Target = events.Target{Cluster: s.cluster, Namespace: f.namespace, Release: releaseName}

@@ -2,17 +2,23 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
 func newServeCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var ackWait time.Duration
+	var replicas int
+	var retention time.Duration
+	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
 		Long: "Run one or more pipeline stages until interrupted. Every replica of a stage shares the " +
@@ -35,7 +41,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer func() { _ = log.Sync() }()
-			node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Name: "sealane-" + args[0], Log: log})
+			node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Name: "sealane-" + args[0], Log: log, Replicas: replicas, Retention: retention, PayloadKeyFile: g.payloadKeyFile})
 			if err != nil {
 				return err
 			}
@@ -44,8 +50,21 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key))
-			return serve.RunStages(cmd.Context(), node.Runner(log), deps, names...)
+			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
+			runner := node.Runner(log)
+			runner.AckWait = ackWait
+			return serve.RunStages(cmd.Context(), runner, deps, names...)
 		},
 	}
+	defAckWait, err := time.ParseDuration(os.Getenv("SEALANE_ACK_WAIT"))
+	if err != nil {
+		defAckWait = bus.DefaultAckWait
+	}
+	cmd.Flags().DurationVar(&ackWait, "ack-wait", defAckWait,
+		"how long a delivery may go without ack or heartbeat before another replica gets it ($SEALANE_ACK_WAIT)")
+	cmd.Flags().IntVar(&replicas, "nats-replicas", 0,
+		"replicas of the streams and buckets on a NATS cluster (default $"+serve.ReplicasEnv+" or 1); every client of the pipeline needs the same")
+	cmd.Flags().DurationVar(&retention, "retention", 0,
+		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
+	return cmd
 }

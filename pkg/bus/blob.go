@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/pkg/payload"
 )
 
 // BlobScheme prefixes blob references used as the CloudEvents dataref.
@@ -36,34 +39,81 @@ func ParseBlobRef(ref string) (bucket, name string, err error) {
 	return bucket, name, nil
 }
 
-// PutBlob stores data under name in the blob bucket and returns its reference. Blobs are
-// write-once: storing the same content again is a no-op, different content is ErrBlobConflict.
+// Sealer encrypts blob contents at rest and authenticates them on read; ref (the blob's
+// reference) is bound to the sealed bytes. *payload.Key implements it. Seal must be
+// deterministic for a given ref and plaintext, so that storing a blob again is a no-op.
+type Sealer interface {
+	Seal(ref string, plaintext []byte) ([]byte, error)
+	Open(ref string, sealed []byte) ([]byte, error)
+}
+
+// PutBlob encrypts data with the bus's Sealer, stores it under name in the blob bucket and
+// returns its reference. Blobs are write-once: storing the same content again is a no-op,
+// different content is ErrBlobConflict. A blob stored in clear text or with another payload key
+// (before a key rotation) is replaced.
 func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string, err error) {
 	ref = BlobRef(b.opts.BlobBucket, name)
 	if name == "" {
 		return "", errors.New("put blob: empty name")
 	}
+	sealed, err := b.opts.Sealer.Seal(ref, data)
+	if err != nil {
+		return "", err // names the ref, and how to configure a missing key
+	}
 	h := sha256.New()
-	h.Write(data)
+	h.Write(sealed)
 	digest := jetstream.GetObjectDigestValue(h)
 	info, err := b.blobs.GetInfo(ctx, name)
 	switch {
 	case err == nil:
-		if info.Digest == digest && info.Size == uint64(len(data)) {
+		if info.Digest == digest && info.Size == uint64(len(sealed)) {
 			return ref, nil
 		}
-		return "", fmt.Errorf("put blob %s: %w", ref, ErrBlobConflict)
+		same, err := b.storedBlobMatches(ctx, ref, name, data)
+		if err != nil {
+			return "", err
+		}
+		if same {
+			return ref, nil
+		}
 	case !errors.Is(err, jetstream.ErrObjectNotFound):
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
-	if _, err := b.blobs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
+	if _, err := b.blobs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(sealed)); err != nil {
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
 	return ref, nil
 }
 
-// GetBlob returns the content of the blob ref. A missing blob wraps jetstream.ErrObjectNotFound;
-// a ref to another bucket than this bus's blob bucket is an error.
+// storedBlobMatches decides about a stored blob whose bytes differ from what PutBlob would
+// store: true if it holds data already (a non-deterministic Sealer), false if it is stale and
+// may be replaced (clear text from before payload encryption, or sealed with another key), and
+// ErrBlobConflict if it holds other content.
+func (b *Bus) storedBlobMatches(ctx context.Context, ref, name string, data []byte) (bool, error) {
+	stored, err := b.blobs.GetBytes(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("put blob %s: read the stored blob: %w", ref, err)
+	}
+	plain, err := b.opts.Sealer.Open(ref, stored)
+	switch {
+	case err == nil && bytes.Equal(plain, data):
+		return true, nil
+	case err == nil:
+		return false, fmt.Errorf("put blob %s: %w", ref, ErrBlobConflict)
+	case errors.Is(err, payload.ErrKeyMismatch), errors.Is(err, payload.ErrNotSealed):
+		b.log.Info("replacing a blob stored in clear text or with another payload key", zap.String("ref", ref))
+		return false, nil
+	}
+	return false, fmt.Errorf("put blob %s: %w (stored blob)", ref, err)
+}
+
+// GetBlob returns the decrypted content of the blob ref. A missing blob wraps
+// jetstream.ErrObjectNotFound; a ref to another bucket than this bus's blob bucket is an error.
+// A blob that fails decryption (another payload key, modified, or stored in clear text) is a
+// Permanent error: the payload package's error says which.
 func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 	bucket, name, err := ParseBlobRef(ref)
 	if err != nil {
@@ -72,9 +122,13 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 	if bucket != b.opts.BlobBucket {
 		return nil, fmt.Errorf("get blob %s: bucket %q is not the blob bucket %q", ref, bucket, b.opts.BlobBucket)
 	}
-	data, err := b.blobs.GetBytes(ctx, name)
+	sealed, err := b.blobs.GetBytes(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("get blob %s: %w", ref, err)
+	}
+	data, err := b.opts.Sealer.Open(ref, sealed)
+	if err != nil {
+		return nil, Permanent(err)
 	}
 	return data, nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/pkg/payload"
 )
 
 // Defaults for Options.
@@ -23,6 +25,7 @@ const (
 	DefaultDuplicates       = 2 * time.Minute
 	DefaultStateBucket      = "sealane-deploys"
 	DefaultBlobBucket       = "sealane-blobs"
+	DefaultLeaseBucket      = "sealane-leases" // release leases and their queues (pkg/lease)
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
 	DefaultLogStream        = "SEALANE_LOGS"
 	// LogSubject is what the log stream captures: container log lines of tracked resources
@@ -56,12 +59,17 @@ type Options struct {
 	StateBucket string
 	// BlobBucket is the object store for payloads above max_payload.
 	BlobBucket string
+	// LeaseBucket is the KV bucket of release leases and queues (pkg/lease).
+	LeaseBucket string
 	// DeadLetterStream records messages a stage gave up on, on DeadLetterSubjectPrefix.>.
 	DeadLetterStream string
 	// LogStream holds container log lines on LogSubject, for LogMaxAge and LogMaxBytes.
 	LogStream   string
 	LogMaxAge   time.Duration
 	LogMaxBytes int64
+	// Sealer encrypts blobs at rest (a *payload.Key). Nil seals with a random key that only
+	// this Bus knows: for tests, since no other process can read such blobs.
+	Sealer Sealer
 }
 
 // DefaultOptions returns the production topology names with one replica.
@@ -74,6 +82,7 @@ func DefaultOptions() Options {
 		Duplicates:       DefaultDuplicates,
 		StateBucket:      DefaultStateBucket,
 		BlobBucket:       DefaultBlobBucket,
+		LeaseBucket:      DefaultLeaseBucket,
 		DeadLetterStream: DefaultDeadLetterStream,
 		LogStream:        DefaultLogStream,
 		LogMaxAge:        DefaultLogMaxAge,
@@ -107,6 +116,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.DeadLetterStream == "" {
 		o.DeadLetterStream = d.DeadLetterStream
+	}
+	if o.LeaseBucket == "" {
+		o.LeaseBucket = d.LeaseBucket
 	}
 	if o.LogStream == "" {
 		o.LogStream = d.LogStream
@@ -150,7 +162,7 @@ func (o Options) Validate() error {
 			return fmt.Errorf("bus options: subject %q overlaps the log stream's %s", s, LogSubject)
 		}
 	}
-	for _, b := range []string{o.StateBucket, o.BlobBucket} {
+	for _, b := range []string{o.StateBucket, o.BlobBucket, o.LeaseBucket} {
 		if !bucketNameRe.MatchString(b) {
 			return fmt.Errorf("bus options: invalid bucket name %q", b)
 		}
@@ -178,7 +190,11 @@ type Bus struct {
 	log   *zap.Logger
 	state jetstream.KeyValue
 	blobs jetstream.ObjectStore
+	lease jetstream.KeyValue
 }
+
+// publishAsyncTimeout bounds the wait for one asynchronous publish's ack.
+const publishAsyncTimeout = 10 * time.Second
 
 // setupAttempts bounds retries of topology creation racing other replicas.
 const setupAttempts = 5
@@ -196,9 +212,17 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc)
+	// An asynchronous publish whose ack never comes (the stream leader died with it) fails
+	// after publishAsyncTimeout and is published again synchronously (PublishAsync), instead
+	// of blocking the stage that waits for it forever while its heartbeats hide it.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishAsyncTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("new bus: %w", err)
+	}
+	if opts.Sealer == nil {
+		if opts.Sealer, err = payload.Ephemeral(); err != nil {
+			return nil, fmt.Errorf("new bus: %w", err)
+		}
 	}
 	b := &Bus{nc: nc, js: js, opts: opts, log: log}
 	steps := []struct {
@@ -210,6 +234,7 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 		{"log stream " + opts.LogStream, b.ensureLogStream},
 		{"state bucket " + opts.StateBucket, b.ensureState},
 		{"blob bucket " + opts.BlobBucket, b.ensureBlobs},
+		{"lease bucket " + opts.LeaseBucket, b.ensureLeases},
 	}
 	for _, st := range steps {
 		if err := retrySetup(ctx, st.do); err != nil {
@@ -311,6 +336,28 @@ func (b *Bus) ensureBlobs(ctx context.Context) error {
 	b.blobs = obs
 	return nil
 }
+
+// leaseHistory is how many revisions of each lease and queue key are kept: enough to see
+// the last hand-overs of a release when debugging.
+const leaseHistory = 8
+
+func (b *Bus) ensureLeases(ctx context.Context) error {
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      b.opts.LeaseBucket,
+		Description: "sealane release leases and queues, one lease and one queue key per release",
+		History:     leaseHistory,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+	})
+	if err != nil {
+		return err
+	}
+	b.lease = kv
+	return nil
+}
+
+// Leases returns the release lease KV bucket (see pkg/lease).
+func (b *Bus) Leases() jetstream.KeyValue { return b.lease }
 
 // Conn returns the underlying NATS connection.
 func (b *Bus) Conn() *nats.Conn { return b.nc }

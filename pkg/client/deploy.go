@@ -60,6 +60,12 @@ type DeployRequest struct {
 	// DiffContextLines sets a plan's diff context (0: default, negative: none).
 	Operation        events.Operation
 	DiffContextLines int
+	// Supersede drops the requests queued for the release behind its current deploy; each is
+	// closed as failed ("superseded by deploy <id>").
+	Supersede bool
+	// ReleaseStorage is where the release records are kept (--release-storage,
+	// --release-storage-namespace, --history-max); zero: Secrets in the release namespace.
+	ReleaseStorage events.ReleaseStorage
 }
 
 // Result is how a deploy ended, from its release_recorded event.
@@ -303,7 +309,8 @@ func Load(ctx context.Context, req DeployRequest) (Local, error) {
 		Annotations: req.Annotations,
 		Labels:      req.Labels,
 		ApplyMethod: req.ApplyMethod, TakeOwnership: req.TakeOwnership,
-		Operation: req.Operation, DiffContextLines: req.DiffContextLines,
+		Operation: req.Operation, DiffContextLines: req.DiffContextLines, Supersede: req.Supersede,
+		ReleaseStorage: req.ReleaseStorage,
 	}
 	if req.Cluster != "" {
 		if err := rd.Target.Validate(); err != nil {

@@ -3,6 +3,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,6 +16,8 @@ type Status string
 // The deploy statuses, in order. Succeeded and Failed are terminal.
 const (
 	Requested Status = "requested"
+	// Queued: the release's lease is held by another deploy; the request waits in its queue.
+	Queued    Status = "queued"
 	Rendered  Status = "rendered"
 	Started   Status = "started"
 	Applied   Status = "applied"
@@ -47,9 +50,30 @@ type State struct {
 	Reason        string           `json:"reason,omitempty"`
 	// Description is the release record's description when the deploy succeeds (e.g. "Rollback
 	// to 3"); empty means Helm's "Install complete"/"Upgrade complete".
-	Description string    `json:"description,omitempty"`
-	LastEvent   string    `json:"lastEvent,omitempty"`
-	Updated     time.Time `json:"updated,omitzero"`
+	Description string `json:"description,omitempty"`
+	LastEvent   string `json:"lastEvent,omitempty"`
+	// LeaseToken is the fencing token of the release lease the deploy holds (pkg/lease), 0
+	// when it holds none (plans, queued requests). Stages check it before writing.
+	LeaseToken uint64    `json:"leaseToken,omitempty"`
+	Updated    time.Time `json:"updated,omitzero"`
+
+	// --- Release storage ---
+
+	// ReleaseStorage is the request's release storage (driver, namespace, history limit): the
+	// recorder writes the records where the renderer read them.
+	ReleaseStorage events.ReleaseStorage `json:"releaseStorage,omitzero"`
+
+	// Outbox is what the handling that saved this state publishes next (pkg/stage): a
+	// redelivery of its cause — the stage died between saving and acking — publishes these
+	// events again instead of handling the event twice.
+	Outbox *Outbox `json:"outbox,omitempty"`
+}
+
+// Outbox holds the events one handled event produced, as structured CloudEvents.
+type Outbox struct {
+	Stage  events.Stage      `json:"stage"`
+	Cause  string            `json:"cause"` // the handled event's id
+	Events []json.RawMessage `json:"events,omitempty"`
 }
 
 // Key is the KV key of a deploy's state.
@@ -58,6 +82,7 @@ func Key(correlationID string) string { return "deploy." + correlationID }
 // statusAfter maps an event type to the status it leads to.
 var statusAfter = map[events.Type]Status{
 	events.DeployRequested: Requested,
+	events.DeployQueued:    Queued,
 	events.DeployRendered:  Rendered,
 	events.DeployStarted:   Started,
 	events.PhaseApplied:    Applied,

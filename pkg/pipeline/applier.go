@@ -38,6 +38,9 @@ func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 			renderRef = in.State.RenderRef
 		}
 		if !d.Ready {
+			if out, stop, err := a.fenced(ctx, events.StageApplier, in); stop || err != nil {
+				return out, err // deleting the failed resources is a cluster write too
+			}
 			if err := a.deleteFailed(ctx, in, renderRef, d); err != nil {
 				return stage.Output{}, err
 			}
@@ -71,8 +74,13 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	if err != nil {
 		return fail(err.Error())
 	}
+	run.deployID = in.DeployID // a redelivered phase does not run its hooks again
 	if phase >= len(bundle.Plan.Phases) {
 		return fail(fmt.Sprintf("phase %d of a %d-phase plan", phase+1, len(bundle.Plan.Phases)))
+	}
+	// Fencing (lease.go): the phase writes to the cluster only while the deploy holds the lease.
+	if out, stop, err := a.fenced(ctx, events.StageApplier, in); stop || err != nil {
+		return out, err
 	}
 	if phase == 0 {
 		// Ownership and annotation checks of the whole plan before anything is written: a

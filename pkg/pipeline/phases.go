@@ -10,7 +10,9 @@ import (
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	helmrelease "helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sealane/sealane/events"
@@ -114,6 +116,14 @@ func (ix *objectIndex) get(k resource.Key) (manifest.Object, bool) {
 	return o, ok
 }
 
+// AnnotationDeployID is put on every object the applier recreates (hooks, before-creation
+// delete policy) with the id of the deploy that created it. A phase applied again — its event
+// redelivered because the applier died or lost NATS before the ack — finds the object it
+// already created and leaves it alone instead of deleting and creating it anew, so a hook runs
+// once per deploy (invariant 3). The cluster write and its record are one object: no crash
+// window between them.
+const AnnotationDeployID = "sealane.dev/deploy-id"
+
 // phaseRun applies one phase of a plan.
 type phaseRun struct {
 	cluster  *kube.Cluster
@@ -123,6 +133,8 @@ type phaseRun struct {
 	previous *objectIndex // the previous revision's objects, decorated the same way
 	prevList []manifest.Object
 	settings ApplySettings
+	// deployID, when set, marks recreated objects and skips the ones this deploy created.
+	deployID string
 }
 
 // Prepared are a bundle's objects decorated as the applier applies them: release ownership
@@ -177,7 +189,7 @@ func Prepare(target events.Target, b *RenderBundle) (*Prepared, error) {
 		apply.WithMetadata([]manifest.Object{o}, b.Metadata.Annotations, b.Metadata.Labels)
 		apply.WithReleaseMetadata([]manifest.Object{o}, target.Release, target.Namespace)
 	}
-	p.VolatileAnnotations = append(slices.Sorted(maps.Keys(b.Metadata.Annotations)), validate.AnnotationValidationMessages)
+	p.VolatileAnnotations = append(slices.Sorted(maps.Keys(b.Metadata.Annotations)), validate.AnnotationValidationMessages, AnnotationDeployID)
 	p.VolatileLabels = slices.Sorted(maps.Keys(b.Metadata.Labels))
 	return p, nil
 }
@@ -285,6 +297,17 @@ func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedReso
 			errs = append(errs, err)
 		}
 	}
+	if r.deployID != "" {
+		var done []kube.Ref
+		var err error
+		if toRecreate, done, err = r.notYetRecreated(ctx, toRecreate); err != nil {
+			return nil, err
+		}
+		for _, ref := range done {
+			out = append(out, events.AppliedResource{Resource: toEventRef(ref), Action: events.ActionUnchanged})
+		}
+		apply.WithMetadata(toRecreate, map[string]string{AnnotationDeployID: r.deployID}, nil)
+	}
 	del(toDelete, false, false)
 	del(hookDeletes, true, false)
 	del(toRecreate, true, true)
@@ -309,6 +332,40 @@ func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedReso
 		}
 	}
 	return out, nil
+}
+
+// notYetRecreated splits the objects to recreate into those this deploy has not created yet
+// and (as refs) those whose live object carries this deploy's id: already (re)created by an
+// earlier delivery of the same phase, they must not be deleted and created again.
+func (r *phaseRun) notYetRecreated(ctx context.Context, objs []manifest.Object) ([]manifest.Object, []kube.Ref, error) {
+	var todo []manifest.Object
+	var done []kube.Ref
+	for _, o := range objs {
+		ref := kube.RefOf(o.Obj)
+		if ref.Namespace == "" {
+			ref.Namespace = r.target.Namespace // ignored for cluster-scoped kinds
+		}
+		ri, m, err := r.cluster.ResourceFor(ref)
+		if err != nil {
+			todo = append(todo, o) // the recreation reports it
+			continue
+		}
+		live, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			todo = append(todo, o)
+		case err != nil:
+			return nil, nil, fmt.Errorf("get %s: %w", ref, err)
+		case live.GetAnnotations()[AnnotationDeployID] == r.deployID && live.GetDeletionTimestamp() == nil:
+			if m.Scope.Name() != meta.RESTScopeNameNamespace {
+				ref.Namespace = ""
+			}
+			done = append(done, ref)
+		default:
+			todo = append(todo, o)
+		}
+	}
+	return todo, done, nil
 }
 
 // wait turns a tracker operation into what the tracker waits for.

@@ -15,6 +15,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
@@ -42,6 +43,11 @@ type Deps struct {
 	Secrets render.Secrets
 	// Charts caches loaded charts by digest across deploys; nil gives each Stages call its own.
 	Charts *chart.Cache
+	// Leases keeps the release lease (one active deploy per release, queueing, fencing);
+	// nil runs without one. LeaseTTL is the lease lifetime without renewal (0: the
+	// Manager's, lease.DefaultTTL).
+	Leases   *lease.Manager
+	LeaseTTL time.Duration
 }
 
 func (d Deps) now() time.Time {
@@ -69,6 +75,7 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
 	}
+	withLease(d, all) // lease.go: acquire/queue in the renderer, renew and fence in the others
 	if len(names) == 0 || (len(names) == 1 && names[0] == "all") {
 		names = []events.Stage{events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker}
 	}

@@ -46,6 +46,9 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 				}
 			}
 		}
+		if err == nil { // CDEvents consumers hear of the release change too (cdevents.go)
+			out.Emits, err = r.withCDEvent(ctx, in, out.Emits)
+		}
 		return out, err
 	case events.DeployPlanned:
 		// A plan wrote nothing: the request only needs closing.
@@ -76,7 +79,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		if err != nil {
 			return fail(err.Error())
 		}
-		if _, err := release.NewStore(cluster.Typed, in.Target.Namespace, r.log()).MarkUninstalling(ctx, in.Target.Release); err != nil {
+		if _, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).MarkUninstalling(ctx, in.Target.Release); err != nil {
 			if errors.Is(err, release.ErrNotFound) {
 				return fail(err.Error())
 			}
@@ -104,7 +107,18 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if err := cluster.EnsureNamespace(ctx, in.Target.Namespace); err != nil {
 		return stage.Output{}, err
 	}
-	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+	if err := ensureStorageNamespace(ctx, cluster, in.Target, storageOf(in.State)); err != nil {
+		return stage.Output{}, err
+	}
+	store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
+	// Fencing (lease.go): only the lease holder writes records; a pending revision a dead
+	// holder left is closed first.
+	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
+		return out, err
+	}
+	if err := closeAbandoned(ctx, store, in.Target.Release, d.Revision, r.log()); err != nil {
+		return stage.Output{}, err
+	}
 	if _, err := store.RecordPending(ctx, release.Pending{
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
@@ -119,11 +133,13 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	return started, nil
 }
 
+// pendingDescription is a pending revision's description; it ends with sealanePendingMark so
+// that sealane's pending revisions are told from helm's.
 func pendingDescription(d events.RenderedData) string {
 	if d.Description != "" {
-		return d.Description
+		return d.Description + " " + sealanePendingMark
 	}
-	return "Deploy in progress (sealane)"
+	return "Deploy in progress " + sealanePendingMark
 }
 
 func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, error) {
@@ -144,7 +160,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		if err != nil {
 			return stage.Output{}, err
 		}
-		store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+		store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
 		desc := "Install complete"
 		if revision > 1 {
 			desc = "Upgrade complete"
@@ -154,6 +170,9 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		}
 		if !ok {
 			desc = "Deploy failed: " + reason
+		}
+		if err := r.fence(ctx, in); err != nil {
+			return stage.Output{}, err // lost: the retry closes the deploy without a record (lease.go)
 		}
 		rel, err := store.RecordResult(ctx, in.Target.Release, revision, ok, desc)
 		switch {
@@ -176,7 +195,7 @@ func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.R
 	if err != nil {
 		return stage.Output{}, err
 	}
-	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+	store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
 	if !ok {
 		rel, err := store.FailUninstall(ctx, in.Target.Release, reason)
 		if err != nil && !errors.Is(err, release.ErrNotFound) {

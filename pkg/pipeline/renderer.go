@@ -37,6 +37,9 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
 	}
+	if err := CheckReleaseStorage(req.ReleaseStorage); err != nil {
+		return fail(fmt.Sprintf("release %s: %v", in.Target.Release, err))
+	}
 	switch req.Operation {
 	case "", events.OperationDeploy, events.OperationPlan:
 	case events.OperationRollback:
@@ -87,7 +90,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return fail(err.Error())
 	}
-	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+	store := releaseStore(cluster, in.Target, req.ReleaseStorage, r.log())
 	revision, err := store.NextRevision(ctx, in.Target.Release)
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release %s history: %w", in.Target.Release, err)
@@ -151,7 +154,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 			return stage.Output{}, err
 		}
 		if same {
-			st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: deployed.Version, Operation: req.Operation}
+			st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: deployed.Version, Operation: req.Operation, ReleaseStorage: req.ReleaseStorage}
 			return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeploySucceeded, Step: "succeeded",
 				Data: events.SucceededData{Target: in.Target, Revision: deployed.Version, UpToDate: true}}}}, nil
 		}
@@ -201,7 +204,7 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 	}
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: phases, Deadline: r.now().Add(timeout),
 		Description: rr.description, RenderRef: ref, Operation: req.Operation,
-		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace}
+		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace, ReleaseStorage: req.ReleaseStorage}
 	return stage.Output{
 		State: &st,
 		Emits: []stage.Emit{{

@@ -25,7 +25,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 	if err != nil {
 		return fail(err.Error())
 	}
-	store := release.NewStore(cluster.Typed, in.Target.Namespace, r.log())
+	store := releaseStore(cluster, in.Target, req.ReleaseStorage, r.log())
 	history, err := store.History(ctx, in.Target.Release)
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release %s history: %w", in.Target.Release, err)

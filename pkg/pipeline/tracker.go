@@ -26,6 +26,10 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		return stage.Output{}, stage.Permanent(err)
 	}
 	result := events.PhaseTrackedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Phases: d.Phases}
+	// Tracking may take minutes: the lease is renewed on a ticker meanwhile (lease.go), and
+	// tracking stops when it is lost.
+	ctx, stopLease := t.keepLease(ctx, in)
+	defer stopLease()
 	emit := func(data events.PhaseTrackedData) stage.Output {
 		return stage.Output{Emits: []stage.Emit{{Type: events.PhaseTracked, Step: fmt.Sprintf("phase_tracked.%d", d.Phase), Data: data}}}
 	}
@@ -85,6 +89,9 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	})
 	if err != nil {
 		relay.close()
+		if lost := stopLease(); lost != nil {
+			return leaseLost(events.StageTracker, in, lost), nil
+		}
 		if ctx.Err() != nil {
 			return stage.Output{}, ctx.Err()
 		}
@@ -97,6 +104,9 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	relay.failed(failed)
 	relay.settle(ctx, failed)
 	relay.close() // the last lines go out before phase_tracked
+	if lost := stopLease(); lost != nil {
+		return leaseLost(events.StageTracker, in, lost), nil
+	}
 	result.Ready = outcome.Ready
 	for _, f := range outcome.Failures {
 		result.Failures = append(result.Failures, events.ResourceFailure{Resource: toEventRef(f.Ref), Reason: f.Reason})

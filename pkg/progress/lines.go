@@ -122,6 +122,19 @@ func Line(e cloudevents.Event) string {
 			return ""
 		}
 		return fmt.Sprintf("FAILED at %s: %s", d.Stage, d.Reason)
+	case events.DeployQueued:
+		var d events.QueuedData
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		line := fmt.Sprintf("queued: release %s is busy, position %d", d.Target.Release, d.Position)
+		if d.Holder != "" {
+			line = fmt.Sprintf("queued behind deploy %s (release %s is busy), position %d", d.Holder, d.Target.Release, d.Position)
+		}
+		if len(d.Superseded) > 0 {
+			line += fmt.Sprintf("; superseded the queued deploys %s", strings.Join(d.Superseded, ", "))
+		}
+		return line
 	case events.LogLines:
 		var d events.LogLinesData
 		if events.DecodeData(e, &d) != nil {

@@ -40,6 +40,9 @@ func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Rele
 	if p.Revision < 1 {
 		return nil, fmt.Errorf("record release %s: revision %d, want >= 1", p.Name, p.Revision)
 	}
+	if err := s.checkNameFree(p.Name); err != nil {
+		return nil, err
+	}
 	h, err := s.History(ctx, p.Name)
 	if err != nil {
 		return nil, err

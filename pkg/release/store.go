@@ -32,6 +32,9 @@ type Store struct {
 	now        func() time.Time
 	maxHistory int
 	configMaps bool
+	// releaseNamespace, when set, hides the records of other release namespaces (see
+	// WithReleaseNamespace).
+	releaseNamespace string
 }
 
 // Option configures a Store.
@@ -86,6 +89,7 @@ func (s *Store) History(ctx context.Context, name string) ([]*helmrelease.Releas
 	if err != nil {
 		return nil, fmt.Errorf("history of release %s in namespace %s: %w", name, s.namespace, err)
 	}
+	h = s.filter(h)
 	sort.Slice(h, func(i, j int) bool { return h[i].Version < h[j].Version })
 	return h, nil
 }
@@ -96,6 +100,9 @@ func (s *Store) Get(ctx context.Context, name string, revision int) (*helmreleas
 		return nil, err
 	}
 	rel, err := s.storage.Get(name, revision)
+	if err == nil && !s.ownedBy(rel) {
+		err = driver.ErrReleaseNotFound // a release of the same name from another namespace
+	}
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, fmt.Errorf("release %s revision %d in namespace %s: %w", name, revision, s.namespace, ErrNotFound)
 	}
@@ -123,6 +130,16 @@ func (s *Store) Last(ctx context.Context, name string) (*helmrelease.Release, er
 func (s *Store) Deployed(ctx context.Context, name string) (*helmrelease.Release, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.releaseNamespace != "" {
+		h, err := s.History(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if rel := latestDeployed(h); rel != nil {
+			return rel, nil
+		}
+		return nil, fmt.Errorf("deployed revision of release %s (namespace %s) in storage namespace %s: %w", name, s.releaseNamespace, s.namespace, ErrNotFound)
 	}
 	rel, err := s.storage.Deployed(name)
 	if errors.Is(err, driver.ErrNoDeployedReleases) || errors.Is(err, driver.ErrReleaseNotFound) {

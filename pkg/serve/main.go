@@ -24,6 +24,8 @@ func Main(name events.Stage) {
 	natsURL := fs.String("nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig; empty inside a cluster uses the pod's service account")
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
+	keyFile := fs.String("payload-key-file", os.Getenv(PayloadKeyFileEnv),
+		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
 	_ = fs.Parse(os.Args[1:])
 
 	lvl, err := zapcore.ParseLevel(*level)
@@ -41,7 +43,7 @@ func Main(name events.Stage) {
 	log = log.With(zap.String("service", string(name)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, name, *natsURL, *kubeconfig, log); err != nil {
+	if err := run(ctx, name, *natsURL, *kubeconfig, *keyFile, log); err != nil {
 		log.Error("exit", zap.Error(err))
 		_ = log.Sync()
 		os.Exit(1)
@@ -49,8 +51,8 @@ func Main(name events.Stage) {
 	_ = log.Sync()
 }
 
-func run(ctx context.Context, name events.Stage, natsURL, kubeconfig string, log *zap.Logger) error {
-	node, err := Open(ctx, Options{NATSURL: natsURL, Name: "sealane-" + string(name), Log: log})
+func run(ctx context.Context, name events.Stage, natsURL, kubeconfig, payloadKeyFile string, log *zap.Logger) error {
+	node, err := Open(ctx, Options{NATSURL: natsURL, Name: "sealane-" + string(name), Log: log, PayloadKeyFile: payloadKeyFile})
 	if err != nil {
 		return err
 	}
@@ -59,15 +61,18 @@ func run(ctx context.Context, name events.Stage, natsURL, kubeconfig string, log
 	if err != nil {
 		return err
 	}
-	log.Info("serving", zap.String("nats", natsURL), zap.Stringer("secretKey", deps.Secrets.Key))
+	log.Info("serving", zap.String("nats", natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	return RunStages(ctx, node.Runner(log), deps, name)
 }
 
 // ServiceDeps are the stage dependencies of a long-running service: the node's bus, clusters
 // from kubeconfig, and the secret key from the environment ($SEALANE_SECRET_KEY,
 // $WERF_SECRET_KEY, ~/.werf/global_secret_key; $SEALANE_IGNORE_SECRET_KEY=true renders
-// without decrypting).
+// without decrypting). It fails with ErrNoPayloadKey when node has no payload key.
 func ServiceDeps(node *Node, kubeconfig string, log *zap.Logger) (pipeline.Deps, error) {
+	if err := node.requirePayloadKey(); err != nil {
+		return pipeline.Deps{}, err
+	}
 	secrets, err := render.LoadSecrets("", "", os.Getenv("SEALANE_IGNORE_SECRET_KEY") == "true")
 	if err != nil {
 		return pipeline.Deps{}, err

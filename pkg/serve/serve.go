@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -16,15 +18,17 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
 // Node is a connection to the pipeline's NATS, embedded or remote.
 type Node struct {
-	Bus    *bus.Bus
-	conn   *nats.Conn
-	server *server.Server
+	Bus        *bus.Bus
+	conn       *nats.Conn
+	server     *server.Server
+	payloadKey *payload.Key
 }
 
 // Options say where the pipeline's NATS is.
@@ -33,6 +37,37 @@ type Options struct {
 	DataDir string // embedded server's JetStream storage
 	Name    string // connection name
 	Log     *zap.Logger
+	// PayloadKeyFile holds the key that encrypts blobs at rest (--payload-key-file); empty
+	// reads $SEALANE_PAYLOAD_KEY, and without either an embedded node uses
+	// <DataDir>/payload.key, created on first use. See payloadkey.go.
+	PayloadKeyFile string
+	// Replicas of the streams and buckets on a clustered NATS; zero takes
+	// $SEALANE_NATS_REPLICAS, else 1. Every client of one pipeline must use the same value:
+	// the topology is created or updated by whoever connects.
+	Replicas int
+	// Retention is how long the deploy stream keeps events (and the dead-letter stream and
+	// blob store theirs); zero takes $SEALANE_RETENTION, else what the existing stream has,
+	// else bus.DefaultMaxAge (30 days). See retention.go.
+	Retention time.Duration
+}
+
+// ReplicasEnv is the environment variable with the default Options.Replicas.
+const ReplicasEnv = "SEALANE_NATS_REPLICAS"
+
+// replicas is o.Replicas, or $SEALANE_NATS_REPLICAS, or 0 (the bus default, 1).
+func (o Options) replicas() (int, error) {
+	if o.Replicas != 0 {
+		return o.Replicas, nil
+	}
+	v := os.Getenv(ReplicasEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("$%s=%q: %w", ReplicasEnv, v, err)
+	}
+	return n, nil
 }
 
 // DefaultDataDir is where the embedded server keeps JetStream data:
@@ -54,7 +89,14 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		o.Log = zap.NewNop()
 	}
 	n := &Node{}
-	var err error
+	busOpts := bus.DefaultOptions()
+	replicas, err := o.replicas()
+	if err != nil {
+		return nil, err
+	}
+	if replicas != 0 {
+		busOpts.Replicas = replicas
+	}
 	if o.NATSURL != "" {
 		n.conn, err = bus.Connect(ctx, o.NATSURL, o.Name)
 		if err != nil {
@@ -77,7 +119,15 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.Bus, err = bus.New(ctx, n.conn, bus.DefaultOptions(), o.Log)
+	if busOpts.MaxAge, err = o.retention(ctx, n.conn, busOpts); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if busOpts.Sealer, n.payloadKey, err = o.payloadSealer(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	n.Bus, err = bus.New(ctx, n.conn, busOpts, o.Log)
 	if err != nil {
 		n.Close()
 		return nil, err
@@ -102,6 +152,7 @@ func (n *Node) Close() {
 
 // RunStages runs the named stages with r until ctx is done; it returns the first stage error.
 func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names ...events.Stage) error {
+	deps = withLeases(r, deps) // lease.go
 	stages, err := pipeline.Stages(deps, names...)
 	if err != nil {
 		return err
@@ -109,6 +160,7 @@ func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names .
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	sweepLeases(ctx, &wg, deps, stages)
 	errs := make(chan error, len(stages))
 	for _, s := range stages {
 		wg.Add(1)

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,9 @@ type Runner struct {
 	// Observe, if set, is called when a handler starts on an event: the time since the event
 	// was created is the hop latency (queueing + delivery).
 	Observe func(stage events.Stage, e cloudevents.Event, start time.Time)
+	// AckWait is the ack wait of stages that set none (zero: bus.DefaultAckWait). A shorter
+	// wait redelivers a dead worker's message sooner; heartbeats keep live work alive.
+	AckWait time.Duration
 }
 
 // Run consumes the stage's events with its durable consumer until ctx is done. Several
@@ -40,7 +44,7 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 		Durable:        string(st.Name),
 		FilterSubjects: subjects,
 		Workers:        st.Workers,
-		AckWait:        st.AckWait,
+		AckWait:        cmp.Or(st.AckWait, r.AckWait),
 		OnDeadLetter: func(ctx context.Context, msg jetstream.Msg, reason string) {
 			r.deadLetter(ctx, st, msg, reason, log)
 		},
@@ -83,6 +87,14 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	state, rev, err := r.loadState(ctx, in.DeployID)
 	if err != nil {
 		return err
+	}
+	if state != nil && state.Outbox != nil && state.Outbox.Stage == st.Name && state.Outbox.Cause == e.ID() {
+		ob := state.Outbox
+		// Handled and saved, but not acknowledged (the stage died or lost NATS before the
+		// ack): publish what it produced again (duplicates are dropped by their ids) instead
+		// of handling it twice — its state may even be terminal already.
+		log.Info("event already handled; publishing its events again", zap.Int("events", len(ob.Events)))
+		return r.publishOutbox(ctx, st, ob)
 	}
 	if err := state.Accepts(in.Type); err != nil {
 		log.Info("ignoring event", zap.Error(err))
@@ -131,13 +143,25 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return flushErr
 	}
 	next := nextState(in, out, r.now())
+	// The events go into the state first (its outbox), then out: a crash between the save and
+	// the ack cannot lose them, and the redelivery does not handle the event again.
+	next.Outbox = &deploy.Outbox{Stage: st.Name, Cause: e.ID()}
+	for _, em := range out.Emits {
+		ev, err := build(st, in, em, r.now())
+		if err != nil {
+			return bus.Permanent(err)
+		}
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("%s: encode %s: %w", st.Name, ev.ID(), err))
+		}
+		next.Outbox.Events = append(next.Outbox.Events, raw)
+	}
 	if err := r.saveState(ctx, next, rev, state == nil); err != nil {
 		return err
 	}
-	for _, em := range out.Emits {
-		if err := r.publish(ctx, st, in, em); err != nil {
-			return err
-		}
+	if err := r.publishOutbox(ctx, st, next.Outbox); err != nil {
+		return err
 	}
 	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
 	return nil
@@ -156,11 +180,33 @@ func (r *Runner) encode(st Stage, in Input, em Emit) (cloudevents.Event, *nats.M
 	return ev, msg, nil
 }
 
+// publishOutbox publishes the events of an outbox in order.
+func (r *Runner) publishOutbox(ctx context.Context, st Stage, ob *deploy.Outbox) error {
+	for _, raw := range ob.Events {
+		var ev cloudevents.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return bus.Permanent(fmt.Errorf("%s: outbox of %s: %w", st.Name, ob.Cause, err))
+		}
+		msg, err := events.Encode(ev)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
+		}
+		if err := r.publishMsg(ctx, st, ev, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *Runner) publish(ctx context.Context, st Stage, in Input, em Emit) error {
 	ev, msg, err := r.encode(st, in, em)
 	if err != nil {
 		return err
 	}
+	return r.publishMsg(ctx, st, ev, msg)
+}
+
+func (r *Runner) publishMsg(ctx context.Context, st Stage, ev cloudevents.Event, msg *nats.Msg) error {
 	publish := r.Bus.Publish
 	if events.Type(ev.Type()) == events.LogLines {
 		publish = r.Bus.PublishLog // log lines live in a stream of their own

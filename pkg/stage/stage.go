@@ -21,6 +21,18 @@ type Emit struct {
 	Step    string // unique within the deploy; the event id is "<deploy id>.<step>"
 	Data    any
 	DataRef string
+	// DeployID, when set, makes the event one of another deploy (its correlation id and id
+	// prefix): the renderer closes the queued requests a superseding request dropped. Such
+	// events do not change this deploy's state.
+	DeployID string
+}
+
+// deployOf is the deploy an emitted event belongs to.
+func deployOf(in Input, em Emit) string {
+	if em.DeployID != "" {
+		return em.DeployID
+	}
+	return in.DeployID
 }
 
 // Input is what a handler gets for one event.
@@ -82,10 +94,10 @@ func Permanent(err error) error { return bus.Permanent(err) }
 // caused by the input event, same deploy id and target.
 func build(st Stage, in Input, em Emit, now time.Time) (cloudevents.Event, error) {
 	ev, err := events.New(em.Type, events.Meta{
-		ID:            events.StepID(in.DeployID, em.Step),
+		ID:            events.StepID(deployOf(in, em), em.Step),
 		Source:        "/sealane/" + string(st.Name),
 		Target:        in.Target,
-		CorrelationID: in.DeployID,
+		CorrelationID: deployOf(in, em),
 		CausationID:   in.Event.ID(),
 		DataRef:       em.DataRef,
 		Time:          now,
@@ -107,6 +119,9 @@ func nextState(in Input, out Output, now time.Time) deploy.State {
 		next = *out.State
 	}
 	for _, em := range out.Emits {
+		if deployOf(in, em) != in.DeployID {
+			continue
+		}
 		next = next.Observe(em.Type, events.StepID(in.DeployID, em.Step), now)
 	}
 	return next

@@ -87,6 +87,7 @@ func natsServerBin(t *testing.T) string {
 // TestDeployWithSeparateStageProcesses runs each stage as its own `sealane serve` process
 // against one standalone NATS server, and the CLI only publishes and follows.
 func TestDeployWithSeparateStageProcesses(t *testing.T) {
+	sharePayloadKey(t)
 	port := freePort(t)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
@@ -131,6 +132,7 @@ func waitTCP(t *testing.T, port int) {
 // picks the phase up from the stream (the dead one's delivery is not acknowledged) and tracks
 // it from the cluster's state, and the deploy completes.
 func TestTrackerKilledMidPhase(t *testing.T) {
+	sharePayloadKey(t)
 	port := freePort(t)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())

@@ -1,0 +1,149 @@
+package events
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// CDEvents (https://cdevents.dev) compatibility: when a deploy ends well the recorder also
+// emits one "service" event of the CDEvents v0.4 continuous-deployment vocabulary. The
+// CloudEvent's type is the CDEvents type, its JSON payload a CDEvent, and its id, source and
+// time are the CDEvent context's id, source and timestamp. Like every sealane event it is
+// published on the deploy stream, so it is kept and replayed with the deploy it belongs to.
+
+// CDEventsVersion is the CDEvents specification version written in CDContext.Version.
+const CDEventsVersion = "0.4.1"
+
+// The CDEvents service event types sealane emits (CDEvents v0.4, service events 0.2.0).
+const (
+	// CDServiceDeployed says a release was installed (its first revision succeeded).
+	CDServiceDeployed Type = "dev.cdevents.service.deployed.0.2.0"
+	// CDServiceUpgraded says a later revision of a release succeeded.
+	CDServiceUpgraded Type = "dev.cdevents.service.upgraded.0.2.0"
+	// CDServiceRolledBack says a rollback of a release succeeded.
+	CDServiceRolledBack Type = "dev.cdevents.service.rolledback.0.2.0"
+	// CDServiceRemoved says a release was uninstalled.
+	CDServiceRemoved Type = "dev.cdevents.service.removed.0.2.0"
+)
+
+// cdSubjectType is the CDEvents subject type of the service events.
+const cdSubjectType = "service"
+
+// IsCDEvent reports whether t is one of the CDEvents types sealane emits.
+func IsCDEvent(t Type) bool {
+	switch t {
+	case CDServiceDeployed, CDServiceUpgraded, CDServiceRolledBack, CDServiceRemoved:
+		return true
+	}
+	return false
+}
+
+// CDEvent is the payload of the CDEvents types: a CDEvents v0.4 service event.
+type CDEvent struct {
+	Context CDContext `json:"context"`
+	Subject CDSubject `json:"subject"`
+}
+
+// CDContext is the CDEvents context: the same id, source, type and time as the CloudEvent
+// that carries it.
+type CDContext struct {
+	// Version is the CDEvents specification version (CDEventsVersion).
+	Version   string    `json:"version"`
+	ID        string    `json:"id"`
+	Source    string    `json:"source"`
+	Type      Type      `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// CDSubject is the service a CDEvent is about: the release, named
+// "<cluster>/<namespace>/<release>".
+type CDSubject struct {
+	ID     string `json:"id"`
+	Source string `json:"source,omitempty"`
+	// Type is the CDEvents subject type, "service".
+	Type    string           `json:"type,omitempty"`
+	Content CDServiceContent `json:"content"`
+}
+
+// CDServiceContent is the content of a service event's subject.
+type CDServiceContent struct {
+	// Environment is where the service runs: the cluster and namespace.
+	Environment CDEnvironment `json:"environment"`
+	// ArtifactID is the deployed chart as a package URL ("pkg:helm/<chart>@<version>"); a
+	// removed service has none.
+	ArtifactID string `json:"artifactId,omitempty"`
+}
+
+// CDEnvironment names the environment of a service: id "<cluster>/<namespace>".
+type CDEnvironment struct {
+	ID     string `json:"id"`
+	Source string `json:"source,omitempty"`
+}
+
+// CDService describes one finished deploy for NewCDEvent.
+type CDService struct {
+	// Type is one of CDServiceDeployed, CDServiceUpgraded, CDServiceRolledBack, CDServiceRemoved.
+	Type Type
+	// ID and Source are the CloudEvent's (and so the context's) id and source.
+	ID     string
+	Source string
+	// Time is the context timestamp, written in UTC.
+	Time   time.Time
+	Target Target
+	// ChartName and ChartVersion name the deployed chart; required except for CDServiceRemoved.
+	ChartName, ChartVersion string
+}
+
+// NewCDEvent builds the CDEvents payload of s. It is pure: the same input gives the same
+// payload.
+func NewCDEvent(s CDService) (CDEvent, error) {
+	if !IsCDEvent(s.Type) {
+		return CDEvent{}, fmt.Errorf("new CDEvent: %q is not a CDEvents service type sealane emits", s.Type)
+	}
+	if err := s.Target.Validate(); err != nil {
+		return CDEvent{}, fmt.Errorf("new CDEvent %s: %w", s.Type, err)
+	}
+	if s.ID == "" || s.Source == "" {
+		return CDEvent{}, fmt.Errorf("new CDEvent %s for %s: id and source are required", s.Type, s.Target)
+	}
+	if s.Time.IsZero() {
+		return CDEvent{}, fmt.Errorf("new CDEvent %s %s: timestamp is required", s.Type, s.ID)
+	}
+	var artifact string
+	if s.Type != CDServiceRemoved {
+		if s.ChartName == "" {
+			return CDEvent{}, fmt.Errorf("new CDEvent %s %s: chart name is required for the artifact id", s.Type, s.ID)
+		}
+		artifact = HelmPURL(s.ChartName, s.ChartVersion)
+	}
+	return CDEvent{
+		Context: CDContext{Version: CDEventsVersion, ID: s.ID, Source: s.Source, Type: s.Type, Timestamp: s.Time.UTC()},
+		Subject: CDSubject{
+			ID:     s.Target.Cluster + "/" + s.Target.Namespace + "/" + s.Target.Release,
+			Source: s.Source,
+			Type:   cdSubjectType,
+			Content: CDServiceContent{
+				Environment: CDEnvironment{ID: s.Target.Cluster + "/" + s.Target.Namespace, Source: s.Source},
+				ArtifactID:  artifact,
+			},
+		},
+	}, nil
+}
+
+// HelmPURL returns the package URL of a Helm chart, "pkg:helm/<name>@<version>" (the version
+// left out when empty), with name and version percent-encoded as package URLs ask ("+" of
+// a semver build becomes "%2B").
+func HelmPURL(name, version string) string {
+	p := "pkg:helm/" + purlEscape(name)
+	if version != "" {
+		p += "@" + purlEscape(version)
+	}
+	return p
+}
+
+// purlEscape percent-encodes s for a package URL component: "+" too, which PathEscape keeps.
+func purlEscape(s string) string {
+	return strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
+}

@@ -1,0 +1,463 @@
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
+)
+
+// ceIDHeader is the binary-mode CloudEvents id header (events' codec).
+const ceIDHeader = "ce-id"
+
+// casAttempts bounds the compare-and-set retries of one operation; each conflict means
+// another writer made progress, so running out of attempts is a transient error.
+const casAttempts = 32
+
+// Options configure a Manager.
+type Options struct {
+	// TTL is the lease lifetime without renewal; zero means DefaultTTL.
+	TTL time.Duration
+	// Publish re-publishes a queued deploy.requested message with a new Nats-Msg-Id when its
+	// turn comes. Without it queued requests are never re-published.
+	Publish func(ctx context.Context, msg *nats.Msg, msgID string) error
+	// Ended, if set, reports whether a deploy already ended (its release was recorded): such a
+	// holder's lease is free at once instead of after its expiry.
+	Ended func(ctx context.Context, deployID string) (bool, error)
+	Clock func() time.Time
+	Log   *zap.Logger
+}
+
+// Manager acquires, renews, checks and releases release leases and runs their queues, all
+// with compare-and-set on one KV bucket. It is safe for concurrent use by many processes.
+type Manager struct {
+	kv jetstream.KeyValue
+	o  Options
+}
+
+// New returns a Manager over the lease bucket kv (bus.Bus.Leases).
+func New(kv jetstream.KeyValue, o Options) *Manager {
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	return &Manager{kv: kv, o: o}
+}
+
+// TTL returns the default lease lifetime.
+func (m *Manager) TTL() time.Duration { return m.o.TTL }
+
+func (m *Manager) ttl(d time.Duration) time.Duration {
+	if d <= 0 {
+		return m.o.TTL
+	}
+	return d
+}
+
+// Held is a lease as read from the bucket.
+type Held struct {
+	Record
+	Token    uint64
+	Revision uint64
+}
+
+// Get returns the target's lease, or nil when nobody holds it.
+func (m *Manager) Get(ctx context.Context, t events.Target) (*Held, error) {
+	rec, rev, err := m.getLease(ctx, t)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	return &Held{Record: *rec, Token: rec.TokenAt(rev), Revision: rev}, nil
+}
+
+// Queued returns the requests waiting for the target, oldest first.
+func (m *Manager) Queued(ctx context.Context, t events.Target) ([]Request, error) {
+	q, _, err := m.getQueue(ctx, t)
+	return q.Items, err
+}
+
+// Acquire gives deployID the target's lease for ttl (0: the default) and returns its fencing
+// token. A deploy that holds it already gets its token back, renewed (a redelivered request).
+// An expired lease, or one whose holder ended, is taken over. Otherwise the answer is a
+// *BusyError (errors.Is ErrBusy); so it is too while earlier requests are queued, unless
+// deployID is the first of them.
+func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string, ttl time.Duration) (uint64, error) {
+	ttl = m.ttl(ttl)
+	for range casAttempts {
+		cur, rev, err := m.getLease(ctx, t)
+		if err != nil {
+			return 0, err
+		}
+		q, _, err := m.getQueue(ctx, t)
+		if err != nil {
+			return 0, err
+		}
+		now := m.o.Clock()
+		ended := cur != nil && cur.DeployID != deployID && !cur.Expired(now) && m.ended(ctx, cur.DeployID)
+		switch decide(cur, q.head(), deployID, now, ended) {
+		case actBusy:
+			b := &BusyError{Target: t}
+			if cur != nil && !free(cur, now, ended) {
+				b.Holder, b.Since = cur.DeployID, cur.Acquired
+			}
+			return 0, b
+		case actRenew:
+			token := cur.TokenAt(rev)
+			next := *cur
+			next.Token, next.Expires = token, now.Add(ttl)
+			if _, err := m.put(ctx, LeaseKey(t), next, rev); err != nil {
+				if conflict(err) {
+					continue
+				}
+				return 0, fmt.Errorf("acquire lease %s: %w", t, err)
+			}
+			return token, nil
+		default:
+			next := Record{DeployID: deployID, Acquired: now, Expires: now.Add(ttl)}
+			token, err := m.put(ctx, LeaseKey(t), next, rev)
+			if err != nil {
+				if conflict(err) {
+					continue
+				}
+				return 0, fmt.Errorf("acquire lease %s: %w", t, err)
+			}
+			if cur != nil {
+				m.o.Log.Warn("release lease taken over", zap.Stringer("target", t), zap.String("deploy", deployID),
+					zap.String("from", cur.DeployID), zap.Time("expired", cur.Expires), zap.Bool("holderEnded", ended))
+			}
+			if q.index(deployID) >= 0 {
+				if err := m.dequeue(ctx, t, deployID); err != nil {
+					return 0, err
+				}
+			}
+			return token, nil
+		}
+	}
+	return 0, fmt.Errorf("acquire lease %s: %d compare-and-set conflicts in a row", t, casAttempts)
+}
+
+// Renew extends the lease with token by ttl (0: the default). It fails with a *LostError when
+// the lease is gone or held under another token.
+func (m *Manager) Renew(ctx context.Context, t events.Target, token uint64, ttl time.Duration) error {
+	ttl = m.ttl(ttl)
+	for range casAttempts {
+		cur, rev, err := m.getLease(ctx, t)
+		if err != nil {
+			return err
+		}
+		if err := lostUnless(t, cur, rev, token); err != nil {
+			return err
+		}
+		next := *cur
+		next.Token, next.Expires = token, m.o.Clock().Add(ttl)
+		if _, err := m.put(ctx, LeaseKey(t), next, rev); err != nil {
+			if conflict(err) {
+				continue
+			}
+			return fmt.Errorf("renew lease %s: %w", t, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("renew lease %s: %d compare-and-set conflicts in a row", t, casAttempts)
+}
+
+// Check returns nil while the lease with token is held (an expired lease nobody took over is
+// still held), and a *LostError when it is gone or held under another token.
+func (m *Manager) Check(ctx context.Context, t events.Target, token uint64) error {
+	cur, rev, err := m.getLease(ctx, t)
+	if err != nil {
+		return err
+	}
+	return lostUnless(t, cur, rev, token)
+}
+
+func lostUnless(t events.Target, cur *Record, rev, token uint64) error {
+	if cur == nil {
+		return &LostError{Target: t, Token: token}
+	}
+	if cur.TokenAt(rev) != token {
+		return &LostError{Target: t, Token: token, Holder: cur.DeployID}
+	}
+	return nil
+}
+
+// Release gives up the lease with token, then hands the release to the first queued request,
+// if any. Releasing a lease that is gone or held under another token does nothing.
+func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) error {
+	from := ""
+	for range casAttempts {
+		cur, rev, err := m.getLease(ctx, t)
+		if err != nil {
+			return err
+		}
+		if lostUnless(t, cur, rev, token) != nil {
+			break
+		}
+		if err := m.kv.Delete(ctx, LeaseKey(t), jetstream.LastRevision(rev)); err != nil {
+			if conflict(err) {
+				continue
+			}
+			return fmt.Errorf("release lease %s: %w", t, err)
+		}
+		m.o.Log.Debug("release lease released", zap.Stringer("target", t), zap.String("deploy", cur.DeployID), zap.Uint64("token", token))
+		from = cur.DeployID
+		break
+	}
+	return m.kick(ctx, t, from)
+}
+
+// Enqueue appends req to the target's queue (after dropping the queued requests when it
+// supersedes) and returns its 1-based position and the deploys it dropped. A request already
+// queued keeps its place. Call Kick afterwards: the lease may have been freed meanwhile.
+func (m *Manager) Enqueue(ctx context.Context, t events.Target, req Request) (int, []string, error) {
+	if req.Queued.IsZero() {
+		req.Queued = m.o.Clock()
+	}
+	for range casAttempts {
+		q, rev, err := m.getQueue(ctx, t)
+		if err != nil {
+			return 0, nil, err
+		}
+		if i := q.index(req.DeployID); i >= 0 {
+			return i + 1, q.Items[i].Superseded, nil // queued by an earlier attempt
+		}
+		next, pos, dropped := q.enqueue(req)
+		if _, err := m.put(ctx, QueueKey(t), next, rev); err != nil {
+			if conflict(err) {
+				continue
+			}
+			return 0, nil, fmt.Errorf("queue deploy %s for %s: %w", req.DeployID, t, err)
+		}
+		m.o.Log.Info("deploy queued", zap.Stringer("target", t), zap.String("deploy", req.DeployID), zap.Int("position", pos),
+			zap.Strings("superseded", dropped))
+		return pos, dropped, nil
+	}
+	return 0, nil, fmt.Errorf("queue deploy %s for %s: %d compare-and-set conflicts in a row", req.DeployID, t, casAttempts)
+}
+
+// Kick hands a free lease (nobody holds it, it expired, or its holder ended) to the first
+// queued request and re-publishes that request. Several callers may kick at once: the lease's
+// compare-and-set picks one.
+func (m *Manager) Kick(ctx context.Context, t events.Target) error { return m.kick(ctx, t, "") }
+
+// kick is Kick; from names the deploy that just released the lease, for the record.
+func (m *Manager) kick(ctx context.Context, t events.Target, from string) error {
+	for range casAttempts {
+		cur, rev, err := m.getLease(ctx, t)
+		if err != nil {
+			return err
+		}
+		now := m.o.Clock()
+		ended := cur != nil && !cur.Expired(now) && m.ended(ctx, cur.DeployID)
+		if !free(cur, now, ended) {
+			return nil // the holder kicks when it releases
+		}
+		q, _, err := m.getQueue(ctx, t)
+		if err != nil {
+			return err
+		}
+		if len(q.Items) == 0 {
+			return nil
+		}
+		head := q.Items[0]
+		next := Record{DeployID: head.DeployID, Acquired: now, Expires: now.Add(m.o.TTL), From: from}
+		if cur != nil {
+			next.From = cur.DeployID
+		}
+		token, err := m.put(ctx, LeaseKey(t), next, rev)
+		if err != nil {
+			if conflict(err) {
+				continue
+			}
+			return fmt.Errorf("hand lease %s to deploy %s: %w", t, head.DeployID, err)
+		}
+		m.o.Log.Info("release lease handed to the next queued deploy", zap.Stringer("target", t),
+			zap.String("deploy", head.DeployID), zap.String("from", next.From), zap.Uint64("token", token))
+		if err := m.republish(ctx, head, token); err != nil {
+			// The lease expires unrenewed and the next kick hands it over again.
+			return err
+		}
+		return m.dequeue(ctx, t, head.DeployID)
+	}
+	return fmt.Errorf("kick queue %s: %d compare-and-set conflicts in a row", t, casAttempts)
+}
+
+// Sweep kicks every queue: a lease whose holder died, or whose hand-over was interrupted,
+// passes to the next queued request once it expires even when no new request comes.
+func (m *Manager) Sweep(ctx context.Context) error {
+	lister, err := m.kv.ListKeysFiltered(ctx, "queue.>")
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil
+		}
+		return fmt.Errorf("sweep lease queues: %w", err)
+	}
+	defer func() { _ = lister.Stop() }()
+	var errs []error
+	for key := range lister.Keys() {
+		t, err := targetOfQueueKey(key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := m.Kick(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunSweeper sweeps every interval until ctx is done.
+func (m *Manager) RunSweeper(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			sctx, cancel := context.WithTimeout(ctx, interval)
+			if err := m.Sweep(sctx); err != nil && ctx.Err() == nil {
+				m.o.Log.Warn("sweep release lease queues", zap.Error(err))
+			}
+			cancel()
+		}
+	}
+}
+
+// republish publishes a queued request again with a Nats-Msg-Id derived from its event id
+// and the lease token it was handed, so that a retried hand-over publishes it once. The
+// CloudEvents id becomes that id too: the re-published request is a new event (the stage
+// runtime recognises an event it already handled by its id), with the same correlation id.
+func (m *Manager) republish(ctx context.Context, r Request, token uint64) error {
+	if m.o.Publish == nil {
+		return fmt.Errorf("re-publish queued deploy %s: no publisher", r.DeployID)
+	}
+	msg := &nats.Msg{Subject: r.Subject, Data: r.Data, Header: nats.Header{}}
+	for k, vs := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), "nats-") {
+			continue // JetStream's own headers (the old message id)
+		}
+		msg.Header[k] = append([]string(nil), vs...)
+	}
+	id := r.EventID + ".dequeued." + strconv.FormatUint(token, 10)
+	msg.Header.Set(ceIDHeader, events.PercentEncode(id))
+	if err := m.o.Publish(ctx, msg, id); err != nil {
+		return fmt.Errorf("re-publish queued deploy %s: %w", r.DeployID, err)
+	}
+	return nil
+}
+
+// RequestOf captures a deploy.requested message for the queue.
+func RequestOf(deployID, eventID string, msg *nats.Msg, supersede bool) Request {
+	r := Request{DeployID: deployID, EventID: eventID, Supersede: supersede}
+	if msg != nil {
+		r.Subject, r.Data = msg.Subject, msg.Data
+		r.Header = map[string][]string(msg.Header)
+	}
+	return r
+}
+
+// dequeue removes deployID's request from the target's queue.
+func (m *Manager) dequeue(ctx context.Context, t events.Target, deployID string) error {
+	for range casAttempts {
+		q, rev, err := m.getQueue(ctx, t)
+		if err != nil {
+			return err
+		}
+		if q.index(deployID) < 0 {
+			return nil
+		}
+		next := q.without(deployID)
+		if len(next.Items) == 0 {
+			err = m.kv.Delete(ctx, QueueKey(t), jetstream.LastRevision(rev))
+		} else {
+			_, err = m.put(ctx, QueueKey(t), next, rev)
+		}
+		if err != nil {
+			if conflict(err) {
+				continue
+			}
+			return fmt.Errorf("dequeue deploy %s from %s: %w", deployID, t, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("dequeue deploy %s from %s: %d compare-and-set conflicts in a row", deployID, t, casAttempts)
+}
+
+// ended asks Options.Ended; an error counts as "not ended" (the lease then waits for expiry).
+func (m *Manager) ended(ctx context.Context, deployID string) bool {
+	if m.o.Ended == nil {
+		return false
+	}
+	ok, err := m.o.Ended(ctx, deployID)
+	if err != nil {
+		m.o.Log.Warn("cannot tell whether the lease holder ended", zap.String("deploy", deployID), zap.Error(err))
+		return false
+	}
+	return ok
+}
+
+// getLease reads the lease; a missing or deleted key is (nil, revision of the delete marker
+// or 0).
+func (m *Manager) getLease(ctx context.Context, t events.Target) (*Record, uint64, error) {
+	var rec Record
+	rev, ok, err := m.get(ctx, LeaseKey(t), &rec)
+	if err != nil || !ok {
+		return nil, rev, err
+	}
+	return &rec, rev, nil
+}
+
+func (m *Manager) getQueue(ctx context.Context, t events.Target) (Queue, uint64, error) {
+	var q Queue
+	rev, _, err := m.get(ctx, QueueKey(t), &q)
+	return q, rev, err
+}
+
+// get reads key into v. ok is false for a missing or deleted key; rev is then 0 (put
+// creates the key).
+func (m *Manager) get(ctx context.Context, key string, v any) (rev uint64, ok bool, err error) {
+	e, err := m.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return 0, false, fmt.Errorf("read %s (revision %d): %w", key, e.Revision(), err)
+	}
+	return e.Revision(), true, nil
+}
+
+// put writes v at key with compare-and-set: create when rev is 0, else update revision rev.
+func (m *Manager) put(ctx context.Context, key string, v any, rev uint64) (uint64, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", key, err)
+	}
+	if rev == 0 {
+		return m.kv.Create(ctx, key, b)
+	}
+	return m.kv.Update(ctx, key, b, rev)
+}
+
+// conflict reports a compare-and-set conflict (another writer won).
+func conflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}

@@ -1,0 +1,353 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/release"
+	"github.com/sealane/sealane/pkg/stage"
+)
+
+// The release lease in the stages (see pkg/lease and docs/architecture.md, "Release lease"):
+// the renderer acquires it for a request or queues the request; every stage renews it when it
+// handles an event of the deploy; the applier and the recorder check it right before writing
+// to the cluster or the release records; the recorder releases it, handing the release to the
+// next queued request, when the deploy ends. A lost lease fails the deploy.
+
+// sealanePendingMark ends the description of every pending revision sealane writes, so that
+// a pending revision written by helm (helm is mid-operation) is told apart.
+const sealanePendingMark = "(sealane)"
+
+// abandonedDescription is the reason a stale pending revision of a dead deploy is closed with.
+const abandonedDescription = "Deploy abandoned: lease expired"
+
+// withLease wraps the stages' handlers with the lease steps; without Deps.Leases it does nothing.
+func withLease(d Deps, all map[events.Stage]stage.Stage) {
+	if d.Leases == nil {
+		return
+	}
+	for name, st := range all {
+		if name == events.StageRenderer {
+			st.Handler = &leasedRenderer{Deps: d, next: st.Handler}
+		} else {
+			st.Handler = &renewing{Deps: d, name: name, next: st.Handler}
+		}
+		all[name] = st
+	}
+}
+
+// takesLease says whether an operation needs the release for itself. A plan writes nothing;
+// a test run creates hook pods and is serialised like a deploy.
+func takesLease(op events.Operation) bool { return op != events.OperationPlan }
+
+// admitsRequest says whether the renderer acts on a deploy.requested given the deploy's
+// status: a first request, or a queued one whose turn came. Any later status means the same
+// deploy was requested again (a duplicate with another message id) and is underway or done.
+func admitsRequest(s *deploy.State) bool {
+	return s == nil || s.Status == "" || s.Status == deploy.Requested || s.Status == deploy.Queued
+}
+
+// leasedRenderer acquires the release lease before the renderer works on a request, or
+// queues the request when another deploy holds the release.
+type leasedRenderer struct {
+	Deps
+	next stage.Handler
+}
+
+// Handle admits, queues or refuses one deploy.requested, then renders it holding the lease.
+func (l *leasedRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+	var req events.RequestedData
+	if err := decode(in, &req); err != nil {
+		return l.next.Handle(ctx, in) // the renderer reports the bad payload
+	}
+	if !admitsRequest(in.State) {
+		l.log().Info("ignoring a repeated request of a deploy underway", zap.String("deploy", in.DeployID),
+			zap.String("event", in.Event.ID()), zap.String("status", string(in.State.Status)))
+		return stage.Output{}, nil
+	}
+	if !takesLease(req.Operation) {
+		return l.next.Handle(ctx, in)
+	}
+	if reason, err := l.helmPending(ctx, in, req); err != nil || reason != "" {
+		if err != nil {
+			return stage.Output{}, err
+		}
+		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
+	}
+	token, err := l.Leases.Acquire(ctx, in.Target, in.DeployID, l.LeaseTTL)
+	var busy *lease.BusyError
+	if errors.As(err, &busy) {
+		return l.queue(ctx, in, req, busy)
+	}
+	if err != nil {
+		return stage.Output{}, fmt.Errorf("release lease of %s: %w", in.Target, err)
+	}
+	out, err := l.next.Handle(ctx, in)
+	if err != nil {
+		// Retried with the same lease (Acquire gives a holder its token back); if the retries
+		// run out, the dead-letter failure ends the deploy and the lease is free at once.
+		return out, err
+	}
+	st := out.State
+	if st == nil {
+		st = &deploy.State{ID: in.DeployID, Target: in.Target, Operation: req.Operation, ReleaseStorage: req.ReleaseStorage}
+		if in.State != nil {
+			cp := *in.State
+			st = &cp
+		}
+	}
+	st.LeaseToken = token
+	out.State = st
+	return out, nil
+}
+
+// queue appends the request to the release's queue and answers deploy.queued; a superseding
+// request closes the requests it dropped with deploy.failed.
+func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.RequestedData, busy *lease.BusyError) (stage.Output, error) {
+	msg, err := events.Encode(in.Event)
+	if err != nil {
+		return stage.Output{}, stage.Permanent(fmt.Errorf("queue request %s: %w", in.Event.ID(), err))
+	}
+	pos, dropped, err := l.Leases.Enqueue(ctx, in.Target, lease.RequestOf(in.DeployID, in.Event.ID(), msg, req.Supersede))
+	if err != nil {
+		return stage.Output{}, err
+	}
+	// The holder may have released the lease between Acquire and Enqueue: hand it on.
+	if err := l.Leases.Kick(ctx, in.Target); err != nil {
+		l.log().Warn("hand the release lease to the queue", zap.Stringer("target", in.Target), zap.Error(err))
+	}
+	holder := busy.Holder
+	if holder == "" {
+		if h, err := l.Leases.Get(ctx, in.Target); err == nil && h != nil && h.DeployID != in.DeployID {
+			holder = h.DeployID
+		}
+	}
+	st := deploy.State{ID: in.DeployID, Target: in.Target, Operation: req.Operation, ReleaseStorage: req.ReleaseStorage}
+	emits := []stage.Emit{{Type: events.DeployQueued, Step: "queued",
+		Data: events.QueuedData{Target: in.Target, Position: pos, Holder: holder, Superseded: dropped}}}
+	for _, id := range dropped {
+		emits = append(emits, stage.Emit{Type: events.DeployFailed, Step: "failed", DeployID: id,
+			Data: events.FailedData{Target: in.Target, Stage: events.StageRenderer, Reason: "superseded by deploy " + in.DeployID}})
+	}
+	l.log().Info("deploy queued behind the release's lease holder", zap.String("deploy", in.DeployID),
+		zap.Stringer("target", in.Target), zap.String("holder", holder), zap.Int("position", pos), zap.Strings("superseded", dropped))
+	return stage.Output{State: &st, Emits: emits}, nil
+}
+
+// helmPending returns Helm's refusal when the release's last revision is pending and was not
+// written by sealane: helm itself is mid-operation on the release.
+func (l *leasedRenderer) helmPending(ctx context.Context, in stage.Input, req events.RequestedData) (string, error) {
+	cluster, err := l.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return "", nil // the renderer reports it
+	}
+	last, err := releaseStore(cluster, in.Target, req.ReleaseStorage, l.log()).Last(ctx, in.Target.Release)
+	if errors.Is(err, release.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("release %s: %w", in.Target.Release, err)
+	}
+	if last.Info == nil || !last.Info.Status.IsPending() || sealanePending(last) {
+		return "", nil
+	}
+	return fmt.Sprintf("another operation (install/upgrade/rollback) is in progress: release %s revision %d is %s (%q), written by helm, not sealane; "+
+		"wait for that helm operation to finish, or clear it with `helm rollback %s` (or `helm uninstall %s` for a first install) and deploy again",
+		in.Target.Release, last.Version, last.Info.Status, last.Info.Description, in.Target.Release, in.Target.Release), nil
+}
+
+// sealanePending reports whether a pending revision was written by sealane.
+func sealanePending(rel *helmrelease.Release) bool {
+	return rel.Info != nil && strings.HasSuffix(rel.Info.Description, sealanePendingMark)
+}
+
+// renewing renews the deploy's lease before a stage handles one of its events; a lost lease
+// fails the deploy instead (the recorder still closes it, writing no record).
+type renewing struct {
+	Deps
+	name events.Stage
+	next stage.Handler
+}
+
+// Handle renews the lease, then runs the stage's handler; the recorder's closing releases the
+// lease and hands the release to the next queued request.
+func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+	token := uint64(0)
+	if in.State != nil {
+		token = in.State.LeaseToken
+	}
+	closing := r.name == events.StageRecorder && in.Type != events.DeployRendered
+	if token != 0 {
+		err := r.Leases.Renew(ctx, in.Target, token, r.LeaseTTL)
+		var lost *lease.LostError
+		switch {
+		case errors.As(err, &lost) && closing:
+			return r.closeLost(ctx, in, lost)
+		case errors.As(err, &lost):
+			return leaseLost(r.name, in, lost), nil
+		case err != nil:
+			return stage.Output{}, fmt.Errorf("renew release lease of %s: %w", in.Target, err)
+		}
+	}
+	out, err := r.next.Handle(ctx, in)
+	if err != nil || !closing || token == 0 || !emitsType(out, events.ReleaseRecorded) {
+		return out, err
+	}
+	if err := r.Leases.Release(ctx, in.Target, token); err != nil {
+		return stage.Output{}, fmt.Errorf("release the release lease of %s: %w", in.Target, err)
+	}
+	return out, nil
+}
+
+// closeLost ends a deploy whose lease was lost without touching the release records (the new
+// holder owns them): release_recorded reports the revision's recorded status if this deploy
+// finished it before losing the lease, else a failure naming the lease.
+func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
+	rec := events.RecordedData{Target: in.Target, Revision: in.State.Revision, Outcome: events.OutcomeFailed, Reason: lostReason(lost)}
+	if in.Type == events.DeployFailed {
+		var d events.FailedData
+		if decode(in, &d) == nil && d.Reason != "" && !strings.Contains(d.Reason, lostReason(lost)) {
+			rec.Reason = d.Reason + "; " + rec.Reason
+		}
+	}
+	if rec.Revision > 0 {
+		if cluster, err := r.Clusters.Get(in.Target.Cluster); err == nil {
+			rel, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).Get(ctx, in.Target.Release, rec.Revision)
+			if err == nil && rel.Info != nil && !rel.Info.Status.IsPending() {
+				rec.Status = rel.Info.Status.String()
+				if in.Type == events.DeploySucceeded && (rel.Info.Status == helmrelease.StatusDeployed || rel.Info.Status == helmrelease.StatusSuperseded) {
+					rec.Outcome, rec.Reason = events.OutcomeSucceeded, ""
+				}
+			}
+		}
+	}
+	r.log().Warn("deploy closed without a record: its release lease was lost", zap.String("deploy", in.DeployID),
+		zap.Stringer("target", in.Target), zap.String("holder", lost.Holder))
+	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+}
+
+func emitsType(out stage.Output, t events.Type) bool {
+	for _, em := range out.Emits {
+		if em.Type == t && em.DeployID == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// lostReason is the failure reason of a lost lease, naming the lease and its current holder.
+func lostReason(lost *lease.LostError) string { return lost.Error() }
+
+// leaseLost fails the deploy: its lease is gone, nothing more may be written.
+func leaseLost(name events.Stage, in stage.Input, lost *lease.LostError) stage.Output {
+	revision := 0
+	if in.State != nil {
+		revision = in.State.Revision
+	}
+	return stage.Output{Emits: []stage.Emit{stage.Fail(name, in, revision, lostReason(lost))}}
+}
+
+// fence checks the deploy's lease right before a stage writes to the cluster or the release
+// records: a *lease.LostError when it was lost, another error when it cannot be read.
+func (d Deps) fence(ctx context.Context, in stage.Input) error {
+	if d.Leases == nil || in.State == nil || in.State.LeaseToken == 0 {
+		return nil
+	}
+	if err := d.Leases.Check(ctx, in.Target, in.State.LeaseToken); err != nil {
+		return fmt.Errorf("release lease of %s: %w", in.Target, err)
+	}
+	return nil
+}
+
+// fenced runs fence and turns a lost lease into the deploy's failure: (out, true, nil) when the
+// deploy must stop, (_, false, err) to retry, (_, false, nil) to go on.
+func (d Deps) fenced(ctx context.Context, name events.Stage, in stage.Input) (stage.Output, bool, error) {
+	err := d.fence(ctx, in)
+	var lost *lease.LostError
+	if errors.As(err, &lost) {
+		return leaseLost(name, in, lost), true, nil
+	}
+	return stage.Output{}, false, err
+}
+
+// keepLease renews the deploy's lease every third of its TTL while a long handler (the
+// tracker) works. The returned context is cancelled when the lease is lost; stop ends the
+// renewals and returns the *lease.LostError, if any.
+func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, func() *lease.LostError) {
+	if d.Leases == nil || in.State == nil || in.State.LeaseToken == 0 {
+		return ctx, func() *lease.LostError { return nil }
+	}
+	ttl := d.LeaseTTL
+	if ttl <= 0 {
+		ttl = d.Leases.TTL()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		lost *lease.LostError
+	)
+	wg.Go(func() {
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rctx, rcancel := context.WithTimeout(ctx, ttl/3)
+			err := d.Leases.Renew(rctx, in.Target, in.State.LeaseToken, ttl)
+			rcancel()
+			var l *lease.LostError
+			if errors.As(err, &l) {
+				mu.Lock()
+				lost = l
+				mu.Unlock()
+				cancel()
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				d.log().Warn("renew release lease", zap.String("deploy", in.DeployID), zap.Error(err))
+			}
+		}
+	})
+	return ctx, func() *lease.LostError {
+		cancel()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return lost
+	}
+}
+
+// closeAbandoned marks failed a pending revision older than revision that a dead deploy left
+// (its lease expired and this deploy took the release over).
+func closeAbandoned(ctx context.Context, store *release.Store, name string, revision int, log *zap.Logger) error {
+	last, err := store.Last(ctx, name)
+	if errors.Is(err, release.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if last.Version >= revision || last.Info == nil || !last.Info.Status.IsPending() {
+		return nil
+	}
+	if _, err := store.RecordResult(ctx, name, last.Version, false, abandonedDescription); err != nil {
+		return fmt.Errorf("close abandoned revision %d of %s: %w", last.Version, name, err)
+	}
+	log.Warn("closed a revision its deploy abandoned", zap.String("release", name), zap.Int("revision", last.Version),
+		zap.String("was", last.Info.Status.String()))
+	return nil
+}

@@ -1,0 +1,445 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// compatChart is a small chart with a ConfigMap, a hook and notes.
+const compatChart = "test/e2e/testdata/helmcompat"
+
+// runWithEnv is run with extra environment variables (HELM_DRIVER...).
+func runWithEnv(t *testing.T, timeout time.Duration, env []string, bin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), env...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ctx.Err() != nil {
+			t.Fatalf("%s %s: %v (ctx %v)\n%s", filepath.Base(bin), strings.Join(args, " "), err, ctx.Err(), buf.String())
+		}
+		code = ee.ExitCode()
+	}
+	t.Logf("$ %s %s %s  (exit %d)\n%s", strings.Join(env, " "), filepath.Base(bin), strings.Join(args, " "), code, buf.String())
+	return result{out: buf.String(), code: code}
+}
+
+// helmOK runs helm (with env) and fails the test unless it exits 0.
+func helmOK(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	r := runWithEnv(t, 2*time.Minute, env, helmBin, append(args, "--kubeconfig", kubeconfig)...)
+	if r.code != 0 {
+		t.Fatalf("helm %s: exit %d\n%s", strings.Join(args, " "), r.code, r.out)
+	}
+	return r.out
+}
+
+// sealaneOK runs sealane (with env) and fails the test unless it exits 0.
+func sealaneOK(t *testing.T, env []string, data string, args ...string) string {
+	t.Helper()
+	args = append(args, "--kubeconfig", kubeconfig)
+	if data != "" {
+		args = append(args, "--data-dir", data)
+	}
+	r := runWithEnv(t, 5*time.Minute, env, sealaneBin, args...)
+	if r.code != 0 {
+		t.Fatalf("sealane %s: exit %d\n%s", strings.Join(args, " "), r.code, r.out)
+	}
+	return r.out
+}
+
+// readArgs is a read command (list, history, get) with the flags it needs to see what the
+// deploys wrote.
+func readArgs(ns string, storage []string, cmd ...string) []string {
+	return append(append(cmd, "-n", ns), storage...)
+}
+
+// revisionRow is one line of `helm history -o json` / `sealane history -o json`.
+type revisionRow struct {
+	Revision    int    `json:"revision"`
+	Updated     string `json:"updated"`
+	Status      string `json:"status"`
+	Chart       string `json:"chart"`
+	AppVersion  string `json:"app_version"`
+	Description string `json:"description"`
+}
+
+func decodeJSON[T any](t *testing.T, what, out string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, out)
+	}
+	return v
+}
+
+// statuses is "1:superseded 2:deployed" for a history.
+func statuses(h []revisionRow) string {
+	var parts []string
+	for _, r := range h {
+		parts = append(parts, fmt.Sprintf("%d:%s", r.Revision, r.Status))
+	}
+	return strings.Join(parts, " ")
+}
+
+// sameAsHelm checks that sealane's list, history and get show exactly what helm shows.
+func sameAsHelm(t *testing.T, env []string, ns, rel string) {
+	t.Helper()
+	same := func(what string, helmArgs, sealaneArgs []string) {
+		t.Helper()
+		h := helmOK(t, env, helmArgs...)
+		s := sealaneOK(t, env, "", sealaneArgs...)
+		if h != s {
+			t.Errorf("%s differs:\n--- helm\n%s\n--- sealane\n%s", what, h, s)
+		}
+	}
+	same("list -o json", []string{"list", "-n", ns, "-o", "json"}, []string{"list", "-n", ns, "-o", "json"})
+	same("history -o json", []string{"history", rel, "-n", ns, "-o", "json"}, []string{"history", rel, "-n", ns, "-o", "json"})
+	for _, part := range []string{"manifest", "notes", "hooks", "values"} {
+		same("get "+part, []string{"get", part, rel, "-n", ns}, []string{"get", part, rel, "-n", ns})
+	}
+	same("get values --all -o json", []string{"get", "values", rel, "-n", ns, "--all", "-o", "json"},
+		[]string{"get", "values", rel, "-n", ns, "--all", "-o", "json"})
+	same("get manifest --revision 1", []string{"get", "manifest", rel, "-n", ns, "--revision", "1"},
+		[]string{"get", "manifest", rel, "-n", ns, "--revision", "1"})
+}
+
+func configMessage(t *testing.T, cs kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ConfigMap %s/%s: %v", ns, name, err)
+	}
+	return cm.Data["message"]
+}
+
+// releaseObjects counts the release record objects (Secrets or ConfigMaps labelled owner=helm)
+// of release rel in namespace ns.
+func releaseObjects(t *testing.T, cs kubernetes.Interface, ns, rel string) (secrets, configMaps int) {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: "owner=helm,name=" + rel}
+	s, err := cs.CoreV1().Secrets(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cs.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(s.Items), len(c.Items)
+}
+
+// TestHelmCompatSealaneRelease: a release made by sealane reads the same through helm and
+// sealane, helm upgrades and rolls it back, and sealane goes on from helm's revisions.
+func TestHelmCompatSealaneRelease(t *testing.T) {
+	ns, data, cs := namespace(t), t.TempDir(), clientset(t)
+	deploy := func(msg string) string {
+		return sealaneOK(t, nil, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message="+msg, "--timeout", "2m")
+	}
+	deploy("one")
+	if out := deploy("two"); !strings.Contains(out, "revision 2 deployed") {
+		t.Fatalf("upgrade did not deploy revision 2:\n%s", out)
+	}
+	sameAsHelm(t, nil, ns, "app")
+
+	// helm upgrades and rolls back sealane's release.
+	helmOK(t, nil, "upgrade", "app", filepath.Join(repoRoot, compatChart), "-n", ns, "--set", "message=three")
+	if got := configMessage(t, cs, ns, "app-config"); got != "three" {
+		t.Errorf("after helm upgrade message = %q, want three", got)
+	}
+	helmOK(t, nil, "rollback", "app", "1", "-n", ns)
+	if got := configMessage(t, cs, ns, "app-config"); got != "one" {
+		t.Errorf("after helm rollback to 1 message = %q, want one", got)
+	}
+	h := decodeJSON[[]revisionRow](t, "sealane history", sealaneOK(t, nil, "", "history", "app", "-n", ns, "-o", "json"))
+	if statuses(h) != "1:superseded 2:superseded 3:superseded 4:deployed" || h[3].Description != "Rollback to 1" {
+		t.Fatalf("sealane history after helm's upgrade and rollback = %+v", h)
+	}
+	if out := sealaneOK(t, nil, "", "history", "app", "-n", ns); !strings.Contains(out, "REVISION") || !strings.Contains(out, "Rollback to 1") {
+		t.Errorf("sealane history table:\n%s", out)
+	}
+	sameAsHelm(t, nil, ns, "app")
+
+	// sealane upgrades over helm's revisions.
+	if out := deploy("five"); !strings.Contains(out, "revision 5 deployed") {
+		t.Fatalf("sealane deploy after helm: want revision 5\n%s", out)
+	}
+	if got := configMessage(t, cs, ns, "app-config"); got != "five" {
+		t.Errorf("message = %q, want five", got)
+	}
+	hh := decodeJSON[[]revisionRow](t, "helm history", helmOK(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	if statuses(hh) != "1:superseded 2:superseded 3:superseded 4:superseded 5:deployed" {
+		t.Errorf("helm history after sealane's upgrade = %s", statuses(hh))
+	}
+	if out := helmOK(t, nil, "get", "values", "app", "-n", ns, "-o", "json"); strings.TrimSpace(out) != `{"message":"five"}` {
+		t.Errorf("helm get values = %s", out)
+	}
+}
+
+// TestHelmCompatHelmRelease: a release made by helm is upgraded, rolled back and dismissed by
+// sealane; helm checks each step. sealane list shows helm-made releases too.
+func TestHelmCompatHelmRelease(t *testing.T) {
+	ns, data, cs := namespace(t), t.TempDir(), clientset(t)
+	chartPath := filepath.Join(repoRoot, compatChart)
+	helmOK(t, nil, "install", "app", chartPath, "-n", ns, "--create-namespace", "--set", "message=one")
+	helmOK(t, nil, "upgrade", "app", chartPath, "-n", ns, "--set", "message=two")
+	sameAsHelm(t, nil, ns, "app")
+
+	out := sealaneOK(t, nil, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message=three", "--timeout", "2m")
+	if !strings.Contains(out, "revision 3 deployed") {
+		t.Fatalf("sealane deploy over helm's release: want revision 3\n%s", out)
+	}
+	hh := decodeJSON[[]revisionRow](t, "helm history", helmOK(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	if statuses(hh) != "1:superseded 2:superseded 3:deployed" {
+		t.Fatalf("helm history after sealane deploy = %s", statuses(hh))
+	}
+	if got := configMessage(t, cs, ns, "app-config"); got != "three" {
+		t.Errorf("message = %q, want three", got)
+	}
+
+	sealaneOK(t, nil, data, "rollback", "app", "1", "-n", ns, "--timeout", "2m")
+	hh = decodeJSON[[]revisionRow](t, "helm history", helmOK(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	if statuses(hh) != "1:superseded 2:superseded 3:superseded 4:deployed" || hh[3].Description != "Rollback to 1" {
+		t.Fatalf("helm history after sealane rollback = %+v", hh)
+	}
+	if got := configMessage(t, cs, ns, "app-config"); got != "one" {
+		t.Errorf("after sealane rollback to 1 message = %q, want one", got)
+	}
+	if out := helmOK(t, nil, "get", "values", "app", "-n", ns, "-o", "json"); strings.TrimSpace(out) != `{"message":"one"}` {
+		t.Errorf("helm get values after rollback = %s", out)
+	}
+	// helm can still upgrade it after sealane.
+	helmOK(t, nil, "upgrade", "app", chartPath, "-n", ns, "--set", "message=helm-again")
+	sameAsHelm(t, nil, ns, "app")
+
+	sealaneOK(t, nil, data, "dismiss", "app", "-n", ns, "--timeout", "2m")
+	if rels := helmList(t, ns); len(rels) != 0 {
+		t.Errorf("helm list after sealane dismiss = %+v, want nothing", rels)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err == nil {
+		t.Errorf("ConfigMap app-config still exists after dismiss")
+	}
+	if s, c := releaseObjects(t, cs, ns, "app"); s+c != 0 {
+		t.Errorf("records left after dismiss: %d Secrets, %d ConfigMaps", s, c)
+	}
+}
+
+// TestListShowsHelmAndSealaneReleases: sealane list shows the releases of both tools, in a
+// namespace and across namespaces, like helm list.
+func TestListShowsHelmAndSealaneReleases(t *testing.T) {
+	ns, data := namespace(t), t.TempDir()
+	helmOK(t, nil, "install", "by-helm", filepath.Join(repoRoot, compatChart), "-n", ns, "--create-namespace")
+	sealaneOK(t, nil, data, "deploy", compatChart, "--release", "by-sealane", "-n", ns, "--timeout", "2m")
+
+	type row struct{ Name, Namespace, Revision, Status, Chart string }
+	rows := decodeJSON[[]row](t, "sealane list", sealaneOK(t, nil, "", "list", "-n", ns, "-o", "json"))
+	if len(rows) != 2 || rows[0].Name != "by-helm" || rows[1].Name != "by-sealane" || rows[1].Status != "deployed" || rows[1].Chart != "helmcompat-0.1.0" {
+		t.Fatalf("sealane list = %+v, want by-helm and by-sealane", rows)
+	}
+	table := sealaneOK(t, nil, "", "list", "-n", ns)
+	for _, want := range []string{"NAME", "NAMESPACE", "REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "by-helm", "by-sealane"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("sealane list table lacks %q:\n%s", want, table)
+		}
+	}
+	all := decodeJSON[[]row](t, "sealane list -A", sealaneOK(t, nil, "", "list", "-A", "-o", "json"))
+	found := 0
+	for _, r := range all {
+		if r.Namespace == ns {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("sealane list -A shows %d releases of %s, want 2: %+v", found, ns, all)
+	}
+	// An unknown storage driver is refused before anything is done.
+	if r := sealane(t, data, "deploy", compatChart, "--release", "by-sealane", "-n", ns, "--set", "message=x", "--timeout", "2m",
+		"--release-storage", "nope"); r.code == 0 || !strings.Contains(r.out, "use secret (the default) or configmap") {
+		t.Errorf("--release-storage nope: exit %d\n%s", r.code, r.out)
+	}
+}
+
+// TestReleaseStorageConfigMap: the ConfigMap driver, by flag and by $HELM_DRIVER, read and
+// upgraded by helm with HELM_DRIVER=configmap.
+func TestReleaseStorageConfigMap(t *testing.T) {
+	ns, data, cs := namespace(t), t.TempDir(), clientset(t)
+	cmEnv := []string{"HELM_DRIVER=configmap"}
+	sealaneOK(t, nil, data, "deploy", compatChart, "--release", "app", "-n", ns, "--release-storage", "configmap", "--set", "message=one", "--timeout", "2m")
+	if s, c := releaseObjects(t, cs, ns, "app"); s != 0 || c != 1 {
+		t.Fatalf("records: %d Secrets, %d ConfigMaps; want only 1 ConfigMap", s, c)
+	}
+	if out := helmOK(t, nil, "list", "-n", ns, "-q"); strings.TrimSpace(out) != "" {
+		t.Errorf("helm with the Secret driver sees %q, want nothing", out)
+	}
+	// $HELM_DRIVER is honoured when --release-storage is not given.
+	out := sealaneOK(t, cmEnv, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message=two", "--timeout", "2m")
+	if !strings.Contains(out, "revision 2 deployed") {
+		t.Fatalf("deploy with HELM_DRIVER=configmap: want revision 2\n%s", out)
+	}
+	sameAsHelm(t, cmEnv, ns, "app")
+
+	helmOK(t, cmEnv, "upgrade", "app", filepath.Join(repoRoot, compatChart), "-n", ns, "--set", "message=three")
+	h := decodeJSON[[]revisionRow](t, "sealane history", sealaneOK(t, nil, "", "history", "app", "-n", ns, "--release-storage", "configmap", "-o", "json"))
+	if statuses(h) != "1:superseded 2:superseded 3:deployed" {
+		t.Fatalf("sealane history after helm upgrade (configmap) = %s", statuses(h))
+	}
+	sealaneOK(t, nil, data, "rollback", "app", "-n", ns, "--release-storage", "configmap", "--timeout", "2m")
+	if got := configMessage(t, cs, ns, "app-config"); got != "two" {
+		t.Errorf("after rollback message = %q, want two", got)
+	}
+	hh := decodeJSON[[]revisionRow](t, "helm history", helmOK(t, cmEnv, "history", "app", "-n", ns, "-o", "json"))
+	if statuses(hh) != "1:superseded 2:superseded 3:superseded 4:deployed" || hh[3].Description != "Rollback to 2" {
+		t.Fatalf("helm history (configmap) after sealane rollback = %+v", hh)
+	}
+	sealaneOK(t, cmEnv, data, "dismiss", "app", "-n", ns, "--timeout", "2m")
+	if s, c := releaseObjects(t, cs, ns, "app"); s+c != 0 {
+		t.Errorf("records left after dismiss: %d Secrets, %d ConfigMaps", s, c)
+	}
+}
+
+// TestReleaseStorageNamespace: records kept in another namespace than the release's. helm
+// cannot do that, so sealane's own list/history/get are checked, and where the records live.
+func TestReleaseStorageNamespace(t *testing.T) {
+	ns, recs, data, cs := namespace(t), namespace(t), t.TempDir(), clientset(t)
+	storage := []string{"--release-storage-namespace", recs}
+	deploy := func(msg string) string {
+		args := append([]string{"deploy", compatChart, "--release", "app", "-n", ns, "--set", "message=" + msg, "--timeout", "2m"}, storage...)
+		return sealaneOK(t, nil, data, args...)
+	}
+	deploy("one")
+	if out := deploy("two"); !strings.Contains(out, "revision 2 deployed") {
+		t.Fatalf("second deploy: want revision 2\n%s", out)
+	}
+	if s, c := releaseObjects(t, cs, recs, "app"); s != 2 || c != 0 {
+		t.Errorf("storage namespace %s holds %d Secrets, %d ConfigMaps; want 2 Secrets", recs, s, c)
+	}
+	if s, c := releaseObjects(t, cs, ns, "app"); s+c != 0 {
+		t.Errorf("release namespace %s holds %d Secrets, %d ConfigMaps of records; want none", ns, s, c)
+	}
+	if got := configMessage(t, cs, ns, "app-config"); got != "two" {
+		t.Errorf("message = %q, want two", got)
+	}
+
+	type row struct{ Name, Namespace, Revision, Status string }
+	rows := decodeJSON[[]row](t, "sealane list", sealaneOK(t, nil, "", readArgs(ns, storage, "list", "-o", "json")...))
+	if len(rows) != 1 || rows[0].Name != "app" || rows[0].Namespace != ns || rows[0].Revision != "2" || rows[0].Status != "deployed" {
+		t.Errorf("sealane list with the storage namespace = %+v", rows)
+	}
+	if rows := decodeJSON[[]row](t, "sealane list", sealaneOK(t, nil, "", "list", "-n", ns, "-o", "json")); len(rows) != 0 {
+		t.Errorf("sealane list without the storage namespace = %+v, want nothing", rows)
+	}
+	// helm reads the storage namespace as if it were the release's and still names the release namespace.
+	hl := decodeJSON[[]row](t, "helm list", helmOK(t, nil, "list", "-n", recs, "-o", "json"))
+	if len(hl) != 1 || hl[0].Namespace != ns {
+		t.Errorf("helm list -n %s = %+v, want app of namespace %s", recs, hl, ns)
+	}
+	h := decodeJSON[[]revisionRow](t, "sealane history", sealaneOK(t, nil, "", readArgs(ns, storage, "history", "app", "-o", "json")...))
+	if statuses(h) != "1:superseded 2:deployed" {
+		t.Errorf("sealane history = %s", statuses(h))
+	}
+	if out := sealaneOK(t, nil, "", readArgs(ns, storage, "get", "values", "app", "-o", "json")...); strings.TrimSpace(out) != `{"message":"two"}` {
+		t.Errorf("sealane get values = %s", out)
+	}
+	if out := sealaneOK(t, nil, "", readArgs(ns, storage, "get", "notes", "app", "--revision", "1")...); !strings.Contains(out, "app says one (revision 1)") {
+		t.Errorf("sealane get notes --revision 1 = %s", out)
+	}
+	if out := sealaneOK(t, nil, "", readArgs(ns, storage, "get", "manifest", "app")...); !strings.Contains(out, "name: app-config") {
+		t.Errorf("sealane get manifest = %s", out)
+	}
+
+	sealaneOK(t, nil, data, append([]string{"rollback", "app", "-n", ns, "--timeout", "2m"}, storage...)...)
+	if got := configMessage(t, cs, ns, "app-config"); got != "one" {
+		t.Errorf("after rollback message = %q, want one", got)
+	}
+	sealaneOK(t, nil, data, append([]string{"dismiss", "app", "-n", ns, "--timeout", "2m"}, storage...)...)
+	if s, c := releaseObjects(t, cs, recs, "app"); s+c != 0 {
+		t.Errorf("records left in %s after dismiss: %d Secrets, %d ConfigMaps", recs, s, c)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err == nil {
+		t.Errorf("ConfigMap app-config still exists after dismiss")
+	}
+}
+
+// TestReleaseStorageHistoryMax: --history-max 3 keeps the 3 newest revisions.
+func TestReleaseStorageHistoryMax(t *testing.T) {
+	ns, data, cs := namespace(t), t.TempDir(), clientset(t)
+	for i := 1; i <= 5; i++ {
+		out := sealaneOK(t, nil, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", fmt.Sprintf("message=m%d", i),
+			"--history-max", "3", "--timeout", "2m")
+		if !strings.Contains(out, fmt.Sprintf("revision %d deployed", i)) {
+			t.Fatalf("deploy %d: want revision %d\n%s", i, i, out)
+		}
+	}
+	hh := decodeJSON[[]revisionRow](t, "helm history", helmOK(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	if statuses(hh) != "3:superseded 4:superseded 5:deployed" {
+		t.Errorf("helm history after 5 deploys with --history-max 3 = %s", statuses(hh))
+	}
+	if s, _ := releaseObjects(t, cs, ns, "app"); s != 3 {
+		t.Errorf("%d record Secrets, want 3", s)
+	}
+	// Without the flag the default (10) applies: the next deploy prunes nothing.
+	sealaneOK(t, nil, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message=m6", "--timeout", "2m")
+	if s, _ := releaseObjects(t, cs, ns, "app"); s != 4 {
+		t.Errorf("%d record Secrets after a deploy with the default history limit, want 4", s)
+	}
+}
+
+// TestReleaseStorageRecordTooLarge: a chart whose record would pass the 1 MiB object limit is
+// refused before anything is applied, as a failed deploy that says why and what to do.
+func TestReleaseStorageRecordTooLarge(t *testing.T) {
+	ns, data, cs := namespace(t), t.TempDir(), clientset(t)
+	dir := t.TempDir()
+	noise := make([]byte, 900<<10) // 1.2 MiB of base64 that does not compress
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: huge\nversion: 0.1.0\n",
+		"templates/data.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: huge\ndata:\n  noise: " + base64.StdEncoding.EncodeToString(noise) + "\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := sealane(t, data, "deploy", dir, "--release", "huge", "-n", ns, "--timeout", "2m")
+	if r.code == 0 {
+		t.Fatalf("deploy of a chart whose record is over 1 MiB exited 0:\n%s", r.out)
+	}
+	for _, want := range []string{"release record huge.v1 is", "bytes, over the 1 MiB object limit", ".helmignore"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("failure output lacks %q", want)
+		}
+	}
+	if rels := helmList(t, ns); len(rels) != 0 {
+		t.Errorf("helm list = %+v, want no record", rels)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "huge", metav1.GetOptions{}); err == nil {
+		t.Errorf("ConfigMap huge was applied although the record was refused")
+	}
+}

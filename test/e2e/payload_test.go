@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/payload"
+)
+
+// payloadEnv is os.Environ without any payload key setting, plus extra.
+func payloadEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, payload.EnvKey+"=") || strings.HasPrefix(kv, "SEALANE_PAYLOAD_KEY_FILE=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// runEnv is run with the environment env.
+func runEnv(t *testing.T, timeout time.Duration, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sealaneBin, append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Dir, cmd.Env = repoRoot, env
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ctx.Err() != nil {
+			t.Fatalf("sealane %s: %v (ctx %v)\n%s", strings.Join(args, " "), err, ctx.Err(), buf.String())
+		}
+		code = ee.ExitCode()
+	}
+	t.Logf("$ sealane %s  (exit %d)\n%s", strings.Join(args, " "), code, buf.String())
+	return result{out: buf.String(), code: code}
+}
+
+// startEnv is start with the environment env.
+func startEnv(t *testing.T, name string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{name: name, cmd: exec.Command(sealaneBin, args...)}
+	p.cmd.Dir, p.cmd.Env = repoRoot, env
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", name, p.output())
+		}
+	})
+	return p
+}
+
+// secretForms are the ways the werf project's decrypted password can appear in a render.
+func secretForms() [][]byte {
+	return [][]byte{[]byte(canaries[0]), []byte(base64.StdEncoding.EncodeToString([]byte(canaries[0]))), []byte(canaries[1])}
+}
+
+// checkStoredRenders reads every renders/ object of the blob bucket raw: none may contain the
+// decrypted secret in any form, and each must be sealed with key and, opened, contain it
+// (so the check is not vacuous). It returns how many renders it checked.
+func checkStoredRenders(t *testing.T, js jetstream.JetStream, key *payload.Key) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	obs, err := js.ObjectStore(ctx, bus.DefaultBlobBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renders := 0
+	for _, info := range infos {
+		raw, err := obs.GetBytes(ctx, info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, form := range secretForms() {
+			if bytes.Contains(raw, form) {
+				t.Errorf("stored object %s contains the secret in clear", info.Name)
+			}
+		}
+		if id, ok := payload.KeyIDOf(raw); !ok || id != key.ID() {
+			t.Errorf("stored object %s: key id %q (sealed %v), want %s", info.Name, id, ok, key.ID())
+		}
+		if !strings.HasPrefix(info.Name, "renders/") {
+			continue
+		}
+		renders++
+		plain, err := key.Open(bus.BlobRef(bus.DefaultBlobBucket, info.Name), raw)
+		if err != nil {
+			t.Fatalf("open %s with the pipeline's key: %v", info.Name, err)
+		}
+		found := false
+		for _, form := range secretForms() {
+			found = found || bytes.Contains(plain, form)
+		}
+		if !found {
+			t.Errorf("render %s does not hold the decrypted secret at all: the check proves nothing", info.Name)
+		}
+	}
+	return renders
+}
+
+// werfDeployArgs deploys the werf project of render_test.go into ns as release rel.
+func werfDeployArgs(t *testing.T, rel, ns string, extra ...string) []string {
+	dir, extraSecrets := werfProject(t, werfKey)
+	args := []string{"deploy", dir, "--release", rel, "--namespace", ns, "--env", "staging", "--project", "shop",
+		"--secret-values", extraSecrets, "--image", "web=registry.example.com/shop/web:1.4.2", "--git-commit", "0f3a9c1", "--timeout", "2m"}
+	return append(args, extra...)
+}
+
+// TestPayloadEmbeddedGeneratedKey deploys with the embedded pipeline and no payload key
+// configured: the CLI creates <data-dir>/payload.key (0600) and every stored blob, including the
+// render bundle with the decrypted werf secrets, is sealed with it. A second deploy reuses it.
+func TestPayloadEmbeddedGeneratedKey(t *testing.T) {
+	ns := namespace(t)
+	data := t.TempDir()
+	env := payloadEnv()
+	args := append(werfDeployArgs(t, "sealed", ns, "--secret-key", werfKey), "--data-dir", data)
+	r := runEnv(t, 5*time.Minute, env, args...)
+	if r.code != 0 {
+		t.Fatalf("deploy exit %d:\n%s", r.code, r.out)
+	}
+	keyFile := filepath.Join(data, payload.KeyFileName)
+	fi, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatalf("no generated payload key: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", keyFile, fi.Mode().Perm())
+	}
+	key, err := payload.ReadKeyFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyText, _ := os.ReadFile(keyFile)
+	if strings.Contains(r.out, strings.TrimSpace(string(keyText))) {
+		t.Error("the deploy output shows the payload key")
+	}
+	// A second deploy (an upgrade) on the same data dir reads the same key.
+	r = runEnv(t, 5*time.Minute, env, append(args, "--set", "replicas=2")...)
+	if r.code != 0 {
+		t.Fatalf("second deploy exit %d:\n%s", r.code, r.out)
+	}
+	if again, err := payload.ReadKeyFile(keyFile); err != nil || again.ID() != key.ID() {
+		t.Fatalf("the key file changed between deploys: %v, %v", again, err)
+	}
+	if hist := helmHistory(t, ns, "sealed"); len(hist) != 2 {
+		t.Errorf("helm history = %+v, want 2 revisions", hist)
+	}
+
+	// Read the stored objects raw from the data dir's JetStream store.
+	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(data, "jetstream"), Port: 0, ServerName: "payload-check"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := bus.ConnectInProcess(ctx, srv, "payload-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := checkStoredRenders(t, js, key); n != 2 {
+		t.Errorf("checked %d stored renders, want 2", n)
+	}
+}
+
+// TestPayloadSeparateProcesses runs the stages as two `sealane serve` processes against one
+// nats-server. With the same $SEALANE_PAYLOAD_KEY everywhere the deploy succeeds and nothing in
+// the object store is clear text; a CLI without the key is refused before anything is stored;
+// a renderer with another key fails the deploy with an error naming both key ids.
+func TestPayloadSeparateProcesses(t *testing.T) {
+	hexKey, err := payload.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := payload.ParseKey(hexKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey := payloadEnv(payload.EnvKey+"="+hexKey, "SEALANE_SECRET_KEY="+werfKey)
+
+	t.Run("same key", func(t *testing.T) {
+		url := startNATS(t)
+		startEnv(t, "serve renderer applier", withKey, "serve", "renderer", "applier", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
+		startEnv(t, "serve tracker recorder", withKey, "serve", "tracker", "recorder", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
+		ns := namespace(t)
+
+		// No key on the CLI: refused with how to give one, and nothing stored in clear.
+		r := runEnv(t, 2*time.Minute, payloadEnv(), werfDeployArgs(t, "shared", ns, "--nats", url)...)
+		if r.code == 0 {
+			t.Fatalf("deploy without a payload key against %s succeeded:\n%s", url, r.out)
+		}
+		for _, want := range []string{"no payload key", "$" + payload.EnvKey, "--payload-key-file"} {
+			if !strings.Contains(r.out, want) {
+				t.Errorf("output without a key lacks %q:\n%s", want, r.out)
+			}
+		}
+
+		r = runEnv(t, 5*time.Minute, withKey, werfDeployArgs(t, "shared", ns, "--nats", url)...)
+		if r.code != 0 {
+			t.Fatalf("deploy with the shared key exit %d:\n%s", r.code, r.out)
+		}
+		if rels := helmList(t, ns); len(rels) != 1 || rels[0].Status != "deployed" {
+			t.Fatalf("helm list = %+v, want one deployed release", rels)
+		}
+		if n := checkStoredRenders(t, connectJS(t, url), key); n != 1 {
+			t.Errorf("checked %d stored renders, want 1", n)
+		}
+	})
+
+	t.Run("renderer with another key", func(t *testing.T) {
+		otherHex, err := payload.GenerateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := payload.ParseKey(otherHex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := startNATS(t)
+		startEnv(t, "serve renderer (other key)", payloadEnv(payload.EnvKey+"="+otherHex, "SEALANE_SECRET_KEY="+werfKey),
+			"serve", "renderer", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
+		startEnv(t, "serve applier tracker recorder", withKey, "serve", "applier", "tracker", "recorder", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
+		ns := namespace(t)
+		r := runEnv(t, 3*time.Minute, withKey, werfDeployArgs(t, "mixed", ns, "--nats", url)...)
+		if r.code == 0 {
+			t.Fatalf("deploy with a renderer on another key succeeded:\n%s", r.out)
+		}
+		want := fmt.Sprintf("was encrypted with key %s, this process has key %s: give every stage and the CLI the same %s", key.ID(), other.ID(), payload.EnvKey)
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, r.out)
+		}
+		if strings.Contains(r.out, hexKey) || strings.Contains(r.out, otherHex) {
+			t.Error("the output shows a payload key")
+		}
+		if rels := helmList(t, ns); len(rels) != 0 {
+			t.Errorf("helm list = %+v, want no release", rels)
+		}
+	})
+}
+
+// startNATS starts a standalone nats-server with JetStream and returns its URL.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	port := freePort(t)
+	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
+	waitTCP(t, port)
+	return fmt.Sprintf("nats://127.0.0.1:%d", port)
+}
+
+// connectJS connects to url for raw JetStream reads.
+func connectJS(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// sharePayloadKey sets a fresh $SEALANE_PAYLOAD_KEY for the test, so that the stage processes
+// and the CLI it starts share it.
+func sharePayloadKey(t *testing.T) {
+	t.Helper()
+	hexKey, err := payload.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(payload.EnvKey, hexKey)
+}
