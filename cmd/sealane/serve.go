@@ -18,6 +18,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var ackWait time.Duration
 	var replicas int
 	var retention time.Duration
+	var leaseTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
@@ -50,6 +51,12 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("lease-ttl") {
+				if leaseTTL <= 0 {
+					return fmt.Errorf("--lease-ttl %s: must be positive", leaseTTL)
+				}
+				deps.LeaseTTL = leaseTTL
+			}
 			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 			runner := node.Runner(log)
 			runner.AckWait = ackWait
@@ -66,5 +73,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"replicas of the streams and buckets on a NATS cluster (default $"+serve.ReplicasEnv+" or 1); every client of the pipeline needs the same")
 	cmd.Flags().DurationVar(&retention, "retention", 0,
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
+	cmd.Flags().DurationVar(&leaseTTL, "lease-ttl", 0,
+		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
 	return cmd
 }

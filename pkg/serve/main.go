@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -18,7 +19,9 @@ import (
 )
 
 // Main is the whole main function of a one-stage service binary (services/<stage>): flags or
-// environment for NATS and the kubeconfig, JSON logs, run until SIGTERM.
+// environment for NATS and the kubeconfig, JSON logs, run until SIGTERM. Besides its flags it
+// reads $SEALANE_ACK_WAIT, $SEALANE_LEASE_TTL, $SEALANE_RETENTION, $SEALANE_NATS_REPLICAS and the
+// payload and secret keys from the environment.
 func Main(name events.Stage) {
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
 	natsURL := fs.String("nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
@@ -62,7 +65,13 @@ func run(ctx context.Context, name events.Stage, natsURL, kubeconfig, payloadKey
 		return err
 	}
 	log.Info("serving", zap.String("nats", natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
-	return RunStages(ctx, node.Runner(log), deps, name)
+	runner := node.Runner(log)
+	if v := os.Getenv("SEALANE_ACK_WAIT"); v != "" {
+		if runner.AckWait, err = time.ParseDuration(v); err != nil || runner.AckWait <= 0 {
+			return fmt.Errorf("$SEALANE_ACK_WAIT=%q: want a positive duration such as 30s", v)
+		}
+	}
+	return RunStages(ctx, runner, deps, name)
 }
 
 // ServiceDeps are the stage dependencies of a long-running service: the node's bus, clusters
@@ -77,7 +86,27 @@ func ServiceDeps(node *Node, kubeconfig string, log *zap.Logger) (pipeline.Deps,
 	if err != nil {
 		return pipeline.Deps{}, err
 	}
-	return pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(kubeconfig), Log: log, Secrets: secrets}, nil
+	ttl, err := LeaseTTLFromEnv()
+	if err != nil {
+		return pipeline.Deps{}, err
+	}
+	return pipeline.Deps{Blobs: node.Bus, Clusters: clusters.NewRegistry(kubeconfig), Log: log, Secrets: secrets, LeaseTTL: ttl}, nil
+}
+
+// LeaseTTLEnv names the environment variable with the release lease lifetime (a Go duration).
+const LeaseTTLEnv = "SEALANE_LEASE_TTL"
+
+// LeaseTTLFromEnv reads $SEALANE_LEASE_TTL; unset is 0 (the lease package's default, 2m).
+func LeaseTTLFromEnv() (time.Duration, error) {
+	v := os.Getenv(LeaseTTLEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("$%s=%q: want a positive duration such as 2m", LeaseTTLEnv, v)
+	}
+	return d, nil
 }
 
 func envOr(key, def string) string {

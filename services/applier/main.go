@@ -1,5 +1,5 @@
 // Command applier runs sealane's applier stage as its own service; replicas share its durable
-// consumer. Configuration: --nats / $SEALANE_NATS_URL, --kubeconfig, --log-level.
+// consumer. Configuration: see pkg/serve.Main.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command renderer runs sealane's renderer stage as its own service; replicas share its durable
-// consumer. Configuration: --nats / $SEALANE_NATS_URL, --kubeconfig, --log-level.
+// consumer. Configuration: see pkg/serve.Main.
 package main
 
 import (
