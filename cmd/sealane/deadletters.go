@@ -13,7 +13,6 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
-	"github.com/sealane/sealane/pkg/serve"
 )
 
 // deadLetterView is one dead letter as `sealane events --dead-letters -o json` prints it. The
@@ -77,11 +76,7 @@ func runDeadLetters(ctx context.Context, g *globalFlags, f *eventsFlags, redrive
 	if redrive && f.redrive == 0 {
 		return errors.New("--redrive ID: ID is a dead letter id from `sealane events --dead-letters`")
 	}
-	log, err := g.logger()
-	if err != nil {
-		return err
-	}
-	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-events", Log: log})
+	node, err := g.openReader(ctx)
 	if err != nil {
 		return err
 	}

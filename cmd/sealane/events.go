@@ -14,7 +14,6 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/progress"
-	"github.com/sealane/sealane/pkg/serve"
 )
 
 type eventsFlags struct {
@@ -103,11 +102,7 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 	if !since.IsZero() && !until.IsZero() && until.Before(since) {
 		return fmt.Errorf("--until %s is before --since %s", until.Format(time.RFC3339), since.Format(time.RFC3339))
 	}
-	log, err := g.logger()
-	if err != nil {
-		return err
-	}
-	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-events", Log: log})
+	node, err := g.openReader(ctx)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/sealane/sealane/pkg/serve"
 )
 
 // exitError carries a process exit code through cobra.
@@ -74,6 +76,16 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newHistoryCmd(g))
 	root.AddCommand(newGetCmd(g))
 	return root
+}
+
+// openReader opens the pipeline's NATS (--nats, else the embedded one in --data-dir) for a
+// command that only reads the streams.
+func (g *globalFlags) openReader(ctx context.Context) (*serve.Node, error) {
+	log, err := g.logger()
+	if err != nil {
+		return nil, err
+	}
+	return serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-events", Log: log})
 }
 
 func (g *globalFlags) logger() (*zap.Logger, error) {

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
@@ -30,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/kube/kubetest"
 )
 
 const (
@@ -366,16 +365,7 @@ func (r *run) deployID() string {
 // namespace returns a fresh chaos-* namespace name, deleted when the test ends.
 func namespace(t *testing.T) string {
 	t.Helper()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	ns := "chaos-" + hex.EncodeToString(b)
-	cs := clientset(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
-	return ns
+	return kubetest.UncreatedNamespace(t, clientset(t), "chaos-")
 }
 
 func clientset(t *testing.T) kubernetes.Interface {

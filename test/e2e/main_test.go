@@ -5,8 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -17,9 +15,10 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sealane/sealane/pkg/kube/kubetest"
 )
 
 var (
@@ -139,14 +138,5 @@ func clientset(t *testing.T) kubernetes.Interface {
 // namespace returns a fresh namespace name and deletes the namespace when the test ends.
 func namespace(t *testing.T) string {
 	t.Helper()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	ns := "e2e-" + hex.EncodeToString(b)
-	cs := clientset(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
-	return ns
+	return kubetest.UncreatedNamespace(t, clientset(t), "e2e-")
 }

@@ -53,30 +53,10 @@ func runEnv(t *testing.T, timeout time.Duration, env []string, args ...string) r
 	return result{out: buf.String(), code: code}
 }
 
-// startEnv is start with the environment env.
+// startEnv starts the sealane binary with the environment env.
 func startEnv(t *testing.T, name string, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, cmd: exec.Command(sealaneBin, args...)}
-	p.cmd.Dir, p.cmd.Env = repoRoot, env
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("--- %s output:\n%s", name, p.output())
-		}
-	})
-	return p
+	return startProcess(t, name, sealaneBin, env, args...)
 }
 
 // secretForms are the ways the werf project's decrypted password can appear in a render.

@@ -41,8 +41,15 @@ func (p *process) output() string {
 
 func start(t *testing.T, name, bin string, args ...string) *process {
 	t.Helper()
+	return startProcess(t, name, bin, nil, args...)
+}
+
+// startProcess starts bin with args (and env, when not nil) in the repository root; the test's
+// cleanup stops it (SIGTERM, then a kill after 10 s) and prints its output if the test failed.
+func startProcess(t *testing.T, name, bin string, env []string, args ...string) *process {
+	t.Helper()
 	p := &process{name: name, cmd: exec.Command(bin, args...)}
-	p.cmd.Dir = repoRoot
+	p.cmd.Dir, p.cmd.Env = repoRoot, env
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

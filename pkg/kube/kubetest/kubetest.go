@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sealane/sealane/pkg/kube"
 )
@@ -86,11 +87,7 @@ func Namespace(t testing.TB, c *kube.Cluster) string {
 // NamespaceWithPrefix is Namespace with its name starting with prefix.
 func NamespaceWithPrefix(t testing.TB, c *kube.Cluster, prefix string) string {
 	t.Helper()
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatalf("random namespace suffix: %v", err)
-	}
-	name := prefix + hex.EncodeToString(b[:])
+	name := randomName(t, prefix)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{TestLabel: "true"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -106,4 +103,27 @@ func NamespaceWithPrefix(t testing.TB, c *kube.Cluster, prefix string) string {
 		}
 	})
 	return name
+}
+
+// UncreatedNamespace returns a fresh namespace name starting with prefix, for the code under
+// test to create (a deploy creates its release namespace); the namespace is deleted, if it
+// exists, when the test ends.
+func UncreatedNamespace(t testing.TB, cs kubernetes.Interface, prefix string) string {
+	t.Helper()
+	name := randomName(t, prefix)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+func randomName(t testing.TB, prefix string) string {
+	t.Helper()
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("random namespace suffix: %v", err)
+	}
+	return prefix + hex.EncodeToString(b[:])
 }
