@@ -66,7 +66,7 @@ func runList(ctx context.Context, g *globalFlags, f *listFlags, out io.Writer) e
 		}
 		where = r.where()
 	}
-	records, err := release.NewStore(r.cluster.Typed, storageNS, nil, opts...).List(ctx)
+	records, err := release.NewStore(r.cluster.Bounded(), storageNS, nil, opts...).List(ctx)
 	if err != nil {
 		return fmt.Errorf("list releases of %s: %w", where, err)
 	}

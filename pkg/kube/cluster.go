@@ -82,6 +82,34 @@ type Cluster struct {
 
 	mu       sync.Mutex
 	resetGen uint64
+	bounded  kubernetes.Interface
+}
+
+// RequestTimeout bounds each request of the client Bounded returns.
+const RequestTimeout = 30 * time.Second
+
+// Bounded returns a typed client whose every request ends within RequestTimeout, for
+// request/response work that must not hang (release records: Helm's storage drivers pass no
+// deadline of their own). Typed stays unbounded because informers' watches run long.
+func (c *Cluster) Bounded() kubernetes.Interface {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bounded != nil {
+		return c.bounded
+	}
+	if c.Config == nil || (c.Config.Timeout > 0 && c.Config.Timeout <= RequestTimeout) {
+		c.bounded = c.Typed
+		return c.bounded
+	}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Timeout = RequestTimeout
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil { // the same config built Typed: not expected
+		c.bounded = c.Typed
+		return c.bounded
+	}
+	c.bounded = typed
+	return c.bounded
 }
 
 // InClusterName is the Cluster.Name of a connection made from the pod's service account.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -108,5 +109,26 @@ func TestNewClusterDefaultsRateLimits(t *testing.T) {
 	}
 	if c.Config.QPS != 50 || c.Config.Burst != 60 {
 		t.Errorf("QPS/Burst = %v/%d, want the given 50/60", c.Config.QPS, c.Config.Burst)
+	}
+}
+
+// Bounded gives request/response callers a client with a per-request deadline while Typed,
+// used by informers' watches, stays without one.
+func TestBoundedClientHasARequestTimeout(t *testing.T) {
+	c, err := NewCluster("test", &rest.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := func(cs kubernetes.Interface) time.Duration {
+		return cs.CoreV1().RESTClient().(*rest.RESTClient).Client.Timeout
+	}
+	if got := timeout(c.Bounded()); got != RequestTimeout {
+		t.Errorf("Bounded timeout %s, want %s", got, RequestTimeout)
+	}
+	if got := timeout(c.Typed); got != 0 {
+		t.Errorf("Typed timeout %s, want none (watches)", got)
+	}
+	if c.Bounded() != c.Bounded() {
+		t.Error("Bounded builds a new client per call")
 	}
 }

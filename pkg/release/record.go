@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -48,12 +49,15 @@ func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Rele
 		return nil, err
 	}
 	if existing := find(h, p.Revision); existing != nil {
+		if !sameRecord(existing, p) {
+			return nil, &RevisionConflictError{Release: p.Name, Revision: p.Revision, Next: nextRevision(h), Taken: existing}
+		}
 		s.log.Debug("release revision already recorded", zap.String("release", p.Name), zap.Int("revision", p.Revision),
 			zap.String("status", existing.Info.Status.String()))
 		return existing, nil
 	}
 	if next := nextRevision(h); p.Revision != next {
-		return nil, fmt.Errorf("record release %s revision %d: the next revision is %d", p.Name, p.Revision, next)
+		return nil, &RevisionConflictError{Release: p.Name, Revision: p.Revision, Next: next}
 	}
 
 	rel := s.newPendingRelease(p, latestDeployed(h))
@@ -71,7 +75,8 @@ func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Rele
 		zap.String("status", rel.Info.Status.String()))
 
 	for _, old := range h {
-		if old.Info != nil && old.Info.Status.IsPending() {
+		// Only sealane's own leftovers: a pending revision helm wrote is helm's to finish.
+		if old.Info != nil && old.Info.Status.IsPending() && WrittenBySealane(old) {
 			old.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Interrupted: superseded by revision %d before it finished", p.Revision))
 			if err := s.update(old); err != nil {
 				return nil, err
@@ -79,6 +84,66 @@ func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Rele
 		}
 	}
 	return rel, nil
+}
+
+// pendingDescription is the description of p's pending record: p.Description, else Helm's
+// "Initial install underway" / "Preparing upgrade".
+func pendingDescription(p Pending, upgrade bool) string {
+	switch {
+	case p.Description != "":
+		return p.Description
+	case upgrade:
+		return "Preparing upgrade"
+	}
+	return "Initial install underway"
+}
+
+// SealaneMark ends the description of every pending revision sealane writes ("Deploy in
+// progress (sealane)"), telling them from helm's own pending-* revisions.
+const SealaneMark = "(sealane)"
+
+// WrittenBySealane reports whether rel is a pending (or uninstalling) revision sealane wrote.
+func WrittenBySealane(rel *helmrelease.Release) bool {
+	return rel != nil && rel.Info != nil && strings.HasSuffix(rel.Info.Description, SealaneMark)
+}
+
+// sameRecord reports whether existing is the record p would write — a redelivered event, or a
+// revision this deploy already finished — rather than one someone else (helm, an expired
+// holder) wrote under the same revision number.
+func sameRecord(existing *helmrelease.Release, p Pending) bool {
+	if existing.Manifest != p.Manifest {
+		return false
+	}
+	if existing.Info != nil && existing.Info.Status.IsPending() {
+		// Pending: the description tells the writers apart (helm's "Preparing upgrade" against
+		// sealane's "... (sealane)").
+		return existing.Info.Description == pendingDescription(p, existing.Info.Status != helmrelease.StatusPendingInstall)
+	}
+	return true
+}
+
+// RevisionConflictError says a revision cannot be recorded: it is not the next one, or another
+// writer recorded a different release under that number. Retrying does not help; deploying
+// again picks a fresh revision.
+type RevisionConflictError struct {
+	Release  string
+	Revision int
+	// Next is the revision the history expects next.
+	Next int
+	// Taken is the record another writer stored under Revision, nil when Revision is not Next.
+	Taken *helmrelease.Release
+}
+
+func (e *RevisionConflictError) Error() string {
+	if e.Taken != nil {
+		desc := ""
+		if e.Taken.Info != nil {
+			desc = fmt.Sprintf(" (%s, %q)", e.Taken.Info.Status, e.Taken.Info.Description)
+		}
+		return fmt.Sprintf("record release %s revision %d: another writer (helm, or an earlier deploy) recorded a different revision %d%s; deploy again",
+			e.Release, e.Revision, e.Revision, desc)
+	}
+	return fmt.Sprintf("record release %s revision %d: the next revision is %d; deploy again", e.Release, e.Revision, e.Next)
 }
 
 func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *helmrelease.Release {
@@ -91,21 +156,17 @@ func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *hel
 		FirstDeployed: now,
 		LastDeployed:  now,
 		Status:        helmrelease.StatusPendingInstall,
-		Description:   "Initial install underway",
+		Description:   pendingDescription(p, deployed != nil),
 		Notes:         p.Notes,
 	}
 	if deployed != nil {
 		info.Status = helmrelease.StatusPendingUpgrade
-		info.Description = "Preparing upgrade"
 		if deployed.Info != nil {
 			info.FirstDeployed = deployed.Info.FirstDeployed
 		}
 	}
 	if p.Rollback {
 		info.Status = helmrelease.StatusPendingRollback
-	}
-	if p.Description != "" {
-		info.Description = p.Description
 	}
 	return &helmrelease.Release{
 		Name:      p.Name,

@@ -197,14 +197,24 @@ func TestIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again := pending(1)
-	again.Manifest = "something else"
-	second, err := s.RecordPending(ctx, again)
+	second, err := s.RecordPending(ctx, pending(1)) // a redelivered event
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second.Manifest != first.Manifest || !second.Info.LastDeployed.Equal(first.Info.LastDeployed) {
 		t.Errorf("redelivered RecordPending changed the record")
+	}
+	// Another writer's record under the same number is not taken for ours.
+	other := pending(1)
+	other.Manifest = "something else"
+	var conflict *RevisionConflictError
+	if _, err := s.RecordPending(ctx, other); !errors.As(err, &conflict) || conflict.Taken == nil || conflict.Revision != 1 {
+		t.Fatalf("RecordPending over a different revision 1: %v, want a RevisionConflictError naming it", err)
+	}
+	other = pending(1)
+	other.Description = "Deploy in progress " + SealaneMark
+	if _, err := s.RecordPending(ctx, other); !errors.As(err, &conflict) {
+		t.Fatalf("RecordPending over helm's pending revision 1 (same manifest): %v, want a RevisionConflictError", err)
 	}
 	if _, err := s.RecordResult(ctx, "web", 1, true, ""); err != nil {
 		t.Fatal(err)
@@ -263,16 +273,22 @@ func TestInterruptedPendingBecomesFailed(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTestStore(t)
 	deploy(t, s, 1, true, "")
-	if _, err := s.RecordPending(ctx, pending(2)); err != nil { // its deploy crashed
+	p2 := pending(2)
+	p2.Description = "Deploy in progress " + SealaneMark
+	if _, err := s.RecordPending(ctx, p2); err != nil { // its deploy crashed
 		t.Fatal(err)
 	}
-	if _, err := s.RecordPending(ctx, pending(3)); err != nil {
+	if _, err := s.RecordPending(ctx, pending(3)); err != nil { // helm's, still running
+		t.Fatal(err)
+	}
+	if _, err := s.RecordPending(ctx, pending(4)); err != nil {
 		t.Fatal(err)
 	}
 	want := []row{
 		{1, helmrelease.StatusDeployed, "Install complete"},
 		{2, helmrelease.StatusFailed, "Interrupted: superseded by revision 3 before it finished"},
-		{3, helmrelease.StatusPendingUpgrade, "Preparing upgrade"},
+		{3, helmrelease.StatusPendingUpgrade, "Preparing upgrade"}, // helm's to finish
+		{4, helmrelease.StatusPendingUpgrade, "Preparing upgrade"},
 	}
 	if diff := cmp.Diff(want, history(t, s)); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)

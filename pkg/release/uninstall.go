@@ -21,7 +21,7 @@ func (s *Store) MarkUninstalling(ctx context.Context, name string) (*helmrelease
 	if rel.Info != nil && rel.Info.Status == helmrelease.StatusUninstalling {
 		return rel, nil
 	}
-	rel.SetStatus(helmrelease.StatusUninstalling, "Deletion in progress (sealane)")
+	rel.SetStatus(helmrelease.StatusUninstalling, "Deletion in progress "+SealaneMark)
 	if err := s.update(rel); err != nil {
 		return nil, err
 	}
