@@ -10,6 +10,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/serve"
 )
@@ -52,8 +53,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if cmd.Flags().Changed("lease-ttl") {
-				if leaseTTL <= 0 {
-					return fmt.Errorf("--lease-ttl %s: must be positive", leaseTTL)
+				if err := (lease.Options{TTL: leaseTTL}).Validate(); err != nil || leaseTTL == 0 {
+					return fmt.Errorf("--lease-ttl %s: must be at least %s", leaseTTL, lease.MinTTL)
 				}
 				deps.LeaseTTL = leaseTTL
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/clusters"
+	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/render"
 )
@@ -105,6 +106,9 @@ func LeaseTTLFromEnv() (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("$%s=%q: want a positive duration such as 2m", LeaseTTLEnv, v)
+	}
+	if err := (lease.Options{TTL: d}).Validate(); err != nil {
+		return 0, fmt.Errorf("$%s: %w", LeaseTTLEnv, err)
 	}
 	return d, nil
 }
