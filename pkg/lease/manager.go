@@ -25,7 +25,8 @@ const casAttempts = 32
 
 // Options configure a Manager.
 type Options struct {
-	// TTL is the lease lifetime without renewal; zero means DefaultTTL.
+	// TTL is the lease lifetime without renewal; zero means DefaultTTL. It must be at least
+	// MinTTL (see Validate); New raises a shorter one to MinTTL.
 	TTL time.Duration
 	// Publish re-publishes a queued deploy.requested message with a new Nats-Msg-Id when its
 	// turn comes. Without it queued requests are never re-published.
@@ -42,30 +43,49 @@ type Options struct {
 type Manager struct {
 	kv jetstream.KeyValue
 	o  Options
+	// leaseWritten, if set (tests), runs right after a hand-over or a take of a queued
+	// deploy wrote its lease, before the queue is read again.
+	leaseWritten func(deployID string)
 }
 
-// New returns a Manager over the lease bucket kv (bus.Bus.Leases).
-func New(kv jetstream.KeyValue, o Options) *Manager {
-	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
+// Validate reports options New would have to correct: a TTL that is negative or shorter
+// than MinTTL.
+func (o Options) Validate() error {
+	if o.TTL < 0 || (o.TTL > 0 && o.TTL < MinTTL) {
+		return fmt.Errorf("release lease TTL %s: must be at least %s (or 0 for the default, %s)", o.TTL, MinTTL, DefaultTTL)
 	}
+	return nil
+}
+
+// New returns a Manager over the lease bucket kv (bus.Bus.Leases). A TTL of 0 (or negative)
+// is DefaultTTL; one shorter than MinTTL is raised to MinTTL, with a warning.
+func New(kv jetstream.KeyValue, o Options) *Manager {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
+	if err := o.Validate(); err != nil && o.TTL > 0 {
+		o.Log.Warn("release lease TTL raised to the minimum", zap.Duration("ttl", o.TTL), zap.Duration("min", MinTTL))
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	o.TTL = max(o.TTL, MinTTL)
 	return &Manager{kv: kv, o: o}
 }
 
-// TTL returns the default lease lifetime.
+// TTL returns the default lease lifetime (at least MinTTL).
 func (m *Manager) TTL() time.Duration { return m.o.TTL }
 
+// ttl returns the lifetime for a ttl argument: 0 (or negative) is the default, a shorter one
+// than MinTTL is MinTTL.
 func (m *Manager) ttl(d time.Duration) time.Duration {
 	if d <= 0 {
 		return m.o.TTL
 	}
-	return d
+	return max(d, MinTTL)
 }
 
 // Held is a lease as read from the bucket.
@@ -91,10 +111,13 @@ func (m *Manager) Queued(ctx context.Context, t events.Target) ([]Request, error
 }
 
 // Acquire gives deployID the target's lease for ttl (0: the default) and returns its fencing
-// token. A deploy that holds it already gets its token back, renewed (a redelivered request).
-// An expired lease, or one whose holder ended, is taken over. Otherwise the answer is a
+// token. A deploy that holds it already gets its token back, renewed (a redelivered request,
+// or the re-published request of a hand-over), and leaves the queue if it is still there. An
+// expired lease, or one whose holder ended, is taken over. Otherwise the answer is a
 // *BusyError (errors.Is ErrBusy); so it is too while earlier requests are queued, unless
-// deployID is the first of them.
+// deployID is the first of them (or is being handed the lease). A queued deploy taking the
+// lease marks itself in the queue first (Queue.Handing), so that no superseding request drops
+// it meanwhile.
 func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string, ttl time.Duration) (uint64, error) {
 	ttl = m.ttl(ttl)
 	for range casAttempts {
@@ -102,13 +125,17 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 		if err != nil {
 			return 0, err
 		}
-		q, _, err := m.getQueue(ctx, t)
+		q, qrev, err := m.getQueue(ctx, t)
 		if err != nil {
 			return 0, err
 		}
+		head := q.head()
+		if next, ok := q.handing(); ok {
+			head = next.DeployID
+		}
 		now := m.o.Clock()
 		ended := cur != nil && cur.DeployID != deployID && !cur.Expired(now) && m.ended(ctx, cur.DeployID)
-		switch decide(cur, q.head(), deployID, now, ended) {
+		switch decide(cur, head, deployID, now, ended) {
 		case actBusy:
 			b := &BusyError{Target: t}
 			if cur != nil && !free(cur, now, ended) {
@@ -125,8 +152,23 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 				}
 				return 0, fmt.Errorf("acquire lease %s: %w", t, err)
 			}
+			if q.index(deployID) >= 0 {
+				// Handed over, but the hand-over's dequeue did not happen (yet): leave the queue
+				// now, or the release of this deploy would hand the lease to it again.
+				if err := m.dequeue(ctx, t, deployID); err != nil {
+					return 0, err
+				}
+			}
 			return token, nil
 		default:
+			if q.index(deployID) >= 0 && q.Handing != deployID {
+				if _, err := m.put(ctx, QueueKey(t), q.marked(deployID), qrev); err != nil {
+					if conflict(err) {
+						continue
+					}
+					return 0, fmt.Errorf("acquire lease %s: mark deploy %s in the queue: %w", t, deployID, err)
+				}
+			}
 			next := Record{DeployID: deployID, Acquired: now, Expires: now.Add(ttl)}
 			token, err := m.put(ctx, LeaseKey(t), next, rev)
 			if err != nil {
@@ -134,6 +176,9 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 					continue
 				}
 				return 0, fmt.Errorf("acquire lease %s: %w", t, err)
+			}
+			if m.leaseWritten != nil && q.index(deployID) >= 0 {
+				m.leaseWritten(deployID)
 			}
 			if cur != nil {
 				m.o.Log.Warn("release lease taken over", zap.Stringer("target", t), zap.String("deploy", deployID),
@@ -196,15 +241,21 @@ func lostUnless(t events.Target, cur *Record, rev, token uint64) error {
 }
 
 // Release gives up the lease with token, then hands the release to the first queued request,
-// if any. Releasing a lease that is gone or held under another token does nothing.
+// if any. Releasing a lease that is gone or held under another token deletes nothing (a
+// retried release, or a holder whose lease expired and was taken over). Only reading or
+// deleting the lease can fail: once it is released (or was not this token's), a failed
+// hand-over is logged, not returned — the sweeper's next kick finishes it — so that the caller
+// does not retry a release that happened.
 func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) error {
-	from := ""
+	from, done := "", false
 	for range casAttempts {
 		cur, rev, err := m.getLease(ctx, t)
 		if err != nil {
 			return err
 		}
-		if lostUnless(t, cur, rev, token) != nil {
+		if err := lostUnless(t, cur, rev, token); err != nil {
+			m.o.Log.Debug("release lease: not held with this token", zap.Stringer("target", t), zap.Uint64("token", token), zap.Error(err))
+			done = true
 			break
 		}
 		if err := m.kv.Delete(ctx, LeaseKey(t), jetstream.LastRevision(rev)); err != nil {
@@ -214,19 +265,32 @@ func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) er
 			return fmt.Errorf("release lease %s: %w", t, err)
 		}
 		m.o.Log.Debug("release lease released", zap.Stringer("target", t), zap.String("deploy", cur.DeployID), zap.Uint64("token", token))
-		from = cur.DeployID
+		from, done = cur.DeployID, true
 		break
 	}
-	return m.kick(ctx, t, from)
+	if !done {
+		return fmt.Errorf("release lease %s: %d compare-and-set conflicts in a row", t, casAttempts)
+	}
+	if err := m.kick(ctx, t, from); err != nil {
+		m.o.Log.Warn("release lease released, but handing it to the next queued deploy failed; the sweeper retries",
+			zap.Stringer("target", t), zap.Error(err))
+	}
+	return nil
 }
 
 // Enqueue appends req to the target's queue (after dropping the queued requests when it
 // supersedes) and returns its 1-based position and the deploys it dropped. A request already
-// queued keeps its place. Call Kick afterwards: the lease may have been freed meanwhile.
+// queued keeps its place. Supersede never drops the request being handed the lease nor the
+// lease's holder if it is still queued. A re-published request (event id
+// <event id>.dequeued.<token>) whose lease expired before it ran and went to the next request
+// is queued again at the front, under its original event id, and drops nothing. Call Kick
+// afterwards: the lease may have been freed meanwhile.
 func (m *Manager) Enqueue(ctx context.Context, t events.Target, req Request) (int, []string, error) {
 	if req.Queued.IsZero() {
 		req.Queued = m.o.Clock()
 	}
+	var front bool
+	req.EventID, front = handedOver(req.EventID)
 	for range casAttempts {
 		q, rev, err := m.getQueue(ctx, t)
 		if err != nil {
@@ -235,7 +299,17 @@ func (m *Manager) Enqueue(ctx context.Context, t events.Target, req Request) (in
 		if i := q.index(req.DeployID); i >= 0 {
 			return i + 1, q.Items[i].Superseded, nil // queued by an earlier attempt
 		}
-		next, pos, dropped := q.enqueue(req)
+		holder := ""
+		if req.Supersede && !front {
+			cur, _, err := m.getLease(ctx, t)
+			if err != nil {
+				return 0, nil, err
+			}
+			if cur != nil {
+				holder = cur.DeployID
+			}
+		}
+		next, pos, dropped := q.enqueue(req, front, func(id string) bool { return id == holder })
 		if _, err := m.put(ctx, QueueKey(t), next, rev); err != nil {
 			if conflict(err) {
 				continue
@@ -252,6 +326,15 @@ func (m *Manager) Enqueue(ctx context.Context, t events.Target, req Request) (in
 // Kick hands a free lease (nobody holds it, it expired, or its holder ended) to the first
 // queued request and re-publishes that request. Several callers may kick at once: the lease's
 // compare-and-set picks one.
+//
+// The hand-over marks the request in the queue (Queue.Handing, compare-and-set), writes its
+// lease, re-publishes it and removes it from the queue, which clears the mark. A superseding
+// Enqueue never drops the marked request, so the deploy that gets the lease is never told it
+// was superseded. Should the request have left the queue anyway once its lease is written
+// (another writer), the lease write is deleted again (compare-and-set on its revision) and the
+// lease handed to the next request. A hand-over interrupted anywhere is finished by a later
+// kick: the mark keeps its request first in line, and a lease written for it but never used
+// expires and is handed to it again, under a new token and so a new message id.
 func (m *Manager) Kick(ctx context.Context, t events.Target) error { return m.kick(ctx, t, "") }
 
 // kick is Kick; from names the deploy that just released the lease, for the record.
@@ -266,14 +349,22 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 		if !free(cur, now, ended) {
 			return nil // the holder kicks when it releases
 		}
-		q, _, err := m.getQueue(ctx, t)
+		q, qrev, err := m.getQueue(ctx, t)
 		if err != nil {
 			return err
 		}
-		if len(q.Items) == 0 {
+		head, ok := q.handing()
+		if !ok {
 			return nil
 		}
-		head := q.Items[0]
+		if q.Handing != head.DeployID {
+			if _, err := m.put(ctx, QueueKey(t), q.marked(head.DeployID), qrev); err != nil {
+				if conflict(err) {
+					continue
+				}
+				return fmt.Errorf("hand lease %s to deploy %s: mark it in the queue: %w", t, head.DeployID, err)
+			}
+		}
 		next := Record{DeployID: head.DeployID, Acquired: now, Expires: now.Add(m.o.TTL), From: from}
 		if cur != nil {
 			next.From = cur.DeployID
@@ -284,6 +375,22 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 				continue
 			}
 			return fmt.Errorf("hand lease %s to deploy %s: %w", t, head.DeployID, err)
+		}
+		if m.leaseWritten != nil {
+			m.leaseWritten(head.DeployID)
+		}
+		after, _, err := m.getQueue(ctx, t)
+		if err != nil {
+			return err // the lease expires unused; the mark keeps the request first
+		}
+		if after.index(head.DeployID) < 0 {
+			// Removed meanwhile despite the mark: take the lease write back and start over.
+			if err := m.kv.Delete(ctx, LeaseKey(t), jetstream.LastRevision(token)); err != nil && !conflict(err) {
+				return fmt.Errorf("hand lease %s: undo the hand-over to deploy %s, no longer queued: %w", t, head.DeployID, err)
+			}
+			m.o.Log.Warn("release lease hand-over undone: the deploy left the queue meanwhile", zap.Stringer("target", t),
+				zap.String("deploy", head.DeployID), zap.Uint64("token", token))
+			continue
 		}
 		m.o.Log.Info("release lease handed to the next queued deploy", zap.Stringer("target", t),
 			zap.String("deploy", head.DeployID), zap.String("from", next.From), zap.Uint64("token", token))
@@ -321,8 +428,13 @@ func (m *Manager) Sweep(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// RunSweeper sweeps every interval until ctx is done.
+// RunSweeper sweeps every interval until ctx is done. An interval of 0 (or negative) is
+// TTL/4; the shortest is MinTTL/4.
 func (m *Manager) RunSweeper(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = m.o.TTL / 4
+	}
+	interval = max(interval, MinTTL/4)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

@@ -2,6 +2,14 @@
 // release), held in a JetStream KV entry with an expiry, renewed while the deploy works and
 // fenced by a monotonic token (the KV revision of the acquiring write). Requests for a busy
 // release wait in a per-release queue and are re-published in order when the lease is free.
+//
+// Handing the lease to a queued request takes several compare-and-set writes (lease and queue
+// are two keys). Their single point of truth is the queue's hand-over mark (Queue.Handing):
+// the request is marked first, then its lease is written and its request re-published, then
+// it is removed from the queue, which clears the mark. A superseding request never drops the
+// marked request (nor a lease holder still queued), and a hand-over interrupted half-way is
+// finished by the next kick (the sweeper's, at the latest). Lease lifetimes are at least
+// MinTTL.
 package lease
 
 import (
@@ -17,6 +25,15 @@ import (
 // DefaultTTL is how long a lease lives without a renewal: a crashed holder blocks its
 // release at most this long.
 const DefaultTTL = 2 * time.Minute
+
+// MinTTL is the shortest lease lifetime. A shorter one (Options.TTL, or the ttl of Acquire or
+// Renew) is raised to it: the sweeper runs every TTL/4 and the tracker renews every TTL/3, and
+// a lease must outlive a few KV round trips.
+const MinTTL = time.Second
+
+// dequeuedInfix joins a queued request's event id and the token it was handed in the id of its
+// re-published request: <event id>.dequeued.<token>.
+const dequeuedInfix = ".dequeued."
 
 // ErrBusy matches a *BusyError: another deploy holds the release (or requests wait before
 // this one).
@@ -106,6 +123,9 @@ type Request struct {
 // Queue is the KV value of a release's queue, oldest request first.
 type Queue struct {
 	Items []Request `json:"items"`
+	// Handing is the queued deploy being handed the lease: marked (compare-and-set) before its
+	// lease is written, cleared when it leaves the queue. A superseding request keeps it.
+	Handing string `json:"handing,omitempty"`
 }
 
 // index returns the position (0-based) of deployID in the queue, or -1.
@@ -126,34 +146,80 @@ func (q Queue) head() string {
 	return q.Items[0].DeployID
 }
 
-// without returns the queue without deployID's request.
+// without returns the queue without deployID's request, and without a hand-over mark that
+// names no queued request.
 func (q Queue) without(deployID string) Queue {
-	out := Queue{Items: make([]Request, 0, len(q.Items))}
+	out := Queue{Items: make([]Request, 0, len(q.Items)), Handing: q.Handing}
 	for _, r := range q.Items {
 		if r.DeployID != deployID {
 			out.Items = append(out.Items, r)
 		}
 	}
+	if out.index(out.Handing) < 0 {
+		out.Handing = ""
+	}
 	return out
 }
 
-// enqueue returns the queue with req appended (after dropping everything queued when req
-// supersedes), req's 1-based position and the deploys dropped. A request already queued keeps
-// its place and reports the deploys it dropped then.
-func (q Queue) enqueue(req Request) (Queue, int, []string) {
+// marked returns the queue with deployID marked as being handed the lease.
+func (q Queue) marked(deployID string) Queue {
+	return Queue{Items: q.Items, Handing: deployID}
+}
+
+// handing returns the request to hand the lease to: the marked one, else the first.
+func (q Queue) handing() (Request, bool) {
+	if i := q.index(q.Handing); q.Handing != "" && i >= 0 {
+		return q.Items[i], true
+	}
+	if len(q.Items) == 0 {
+		return Request{}, false
+	}
+	return q.Items[0], true
+}
+
+// enqueue returns the queue with req added, req's 1-based position and the deploys dropped.
+// A request goes to the tail, after dropping everything queued when it supersedes; but the
+// request being handed the lease (Handing) and any for which keep is true (the lease's
+// holder) are never dropped. A request whose hand-over expired before it ran (front) goes
+// before everything but those, and drops nothing. A request already queued keeps its place
+// and reports the deploys it dropped then.
+func (q Queue) enqueue(req Request, front bool, keep func(deployID string) bool) (Queue, int, []string) {
 	if i := q.index(req.DeployID); i >= 0 {
 		return q, i + 1, q.Items[i].Superseded
 	}
-	out := Queue{Items: append([]Request(nil), q.Items...)}
-	if req.Supersede {
+	kept := func(id string) bool { return id == q.Handing || (keep != nil && keep(id)) }
+	out := Queue{Items: append([]Request(nil), q.Items...), Handing: q.Handing}
+	switch {
+	case front:
 		req.Superseded = nil
-		for _, r := range out.Items {
-			req.Superseded = append(req.Superseded, r.DeployID)
+		i := 0
+		for i < len(out.Items) && kept(out.Items[i].DeployID) {
+			i++
 		}
-		out.Items = nil
+		out.Items = append(out.Items[:i], append([]Request{req}, out.Items[i:]...)...)
+		return out, i + 1, nil
+	case req.Supersede:
+		req.Superseded = nil
+		out.Items = out.Items[:0]
+		for _, r := range q.Items {
+			if kept(r.DeployID) {
+				out.Items = append(out.Items, r)
+			} else {
+				req.Superseded = append(req.Superseded, r.DeployID)
+			}
+		}
 	}
 	out.Items = append(out.Items, req)
 	return out, len(out.Items), req.Superseded
+}
+
+// handedOver reports whether eventID is the id of a re-published queued request, and returns
+// the original request's event id.
+func handedOver(eventID string) (string, bool) {
+	if i := strings.Index(eventID, dequeuedInfix); i > 0 {
+		return eventID[:i], true
+	}
+	return eventID, false
 }
 
 // action is what Acquire does with the current lease.

@@ -74,16 +74,16 @@ func ids(q Queue) []string {
 
 func TestQueueEnqueue(t *testing.T) {
 	var q Queue
-	q, pos, dropped := q.enqueue(Request{DeployID: "a"})
+	q, pos, dropped := q.enqueue(Request{DeployID: "a"}, false, nil)
 	if pos != 1 || dropped != nil {
 		t.Fatalf("first: pos %d dropped %v", pos, dropped)
 	}
-	q, pos, _ = q.enqueue(Request{DeployID: "b"})
-	q2, pos2, _ := q.enqueue(Request{DeployID: "a"}) // a retried handler
+	q, pos, _ = q.enqueue(Request{DeployID: "b"}, false, nil)
+	q2, pos2, _ := q.enqueue(Request{DeployID: "a"}, false, nil) // a retried handler
 	if pos != 2 || pos2 != 1 || len(q2.Items) != 2 {
 		t.Fatalf("positions %d, %d; queue %v", pos, pos2, ids(q2))
 	}
-	q, pos, dropped = q.enqueue(Request{DeployID: "c", Supersede: true})
+	q, pos, dropped = q.enqueue(Request{DeployID: "c", Supersede: true}, false, nil)
 	if diff := cmp.Diff([]string{"c"}, ids(q)); diff != "" || pos != 1 {
 		t.Errorf("supersede: queue (-want +got):\n%s pos %d", diff, pos)
 	}
@@ -91,12 +91,63 @@ func TestQueueEnqueue(t *testing.T) {
 		t.Errorf("dropped (-want +got):\n%s", diff)
 	}
 	// A retry of the superseding request reports the same drops.
-	if _, _, again := q.enqueue(Request{DeployID: "c", Supersede: true}); !cmp.Equal(again, dropped) {
+	if _, _, again := q.enqueue(Request{DeployID: "c", Supersede: true}, false, nil); !cmp.Equal(again, dropped) {
 		t.Errorf("retry dropped %v, want %v", again, dropped)
 	}
-	q, _, _ = q.enqueue(Request{DeployID: "d"})
+	q, _, _ = q.enqueue(Request{DeployID: "d"}, false, nil)
 	if diff := cmp.Diff([]string{"d"}, ids(q.without("c"))); diff != "" || q.head() != "c" {
 		t.Errorf("without/head (-want +got):\n%s head %q", diff, q.head())
+	}
+}
+
+func TestQueueEnqueueKeepsTheHandOver(t *testing.T) {
+	q := Queue{Items: []Request{{DeployID: "a"}, {DeployID: "b"}, {DeployID: "c"}}}
+	holderB := func(id string) bool { return id == "b" }
+	got, pos, dropped := q.marked("a").enqueue(Request{DeployID: "d", Supersede: true}, false, holderB)
+	if diff := cmp.Diff([]string{"a", "b", "d"}, ids(got)); diff != "" || pos != 3 || got.Handing != "a" {
+		t.Errorf("supersede: queue (-want +got):\n%s pos %d handing %q", diff, pos, got.Handing)
+	}
+	if diff := cmp.Diff([]string{"c"}, dropped); diff != "" {
+		t.Errorf("dropped (-want +got):\n%s", diff)
+	}
+	// A request whose hand-over expired goes first, after the one being handed over; it drops
+	// nothing even when it superseded once.
+	got, pos, dropped = q.marked("a").enqueue(Request{DeployID: "x", Supersede: true}, true, nil)
+	if diff := cmp.Diff([]string{"a", "x", "b", "c"}, ids(got)); diff != "" || pos != 2 || dropped != nil {
+		t.Errorf("front: queue (-want +got):\n%s pos %d dropped %v", diff, pos, dropped)
+	}
+	got, pos, _ = q.enqueue(Request{DeployID: "x"}, true, nil)
+	if diff := cmp.Diff([]string{"x", "a", "b", "c"}, ids(got)); diff != "" || pos != 1 {
+		t.Errorf("front, nothing handed over: queue (-want +got):\n%s pos %d", diff, pos)
+	}
+	// The mark goes with its request.
+	if got := q.marked("a").without("a"); got.Handing != "" || got.head() != "b" {
+		t.Errorf("without the marked request: %+v", got)
+	}
+	if got := q.marked("a").without("b"); got.Handing != "a" {
+		t.Errorf("without another request: handing %q, want a", got.Handing)
+	}
+	if r, ok := q.marked("b").handing(); !ok || r.DeployID != "b" {
+		t.Errorf("handing() = %v, %v; want the marked b", r.DeployID, ok)
+	}
+	if r, ok := q.handing(); !ok || r.DeployID != "a" {
+		t.Errorf("handing() = %v, %v; want the head a", r.DeployID, ok)
+	}
+	if _, ok := (Queue{}).handing(); ok {
+		t.Error("handing() of an empty queue")
+	}
+}
+
+func TestHandedOver(t *testing.T) {
+	for id, want := range map[string]string{
+		"d1.requested":                         "",
+		"d1.requested.dequeued.17":             "d1.requested",
+		"d1.requested.dequeued.17.dequeued.23": "d1.requested",
+	} {
+		base, ok := handedOver(id)
+		if ok != (want != "") || (ok && base != want) || (!ok && base != id) {
+			t.Errorf("handedOver(%q) = %q, %v", id, base, ok)
+		}
 	}
 }
 
