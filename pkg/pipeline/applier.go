@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
+	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -20,7 +22,58 @@ import (
 type Applier struct{ Deps }
 
 // Handle applies the next phase (deploy.started) or closes a tracked phase (phase_tracked).
+//
+// The release lease stays renewed on a ticker for the whole handler, however long its writes
+// take (a delete waits until the object is gone: a finalizer can hold it); the work's context
+// is cancelled when the lease is lost, every batch of writes is fenced (phaseRun.fence), and
+// a lost lease fails the deploy. The work also ends with the deploy's deadline (applyBudget).
 func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+	work, stopLease := a.keepLease(ctx, in)
+	defer stopLease()
+	work, cancel := a.applyBudget(work, in)
+	defer cancel()
+	out, err := a.handle(work, in)
+	if lost := stopLease(); lost != nil {
+		return leaseLost(events.StageApplier, in, lost), nil
+	}
+	var lost *lease.LostError
+	if errors.As(err, &lost) {
+		return leaseLost(events.StageApplier, in, lost), nil
+	}
+	if err != nil && timedOut(work) {
+		revision := 0
+		if in.State != nil {
+			revision = in.State.Revision
+		}
+		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageApplier, in, revision, err.Error())}}, nil
+	}
+	if err != nil && ctx.Err() == nil && work.Err() != nil {
+		return stage.Output{}, fmt.Errorf("%w (%w)", err, context.Cause(work)) // e.g. the lease could not be renewed
+	}
+	return out, err
+}
+
+// minApplyBudget is the least time a phase gets to apply, even when the deploy's deadline
+// is nearer or passed (redelivered late): it applies, and the tracker reports the timeout.
+var minApplyBudget = 30 * time.Second
+
+// errApplyDeadline ends the applier's work when the deploy's deadline passed.
+var errApplyDeadline = errors.New("the deploy's timeout ran out while applying")
+
+// applyBudget bounds the applier's work by the deploy's deadline (at least minApplyBudget):
+// with the lease renewed while it works, a delete stuck on a finalizer must not hold the
+// release forever.
+func (a *Applier) applyBudget(ctx context.Context, in stage.Input) (context.Context, context.CancelFunc) {
+	if in.State == nil || in.State.Deadline.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, max(in.State.Deadline.Sub(a.now()), minApplyBudget), errApplyDeadline)
+}
+
+// timedOut reports whether ctx ended with the deploy's deadline (applyBudget).
+func timedOut(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errApplyDeadline) }
+
+func (a *Applier) handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	switch in.Type {
 	case events.DeployStarted:
 		var d events.StartedData
@@ -38,13 +91,14 @@ func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 			renderRef = in.State.RenderRef
 		}
 		if !d.Ready {
-			if out, stop, err := a.fenced(ctx, events.StageApplier, in); stop || err != nil {
-				return out, err // deleting the failed resources is a cluster write too
-			}
+			reason := failureSummary(d.Failures)
 			if err := a.deleteFailed(ctx, in, renderRef, d); err != nil {
-				return stage.Output{}, err
+				if !timedOut(ctx) {
+					return stage.Output{}, err
+				}
+				reason += "; deleting the failed resources: " + err.Error()
 			}
-			return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageTracker, in, d.Revision, failureSummary(d.Failures), d.Failures...)}}, nil
+			return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageTracker, in, d.Revision, reason, d.Failures...)}}, nil
 		}
 		if d.Phase+1 < d.Phases {
 			if renderRef == "" {
@@ -75,12 +129,11 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 		return fail(err.Error())
 	}
 	run.deployID = in.DeployID // a redelivered phase does not run its hooks again
+	// Fencing (lease.go): the phase writes to the cluster only while the deploy holds the
+	// lease, renewed right before each batch of deletes or applies.
+	run.fence = func(ctx context.Context) error { return a.fence(ctx, in) }
 	if phase >= len(bundle.Plan.Phases) {
 		return fail(fmt.Sprintf("phase %d of a %d-phase plan", phase+1, len(bundle.Plan.Phases)))
-	}
-	// Fencing (lease.go): the phase writes to the cluster only while the deploy holds the lease.
-	if out, stop, err := a.fenced(ctx, events.StageApplier, in); stop || err != nil {
-		return out, err
 	}
 	if phase == 0 {
 		// Ownership and annotation checks of the whole plan before anything is written: a
@@ -94,6 +147,9 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	}
 	applied, waits, err := run.run(ctx, bundle.Plan.Phases[phase])
 	if err != nil {
+		if timedOut(ctx) {
+			return fail(fmt.Sprintf("phase %d: %v", phase+1, err))
+		}
 		if permanentKubeError(err) {
 			return fail(err.Error())
 		}
@@ -159,5 +215,6 @@ func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef st
 	if err != nil {
 		return nil
 	}
+	run.fence = func(ctx context.Context) error { return a.fence(ctx, in) } // deleting is a cluster write too
 	return run.deleteOnFailure(ctx, d.Phase, d.Failures)
 }

@@ -10,9 +10,12 @@ import (
 
 	"go.uber.org/zap"
 	helmrelease "helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
@@ -20,13 +23,10 @@ import (
 
 // The release lease in the stages (see pkg/lease and docs/architecture.md, "Release lease"):
 // the renderer acquires it for a request or queues the request; every stage renews it when it
-// handles an event of the deploy; the applier and the recorder check it right before writing
-// to the cluster or the release records; the recorder releases it, handing the release to the
+// handles an event of the deploy, and the applier and the tracker keep it renewed on a ticker
+// while they work; the applier and the recorder renew it again right before each write to the
+// cluster or the release records (fence); the recorder releases it, handing the release to the
 // next queued request, when the deploy ends. A lost lease fails the deploy.
-
-// sealanePendingMark ends the description of every pending revision sealane writes, so that
-// a pending revision written by helm (helm is mid-operation) is told apart.
-const sealanePendingMark = "(sealane)"
 
 // abandonedDescription is the reason a stale pending revision of a dead deploy is closed with.
 const abandonedDescription = "Deploy abandoned: lease expired"
@@ -80,6 +80,11 @@ func (l *leasedRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 	}
 	if reason, err := l.helmPending(ctx, in, req); err != nil || reason != "" {
 		if err != nil {
+			return stage.Output{}, err
+		}
+		// A queued request may have been handed the lease already (its state has no token
+		// yet): give it back at once, or the queue would wait for the next sweep.
+		if err := l.releaseHeld(ctx, in); err != nil {
 			return stage.Output{}, err
 		}
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
@@ -158,17 +163,12 @@ func (l *leasedRenderer) helmPending(ctx context.Context, in stage.Input, req ev
 	if err != nil {
 		return "", fmt.Errorf("release %s: %w", in.Target.Release, err)
 	}
-	if last.Info == nil || !last.Info.Status.IsPending() || sealanePending(last) {
+	if last.Info == nil || !last.Info.Status.IsPending() || release.WrittenBySealane(last) {
 		return "", nil
 	}
 	return fmt.Sprintf("another operation (install/upgrade/rollback) is in progress: release %s revision %d is %s (%q), written by helm, not sealane; "+
 		"wait for that helm operation to finish, or clear it with `helm rollback %s` (or `helm uninstall %s` for a first install) and deploy again",
 		in.Target.Release, last.Version, last.Info.Status, last.Info.Description, in.Target.Release, in.Target.Release), nil
-}
-
-// sealanePending reports whether a pending revision was written by sealane.
-func sealanePending(rel *helmrelease.Release) bool {
-	return rel.Info != nil && strings.HasSuffix(rel.Info.Description, sealanePendingMark)
 }
 
 // renewing renews the deploy's lease before a stage handles one of its events; a lost lease
@@ -187,9 +187,9 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		token = in.State.LeaseToken
 	}
 	closing := r.name == events.StageRecorder && in.Type != events.DeployRendered
+	var lost *lease.LostError
 	if token != 0 {
 		err := r.Leases.Renew(ctx, in.Target, token, r.LeaseTTL)
-		var lost *lease.LostError
 		switch {
 		case errors.As(err, &lost) && closing:
 			return r.closeLost(ctx, in, lost)
@@ -200,8 +200,24 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		}
 	}
 	out, err := r.next.Handle(ctx, in)
-	if err != nil || !closing || token == 0 || !emitsType(out, events.ReleaseRecorded) {
+	switch {
+	case errors.As(err, &lost) && closing:
+		// A fence inside the handler found the lease lost: close now rather than retry.
+		return r.closeLost(ctx, in, lost)
+	case errors.As(err, &lost):
+		return leaseLost(r.name, in, lost), nil
+	case err != nil || !closing || !emitsType(out, events.ReleaseRecorded):
 		return out, err
+	case token == 0:
+		// A queued deploy may have been handed the lease and closed before its renderer took
+		// it (refused, superseded, dead-lettered): its state has no token, but it holds the
+		// release. Free it now instead of at the next sweep.
+		if in.State == nil || takesLease(in.State.Operation) {
+			if err := r.releaseHeld(ctx, in); err != nil {
+				return stage.Output{}, err
+			}
+		}
+		return out, nil
 	}
 	if err := r.Leases.Release(ctx, in.Target, token); err != nil {
 		return stage.Output{}, fmt.Errorf("release the release lease of %s: %w", in.Target, err)
@@ -209,31 +225,206 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	return out, nil
 }
 
-// closeLost ends a deploy whose lease was lost without touching the release records (the new
-// holder owns them): release_recorded reports the revision's recorded status if this deploy
-// finished it before losing the lease, else a failure naming the lease.
-func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
-	rec := events.RecordedData{Target: in.Target, Revision: in.State.Revision, Outcome: events.OutcomeFailed, Reason: lostReason(lost)}
-	if in.Type == events.DeployFailed {
+// releaseHeld releases the target's lease when the bucket shows this deploy as its holder,
+// whatever the deploy's state says (see renewing.Handle).
+func (d Deps) releaseHeld(ctx context.Context, in stage.Input) error {
+	held, err := d.Leases.Get(ctx, in.Target)
+	if err != nil {
+		return fmt.Errorf("release lease of %s: %w", in.Target, err)
+	}
+	if held == nil || held.DeployID != in.DeployID {
+		return nil
+	}
+	if err := d.Leases.Release(ctx, in.Target, held.Token); err != nil {
+		return fmt.Errorf("release the release lease of %s: %w", in.Target, err)
+	}
+	d.log().Info("released the release lease a closed deploy was handed", zap.String("deploy", in.DeployID),
+		zap.Stringer("target", in.Target), zap.Uint64("token", held.Token))
+	return nil
+}
+
+// failedDescription starts the description of a revision the recorder marks failed; the
+// reason follows.
+const failedDescription = "Deploy failed: "
+
+// uninstallFailedDescription starts the description release.Store.FailUninstall writes.
+const uninstallFailedDescription = "Uninstallation failed: "
+
+// closingEvent is what the event the recorder closes a deploy with says.
+type closingEvent struct {
+	succeeded bool
+	reason    string // deploy.failed's
+	upToDate  bool   // deploy.succeeded's
+}
+
+func closingOf(in stage.Input) closingEvent {
+	switch in.Type {
+	case events.DeploySucceeded:
+		var d events.SucceededData
+		_ = decode(in, &d)
+		return closingEvent{succeeded: true, upToDate: d.UpToDate}
+	case events.DeployFailed:
 		var d events.FailedData
-		if decode(in, &d) == nil && d.Reason != "" && !strings.Contains(d.Reason, lostReason(lost)) {
-			rec.Reason = d.Reason + "; " + rec.Reason
+		_ = decode(in, &d)
+		return closingEvent{reason: d.Reason}
+	}
+	return closingEvent{}
+}
+
+// closeLost ends a deploy whose lease is gone without touching the release records or the
+// cluster (the new holder owns them). It reports the deploy's own outcome when that is
+// certain — its records show it, or this deploy released the lease itself (the closing is
+// retried after the release: the lease is absent or was handed over from this deploy) — and
+// otherwise a failure naming the lease.
+func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
+	ev := closingOf(in)
+	held, err := r.Leases.Get(ctx, in.Target)
+	if err != nil {
+		return stage.Output{}, fmt.Errorf("release lease of %s: %w", in.Target, err)
+	}
+	released := held == nil || held.From == in.DeployID
+	o, err := r.lostOutcome(ctx, in, ev, released)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	rec := events.RecordedData{Target: in.Target, Revision: in.State.Revision, Outcome: events.OutcomeFailed, Status: o.status}
+	switch {
+	case o.own && ev.succeeded:
+		rec.Outcome, rec.UpToDate = events.OutcomeSucceeded, ev.upToDate
+	case o.own:
+		rec.Reason = ev.reason
+	default:
+		rec.Reason = lostReason(lost)
+		if o.note != "" {
+			rec.Reason = o.note + ": " + rec.Reason
+		}
+		if ev.reason != "" && !strings.Contains(ev.reason, lostReason(lost)) {
+			rec.Reason = ev.reason + "; " + rec.Reason
 		}
 	}
-	if rec.Revision > 0 {
-		if cluster, err := r.Clusters.Get(in.Target.Cluster); err == nil {
-			rel, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).Get(ctx, in.Target.Release, rec.Revision)
-			if err == nil && rel.Info != nil && !rel.Info.Status.IsPending() {
-				rec.Status = rel.Info.Status.String()
-				if in.Type == events.DeploySucceeded && (rel.Info.Status == helmrelease.StatusDeployed || rel.Info.Status == helmrelease.StatusSuperseded) {
-					rec.Outcome, rec.Reason = events.OutcomeSucceeded, ""
-				}
-			}
+	emits := []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}
+	if rec.Outcome == events.OutcomeSucceeded {
+		// The same events a closing that kept the lease emits (a retried closing must not
+		// lose the CDEvent of its first attempt).
+		if emits, err = (&Recorder{r.Deps}).withCDEvent(ctx, in, emits); err != nil {
+			return stage.Output{}, err
 		}
 	}
-	r.log().Warn("deploy closed without a record: its release lease was lost", zap.String("deploy", in.DeployID),
-		zap.Stringer("target", in.Target), zap.String("holder", lost.Holder))
-	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+	holder := ""
+	if held != nil {
+		holder = held.DeployID
+	}
+	if o.own {
+		r.log().Info("deploy closed after its release lease was given up: its own outcome", zap.String("deploy", in.DeployID),
+			zap.Stringer("target", in.Target), zap.String("holder", holder), zap.String("outcome", string(rec.Outcome)))
+	} else {
+		r.log().Warn("deploy closed without a record: its release lease was lost", zap.String("deploy", in.DeployID),
+			zap.Stringer("target", in.Target), zap.String("holder", holder))
+	}
+	return stage.Output{Emits: emits}, nil
+}
+
+// closeResult is what closeLost reports.
+type closeResult struct {
+	own    bool   // the deploy's own outcome (the event's), not a lost lease
+	status string // the revision's recorded status
+	note   string // what was done before the lease was lost, when not own
+}
+
+// lostOutcome reads, without writing, whether the records show the deploy's own outcome (see
+// closeLost); released says that this deploy gave the lease up itself.
+func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
+	st := in.State
+	if st.Revision <= 0 {
+		return closeResult{own: released}, nil // nothing was recorded
+	}
+	cluster, err := r.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return closeResult{own: released}, nil
+	}
+	store := releaseStore(cluster, in.Target, storageOf(st), r.log())
+	if st.Operation == events.OperationUninstall {
+		return r.lostUninstall(ctx, cluster, store, in, ev, released)
+	}
+	rel, err := store.Get(ctx, in.Target.Release, st.Revision)
+	switch {
+	case errors.Is(err, release.ErrNotFound):
+		return closeResult{own: released}, nil
+	case err != nil:
+		return closeResult{}, fmt.Errorf("release %s revision %d: %w", in.Target.Release, st.Revision, err)
+	case rel.Info == nil || rel.Info.Status.IsPending():
+		return closeResult{}, nil // the deploy never finished its revision
+	}
+	status := rel.Info.Status
+	out := closeResult{status: status.String()}
+	deployed := status == helmrelease.StatusDeployed || status == helmrelease.StatusSuperseded
+	switch {
+	case st.Operation == events.OperationTest:
+		// A test run records nothing: its revision was deployed before and still is.
+		out.own = released || ev.succeeded && deployed
+		if out.own {
+			out.status = helmrelease.StatusDeployed.String()
+		}
+	case ev.succeeded:
+		// Failed although the deploy succeeded: the next holder closed it as abandoned.
+		out.own = deployed
+	default:
+		out.own = status == helmrelease.StatusFailed &&
+			(released || strings.Contains(rel.Info.Description, failedDescription+ev.reason))
+	}
+	return out, nil
+}
+
+// lostUninstall is lostOutcome for an uninstall: its records deleted (or, with
+// --keep-history, its revision uninstalled) and its namespace gone when asked, or its revision
+// failed with its reason.
+func (r *renewing) lostUninstall(ctx context.Context, cluster *kube.Cluster, store *release.Store, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
+	st := in.State
+	h, err := store.History(ctx, in.Target.Release)
+	if err != nil {
+		return closeResult{}, err
+	}
+	var rel *helmrelease.Release
+	for _, rv := range h {
+		if rv.Version == st.Revision && rv.Info != nil {
+			rel = rv
+		}
+	}
+	status := ""
+	if rel != nil {
+		status = rel.Info.Status.String()
+	}
+	if !ev.succeeded {
+		own := released || rel != nil && rel.Info.Status == helmrelease.StatusFailed &&
+			strings.Contains(rel.Info.Description, uninstallFailedDescription+ev.reason)
+		return closeResult{own: own, status: status}, nil
+	}
+	var own bool
+	switch {
+	case len(h) == 0:
+		own = true // the records are deleted
+	case rel != nil && rel.Info.Status == helmrelease.StatusUninstalled:
+		own = true // --keep-history
+	case rel != nil && rel.Info.Status == helmrelease.StatusUninstalling:
+		own = false // never finished
+	default:
+		own = released // a later deploy wrote records since
+	}
+	if !own {
+		return closeResult{status: status}, nil
+	}
+	if st.WithNamespace {
+		ns, err := cluster.Typed.CoreV1().Namespaces().Get(ctx, in.Target.Namespace, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return closeResult{}, fmt.Errorf("namespace %s: %w", in.Target.Namespace, err)
+		case ns.DeletionTimestamp == nil:
+			return closeResult{status: helmrelease.StatusUninstalled.String(),
+				note: fmt.Sprintf("release uninstalled, but its namespace %s was not deleted", in.Target.Namespace)}, nil
+		}
+	}
+	return closeResult{own: true, status: helmrelease.StatusUninstalled.String()}, nil
 }
 
 func emitsType(out stage.Output, t events.Type) bool {
@@ -257,13 +448,15 @@ func leaseLost(name events.Stage, in stage.Input, lost *lease.LostError) stage.O
 	return stage.Output{Emits: []stage.Emit{stage.Fail(name, in, revision, lostReason(lost))}}
 }
 
-// fence checks the deploy's lease right before a stage writes to the cluster or the release
-// records: a *lease.LostError when it was lost, another error when it cannot be read.
+// fence renews the deploy's lease right before a stage writes to the cluster or the release
+// records, so that the write happens a full TTL before the lease could expire (a check alone
+// would accept a lease that expired and that nobody took over yet, with no margin): a
+// *lease.LostError when it was lost, another error when it cannot be renewed.
 func (d Deps) fence(ctx context.Context, in stage.Input) error {
 	if d.Leases == nil || in.State == nil || in.State.LeaseToken == 0 {
 		return nil
 	}
-	if err := d.Leases.Check(ctx, in.Target, in.State.LeaseToken); err != nil {
+	if err := d.Leases.Renew(ctx, in.Target, in.State.LeaseToken, d.LeaseTTL); err != nil {
 		return fmt.Errorf("release lease of %s: %w", in.Target, err)
 	}
 	return nil
@@ -281,8 +474,10 @@ func (d Deps) fenced(ctx context.Context, name events.Stage, in stage.Input) (st
 }
 
 // keepLease renews the deploy's lease every third of its TTL while a long handler (the
-// tracker) works. The returned context is cancelled when the lease is lost; stop ends the
-// renewals and returns the *lease.LostError, if any.
+// applier, the tracker) works. The returned context is cancelled when the lease is lost, and
+// also when renewals have failed for two thirds of the TTL (the lease may expire before the
+// work could notice: the handler is retried). stop ends the renewals and returns the
+// *lease.LostError, if any.
 func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, func() *lease.LostError) {
 	if d.Leases == nil || in.State == nil || in.State.LeaseToken == 0 {
 		return ctx, func() *lease.LostError { return nil }
@@ -291,7 +486,7 @@ func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, f
 	if ttl <= 0 {
 		ttl = d.Leases.TTL()
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -300,6 +495,7 @@ func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, f
 	wg.Go(func() {
 		tick := time.NewTicker(ttl / 3)
 		defer tick.Stop()
+		renewed := time.Now() // by the handler's renewal just before
 		for {
 			select {
 			case <-ctx.Done():
@@ -310,20 +506,28 @@ func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, f
 			err := d.Leases.Renew(rctx, in.Target, in.State.LeaseToken, ttl)
 			rcancel()
 			var l *lease.LostError
-			if errors.As(err, &l) {
+			switch {
+			case errors.As(err, &l):
 				mu.Lock()
 				lost = l
 				mu.Unlock()
-				cancel()
+				cancel(fmt.Errorf("release lease of %s: %w", in.Target, l))
 				return
-			}
-			if err != nil && ctx.Err() == nil {
+			case err == nil:
+				renewed = time.Now()
+			case ctx.Err() != nil:
+				return
+			default:
 				d.log().Warn("renew release lease", zap.String("deploy", in.DeployID), zap.Error(err))
+				if since := time.Since(renewed); since >= ttl-ttl/3 {
+					cancel(fmt.Errorf("release lease of %s: not renewed for %s, it may expire: %w", in.Target, since.Round(time.Second), err))
+					return
+				}
 			}
 		}
 	})
 	return ctx, func() *lease.LostError {
-		cancel()
+		cancel(nil)
 		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
@@ -341,7 +545,8 @@ func closeAbandoned(ctx context.Context, store *release.Store, name string, revi
 	if err != nil {
 		return err
 	}
-	if last.Version >= revision || last.Info == nil || !last.Info.Status.IsPending() {
+	// Only sealane's own leftovers: helm's pending revisions are helm's to finish.
+	if last.Version >= revision || last.Info == nil || !last.Info.Status.IsPending() || !release.WrittenBySealane(last) {
 		return nil
 	}
 	if _, err := store.RecordResult(ctx, name, last.Version, false, abandonedDescription); err != nil {

@@ -135,6 +135,18 @@ type phaseRun struct {
 	settings ApplySettings
 	// deployID, when set, marks recreated objects and skips the ones this deploy created.
 	deployID string
+	// fence, when set, is called right before each batch of cluster writes (a delete batch, an
+	// apply batch); its error stops the phase before the batch (the release lease was lost or
+	// cannot be renewed).
+	fence func(context.Context) error
+}
+
+// fenceWrites calls the fence, if any, before a batch of cluster writes.
+func (r *phaseRun) fenceWrites(ctx context.Context) error {
+	if r.fence == nil {
+		return nil
+	}
+	return r.fence(ctx)
 }
 
 // Prepared are a bundle's objects decorated as the applier applies them: release ownership
@@ -279,9 +291,12 @@ func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedReso
 	var out []events.AppliedResource
 	var errs []error
 	recreated := map[string]bool{} // objects a recreation actually deleted
-	del := func(objs []manifest.Object, ignoreKeep, recreate bool) {
+	del := func(objs []manifest.Object, ignoreKeep, recreate bool) error {
 		if len(objs) == 0 {
-			return
+			return nil
+		}
+		if err := r.fenceWrites(ctx); err != nil {
+			return err
 		}
 		results, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: ignoreKeep})
 		for _, d := range results {
@@ -296,6 +311,7 @@ func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedReso
 		if err != nil {
 			errs = append(errs, err)
 		}
+		return nil
 	}
 	if r.deployID != "" {
 		var done []kube.Ref
@@ -308,14 +324,22 @@ func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedReso
 		}
 		apply.WithMetadata(toRecreate, map[string]string{AnnotationDeployID: r.deployID}, nil)
 	}
-	del(toDelete, false, false)
-	del(hookDeletes, true, false)
-	del(toRecreate, true, true)
+	for _, batch := range []struct {
+		objs                 []manifest.Object
+		ignoreKeep, recreate bool
+	}{{toDelete, false, false}, {hookDeletes, true, false}, {toRecreate, true, true}} {
+		if err := del(batch.objs, batch.ignoreKeep, batch.recreate); err != nil {
+			return out, err
+		}
+	}
 	if len(errs) > 0 {
 		return out, errors.Join(errs...)
 	}
 	toApply = append(toApply, toRecreate...)
 	if len(toApply) > 0 {
+		if err := r.fenceWrites(ctx); err != nil {
+			return out, err
+		}
 		results, err := apply.Apply(ctx, r.cluster, toApply, apply.Options{
 			FieldManager: "sealane", DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
 			Previous: r.prevList, TakeOwnership: r.settings.TakeOwnership,
@@ -489,6 +513,9 @@ func (r *phaseRun) deleteOnFailure(ctx context.Context, phase int, failures []ev
 	}
 	if len(objs) == 0 {
 		return nil
+	}
+	if err := r.fenceWrites(ctx); err != nil {
+		return err
 	}
 	_, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: true})
 	return err

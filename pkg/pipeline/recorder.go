@@ -79,6 +79,9 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		if err != nil {
 			return fail(err.Error())
 		}
+		if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
+			return out, err
+		}
 		if _, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).MarkUninstalling(ctx, in.Target.Release); err != nil {
 			if errors.Is(err, release.ErrNotFound) {
 				return fail(err.Error())
@@ -103,6 +106,11 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if err != nil {
 		return fail(err.Error())
 	}
+	// Fencing (lease.go): only the lease holder writes, to the cluster (namespaces) or the
+	// records.
+	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
+		return out, err
+	}
 	// The record lives in the release namespace, so it must exist before anything is applied.
 	if err := cluster.EnsureNamespace(ctx, in.Target.Namespace); err != nil {
 		return stage.Output{}, err
@@ -111,8 +119,8 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		return stage.Output{}, err
 	}
 	store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
-	// Fencing (lease.go): only the lease holder writes records; a pending revision a dead
-	// holder left is closed first.
+	// Fenced again right before the records; a pending revision a dead holder left is closed
+	// first.
 	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
 		return out, err
 	}
@@ -124,8 +132,12 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
 		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback,
 	}); err != nil {
+		// Retrying cannot help a record too large, nor a revision number another writer took
+		// or that is no longer the next one: the deploy fails (deploying again picks a fresh
+		// revision).
 		var tooLarge *release.RecordTooLargeError
-		if errors.As(err, &tooLarge) {
+		var conflict *release.RevisionConflictError
+		if errors.As(err, &tooLarge) || errors.As(err, &conflict) {
 			return fail(err.Error())
 		}
 		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)
@@ -133,13 +145,13 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	return started, nil
 }
 
-// pendingDescription is a pending revision's description; it ends with sealanePendingMark so
+// pendingDescription is a pending revision's description; it ends with release.SealaneMark so
 // that sealane's pending revisions are told from helm's.
 func pendingDescription(d events.RenderedData) string {
 	if d.Description != "" {
-		return d.Description + " " + sealanePendingMark
+		return d.Description + " " + release.SealaneMark
 	}
-	return "Deploy in progress " + sealanePendingMark
+	return "Deploy in progress " + release.SealaneMark
 }
 
 func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, error) {
@@ -169,10 +181,10 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 			desc = in.State.Description
 		}
 		if !ok {
-			desc = "Deploy failed: " + reason
+			desc = failedDescription + reason
 		}
 		if err := r.fence(ctx, in); err != nil {
-			return stage.Output{}, err // lost: the retry closes the deploy without a record (lease.go)
+			return stage.Output{}, err // lost: renewing closes the deploy without a record (lease.go)
 		}
 		rel, err := store.RecordResult(ctx, in.Target.Release, revision, ok, desc)
 		switch {
@@ -196,6 +208,11 @@ func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.R
 		return stage.Output{}, err
 	}
 	store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
+	// Every write is fenced (lease.go); a lost lease is returned as it is: renewing closes the
+	// deploy without writing more.
+	if err := r.fence(ctx, in); err != nil {
+		return stage.Output{}, err
+	}
 	if !ok {
 		rel, err := store.FailUninstall(ctx, in.Target.Release, reason)
 		if err != nil && !errors.Is(err, release.ErrNotFound) {
@@ -210,6 +227,9 @@ func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.R
 		}
 		rec.Status = "uninstalled"
 		if in.State.WithNamespace {
+			if err := r.fence(ctx, in); err != nil {
+				return stage.Output{}, err
+			}
 			if err := cluster.Typed.CoreV1().Namespaces().Delete(ctx, in.Target.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return stage.Output{}, fmt.Errorf("delete namespace %s: %w", in.Target.Namespace, err)
 			}

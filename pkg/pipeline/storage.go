@@ -20,7 +20,7 @@ import (
 // --release-storage-namespace), keeping its history limit. opts must have passed
 // CheckReleaseStorage (the renderer refuses requests that do not).
 func releaseStore(cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage, log *zap.Logger) *release.Store {
-	return NewReleaseStore(cluster.Typed, target, opts, log)
+	return NewReleaseStore(cluster.Bounded(), target, opts, log)
 }
 
 // NewReleaseStore opens the records of target's release as the pipeline does: the CLI's
