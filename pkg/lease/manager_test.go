@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/lease/leasetest"
 )
 
 // fakeClock is a settable clock.
@@ -70,34 +70,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		goleak.VerifyNone(t, ignore)
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "sealane-leases", History: 8, Storage: jetstream.FileStorage})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after the server's shutdown
+	kv := leasetest.Bucket(t)
 	e := &env{kv: kv, clock: &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}, pub: &published{}, ended: map[string]bool{}}
 	e.m = New(kv, Options{TTL: time.Minute, Publish: e.pub.publish, Clock: e.clock.Now, Log: zaptest.NewLogger(t),
 		Ended: func(_ context.Context, id string) (bool, error) {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
@@ -34,6 +33,7 @@ import (
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/lease/leasetest"
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
@@ -64,31 +64,7 @@ func newLeaseEnv(t *testing.T, objs ...runtime.Object) *leaseEnv {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last: no renewal goroutine outlives a test
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(testContext(t), jetstream.KeyValueConfig{Bucket: "sealane-leases", History: 8, Storage: jetstream.FileStorage})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := leasetest.Bucket(t)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
