@@ -95,6 +95,15 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release %s history: %w", in.Target.Release, err)
 	}
+	if revision == 1 {
+		why, err := recordedElsewhere(ctx, cluster, in.Target, req.ReleaseStorage, r.log())
+		if err != nil {
+			return stage.Output{}, err
+		}
+		if why != "" {
+			return fail(why)
+		}
+	}
 	deployed, err := store.Deployed(ctx, in.Target.Release)
 	isUpgrade := err == nil
 	if err != nil && !errors.Is(err, release.ErrNotFound) {

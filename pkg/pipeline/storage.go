@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -81,4 +82,34 @@ func ensureStorageNamespace(ctx context.Context, cluster *kube.Cluster, target e
 		return fmt.Errorf("release %s: storage namespace for its records: %w", target.Release, err)
 	}
 	return nil
+}
+
+// recordedElsewhere returns, for a release without records in the request's storage driver,
+// why deploying it would be wrong when the other driver holds its records: the deploy would
+// start a second history at revision 1 over objects the first one owns. "" when there are none.
+func recordedElsewhere(ctx context.Context, cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage, log *zap.Logger) (string, error) {
+	driver, err := release.ParseDriver(opts.Driver)
+	if err != nil {
+		return "", err
+	}
+	other := opts
+	other.Driver = release.DriverConfigMap
+	if driver == release.DriverConfigMap {
+		other.Driver = release.DriverSecret
+	}
+	last, err := releaseStore(cluster, target, other, log).Last(ctx, target.Release)
+	if errors.Is(err, release.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("release %s in %s records: %w", target.Release, other.Driver, err)
+	}
+	status := "unknown"
+	if last.Info != nil {
+		status = last.Info.Status.String()
+	}
+	return fmt.Sprintf("release %s is recorded with the %s storage driver (revision %d, %s), not %s: deploy it with "+
+		"--release-storage %s (or HELM_DRIVER=%s), or remove those records first (HELM_DRIVER=%s helm uninstall %s -n %s)",
+		target.Release, other.Driver, last.Version, status, driver, other.Driver, other.Driver, other.Driver,
+		target.Release, release.StorageNamespace(target.Namespace, opts.Namespace)), nil
 }

@@ -292,6 +292,18 @@ func TestReleaseStorageConfigMap(t *testing.T) {
 	if out := helmOK(t, nil, "list", "-n", ns, "-q"); strings.TrimSpace(out) != "" {
 		t.Errorf("helm with the Secret driver sees %q, want nothing", out)
 	}
+	// A deploy with the other driver would start a second history: refused, nothing written.
+	r := sealane(t, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message=x", "--timeout", "2m")
+	if r.code == 0 || !strings.Contains(r.out, "release app is recorded with the configmap storage driver (revision 1, deployed), not secret") ||
+		!strings.Contains(r.out, "--release-storage configmap") {
+		t.Fatalf("deploy with the Secret driver over ConfigMap records: exit %d, want a refusal naming the driver\n%s", r.code, r.out)
+	}
+	if s, c := releaseObjects(t, cs, ns, "app"); s != 0 || c != 1 {
+		t.Fatalf("after the refused deploy: %d Secrets, %d ConfigMaps; want only 1 ConfigMap", s, c)
+	}
+	if got := configMessage(t, cs, ns, "app-config"); got != "one" {
+		t.Errorf("the refused deploy changed the config to %q", got)
+	}
 	// $HELM_DRIVER is honoured when --release-storage is not given.
 	out := sealaneOK(t, cmEnv, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message=two", "--timeout", "2m")
 	if !strings.Contains(out, "revision 2 deployed") {
