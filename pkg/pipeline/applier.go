@@ -163,25 +163,27 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	return stage.Output{Emits: []stage.Emit{{Type: events.PhaseApplied, Step: fmt.Sprintf("phase_applied.%d", phase), Data: data}}}, nil
 }
 
-// permanentKubeError reports whether any of the (joined) apply errors is one that retrying
-// cannot fix: the apiserver rejected the object, or its kind is unknown.
+// permanentKubeError reports whether any error in err's tree (wrapped or joined apply
+// errors) is one that retrying cannot fix: the apiserver rejected the object, or its kind is
+// unknown.
 func permanentKubeError(err error) bool {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
+	if err == nil {
+		return false
 	}
-	for _, e := range errs {
-		if errors.Is(e, apply.ErrNotAdoptable) || errors.Is(e, apply.ErrInvalidAnnotation) || apierrors.IsInvalid(e) || apierrors.IsBadRequest(e) || apierrors.IsForbidden(e) ||
-			apierrors.IsMethodNotSupported(e) || apierrors.IsNotAcceptable(e) || apierrors.IsUnsupportedMediaType(e) ||
-			meta.IsNoMatchError(e) || apierrors.IsRequestEntityTooLargeError(e) {
-			return true
+	if errors.Is(err, apply.ErrNotAdoptable) || errors.Is(err, apply.ErrInvalidAnnotation) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err) ||
+		meta.IsNoMatchError(err) || apierrors.IsRequestEntityTooLargeError(err) {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if permanentKubeError(e) {
+				return true
+			}
 		}
-		var unwrapped interface{ Unwrap() []error }
-		if errors.As(e, &unwrapped) && permanentKubeError(e) {
-			return true
-		}
+	case interface{ Unwrap() error }:
+		return permanentKubeError(u.Unwrap())
 	}
 	return false
 }

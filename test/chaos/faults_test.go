@@ -250,6 +250,7 @@ func TestAPIServerUnreachable(t *testing.T) {
 		tr = triggers("applier", phases)[rng.IntN(phases)]
 	}
 	delay := uniform(rng, 0, 300*time.Millisecond)
+	tp.reset() // the warm deploy's events must not trigger the cut
 	d := rel.start()
 	if !waitUntil(d.run, func() bool { return tp.has(tr.step) }) || !sleepOrDone(d.run, delay) {
 		t.Errorf("the deploy ended before the outage (%s + %s)", tr.step, delay)
