@@ -228,10 +228,11 @@ func apiserverAddr(t *testing.T) string {
 // outage is how long TestAPIServerUnreachable keeps the apiserver away.
 const outage = 20 * time.Second
 
-// TestAPIServerUnreachable cuts the stages off the apiserver for 20 s in the middle of a deploy
-// (a TCP proxy in the test stops listening and drops its connections; other tests keep the
-// sandbox): the deploy's timeout (3 min) outlasts the outage, so it must complete correctly —
-// the stages retry, they do not fail the deploy.
+// TestAPIServerUnreachable cuts the stages off the apiserver for 20 s during a deploy, twice:
+// as the applier starts the first phase, and at a random moment (a TCP proxy in the test stops
+// listening and drops its connections; other tests keep the sandbox). The deploy's timeout
+// (3 min) outlasts the outage, so it must complete correctly — the stages retry, they do not
+// fail the deploy.
 func TestAPIServerUnreachable(t *testing.T) {
 	t.Parallel()
 	rng := seeded(t)
@@ -245,23 +246,33 @@ func TestAPIServerUnreachable(t *testing.T) {
 		t.FailNow()
 	}
 	phases := warm.run.phases()
-	tr := triggers("tracker", phases)[rng.IntN(phases)]
-	if rng.IntN(2) == 0 {
-		tr = triggers("applier", phases)[rng.IntN(phases)]
+	// Trial 1 cuts right as the applier starts the deploy's first phase (a cut there once hung
+	// the applier); trial 2 at a random moment of a phase's apply or tracking.
+	for trial := 1; trial <= 2; trial++ {
+		tr := trigger{"started", 50 * time.Millisecond}
+		if trial == 2 {
+			tr = triggers("tracker", phases)[rng.IntN(phases)]
+			if rng.IntN(2) == 0 {
+				tr = triggers("applier", phases)[rng.IntN(phases)]
+			}
+		}
+		delay := uniform(rng, 0, min(tr.maxDelay, 300*time.Millisecond))
+		tp.reset() // the previous deploy's events must not trigger the cut
+		d := rel.start()
+		if !waitUntil(d.run, func() bool { return tp.has(tr.step) }) || !sleepOrDone(d.run, delay) {
+			t.Errorf("trial %d: the deploy ended before the outage (%s + %s)", trial, tr.step, delay)
+		}
+		px.down()
+		cut := time.Now()
+		time.Sleep(outage)
+		px.up()
+		d.finish(t)
+		t.Logf("trial %d: apiserver unreachable for %s from %s after %s; revision %d deployed in %s (%s after the cut)", trial,
+			outage, delay.Round(time.Millisecond), tr.step, rel.revised, d.run.took.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond))
+		if t.Failed() {
+			t.FailNow()
+		}
 	}
-	delay := uniform(rng, 0, 300*time.Millisecond)
-	tp.reset() // the warm deploy's events must not trigger the cut
-	d := rel.start()
-	if !waitUntil(d.run, func() bool { return tp.has(tr.step) }) || !sleepOrDone(d.run, delay) {
-		t.Errorf("the deploy ended before the outage (%s + %s)", tr.step, delay)
-	}
-	px.down()
-	cut := time.Now()
-	time.Sleep(outage)
-	px.up()
-	d.finish(t)
-	t.Logf("apiserver unreachable for %s from %s after %s; revision %d deployed in %s (%s after the cut)",
-		outage, delay.Round(time.Millisecond), tr.step, rel.revised, d.run.took.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond))
 	rel.start().finish(t)
 }
 
