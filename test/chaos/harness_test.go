@@ -657,21 +657,28 @@ func streamEvents(t *testing.T, url, ns, rel string) []eventRecord {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	subject := events.Filter{Namespace: ns, Release: rel}.Subject()
-	var cons jetstream.Consumer
-	for i := 0; ; i++ { // a fresh cluster leader may not answer at once
-		cons, err = js.OrderedConsumer(ctx, "SEALANE_DEPLOY", jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-		if err == nil || i == 20 {
+	// A fresh cluster leader, or a cluster on a loaded machine, may not answer at once: each
+	// attempt gets its own deadline, and they go on until the overall one.
+	var (
+		cons jetstream.Consumer
+		info *jetstream.ConsumerInfo
+	)
+	for {
+		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+		cons, err = js.OrderedConsumer(actx, "SEALANE_DEPLOY", jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+		if err == nil {
+			info, err = cons.Info(actx)
+		}
+		acancel()
+		if err == nil || ctx.Err() != nil {
 			break
 		}
+		t.Logf("read stream (retrying): %v", err)
 		time.Sleep(500 * time.Millisecond)
 	}
-	if err != nil {
-		t.Fatalf("read stream: %v", err)
-	}
-	info, err := cons.Info(ctx)
 	if err != nil {
 		t.Fatalf("read stream: %v", err)
 	}
