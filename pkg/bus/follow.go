@@ -36,9 +36,19 @@ func (b *Bus) followed(o FollowOptions) string {
 	return b.opts.Stream
 }
 
+// followIdle is how long a follower waits for a message before it recreates its ordered
+// consumer from the last delivered message. An ordered consumer can stall silently when a
+// cluster's stream leader dies (seen in the 3-node chaos test: no error, no message, for
+// minutes); quiet periods are normal, so a fresh consumer every followIdle of silence is the
+// cheap guarantee that a follower never waits on a dead one for longer.
+var followIdle = 15 * time.Second
+
+// errFollowIdle ends a follower's run after followIdle without a message.
+var errFollowIdle = errors.New("no message for a while")
+
 // Follow delivers deploy stream messages in order to fn through an ephemeral ordered consumer
 // (no acks, no durable state) until ctx is done (nil), fn returns ErrStop (nil) or another
-// error (returned). Lost consumers are recreated from the last delivered message.
+// error (returned). Lost or silent consumers are recreated from the last delivered message.
 func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.Msg) error) error {
 	if fn == nil {
 		return errors.New("follow: nil callback")
@@ -49,6 +59,13 @@ func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.
 		}
 	}
 	f := &follower{b: b, opts: opts, fn: fn, log: b.log.With(zap.String("stream", b.followed(opts)), zap.Strings("filter", opts.FilterSubjects))}
+	if !opts.DeliverAll && opts.StartTime.IsZero() {
+		// "Only new messages" is pinned to a sequence, so that a recreated consumer neither
+		// skips what was published meanwhile nor repeats what came before.
+		if err := f.pinNew(ctx); err != nil {
+			return fmt.Errorf("follow %s: %w", b.followed(opts), err)
+		}
+	}
 	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
 	for {
 		progressed, err := f.run(ctx)
@@ -60,6 +77,10 @@ func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.
 			return cbErr.err
 		case b.nc.IsClosed():
 			return fmt.Errorf("follow %s: %w", b.followed(opts), nats.ErrConnectionClosed)
+		case errors.Is(err, errFollowIdle):
+			f.log.Debug("follow idle; recreating the consumer", zap.Uint64("after_seq", f.lastSeq))
+			bo.reset()
+			continue
 		}
 		if progressed {
 			bo.reset()
@@ -83,6 +104,26 @@ type follower struct {
 	fn      func(jetstream.Msg) error
 	log     *zap.Logger
 	lastSeq uint64
+}
+
+// pinNew makes the follower start after the stream's current last message (from the first
+// message when the stream is empty).
+func (f *follower) pinNew(ctx context.Context) error {
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := f.b.js.Stream(ictx, f.b.followed(f.opts))
+	if err != nil {
+		return err
+	}
+	info, err := s.Info(ictx)
+	if err != nil {
+		return err
+	}
+	if info.State.LastSeq == 0 {
+		f.opts.DeliverAll = true
+	}
+	f.lastSeq = info.State.LastSeq
+	return nil
 }
 
 func (f *follower) config() jetstream.OrderedConsumerConfig {
@@ -118,8 +159,13 @@ func (f *follower) run(ctx context.Context) (progressed bool, err error) {
 	}
 	defer it.Stop()
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		nctx, cancel := context.WithTimeout(ctx, followIdle)
+		msg, err := it.Next(jetstream.NextContext(nctx))
+		cancel()
 		if err != nil {
+			if ctx.Err() == nil && nctx.Err() != nil {
+				return progressed, errFollowIdle
+			}
 			return progressed, err
 		}
 		if md, err := msg.Metadata(); err == nil {

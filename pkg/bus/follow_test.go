@@ -185,3 +185,50 @@ func TestLogStreamIsApartFromDeployEvents(t *testing.T) {
 		t.Errorf("log stream limits: max age %s, max bytes %d, max message %d", cfg.MaxAge, cfg.MaxBytes, cfg.MaxMsgSize)
 	}
 }
+
+// A follower silent for followIdle recreates its consumer from the last delivered message:
+// across several such resumes nothing is lost or repeated.
+func TestFollowResumesWhenIdle(t *testing.T) {
+	checkLeaks(t)
+	old := followIdle
+	followIdle = 200 * time.Millisecond
+	t.Cleanup(func() { followIdle = old })
+	e := newTestEnv(t)
+	publishTest(t, e.bus, testSubject, "0", "idle-0")
+	ctx := testCtx(t, 20*time.Second)
+	seen := make(chan string, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.bus.Follow(ctx, FollowOptions{DeliverAll: true}, func(m jetstream.Msg) error {
+			seen <- string(m.Data())
+			if string(m.Data()) == "3" {
+				return ErrStop
+			}
+			return nil
+		})
+	}()
+	var got []string
+	for i := 1; i <= 3; i++ {
+		time.Sleep(3 * followIdle) // a few idle resumes between messages
+		publishTest(t, e.bus, testSubject, fmt.Sprint(i), fmt.Sprintf("idle-%d", i))
+	}
+	for range 4 {
+		select {
+		case m := <-seen:
+			got = append(got, m)
+		case <-ctx.Done():
+			t.Fatalf("followed %v, then nothing", got)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	if diff := cmp.Diff([]string{"0", "1", "2", "3"}, got); diff != "" {
+		t.Errorf("followed (-want +got):\n%s", diff)
+	}
+	select {
+	case m := <-seen:
+		t.Errorf("extra message %q", m)
+	default:
+	}
+}
