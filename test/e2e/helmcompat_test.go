@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,29 +18,6 @@ import (
 
 // compatChart is a small chart with a ConfigMap, a hook and notes.
 const compatChart = "test/e2e/testdata/helmcompat"
-
-// runWithEnv is run with extra environment variables (HELM_DRIVER...).
-func runWithEnv(t *testing.T, timeout time.Duration, env []string, bin string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), env...)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ctx.Err() != nil {
-			t.Fatalf("%s %s: %v (ctx %v)\n%s", filepath.Base(bin), strings.Join(args, " "), err, ctx.Err(), buf.String())
-		}
-		code = ee.ExitCode()
-	}
-	t.Logf("$ %s %s %s  (exit %d)\n%s", strings.Join(env, " "), filepath.Base(bin), strings.Join(args, " "), code, buf.String())
-	return result{out: buf.String(), code: code}
-}
 
 // helmOK runs helm (with env) and fails the test unless it exits 0.
 func helmOK(t *testing.T, env []string, args ...string) string {

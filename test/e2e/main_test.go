@@ -85,13 +85,15 @@ type result struct {
 	code int
 }
 
-// run runs a binary with a deadline and returns its combined output and exit code.
-func run(t *testing.T, timeout time.Duration, bin string, args ...string) result {
+// runWithEnv runs a binary with extra environment variables (HELM_DRIVER...) and a deadline,
+// and returns its combined output and exit code.
+func runWithEnv(t *testing.T, timeout time.Duration, env []string, bin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), env...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
@@ -103,8 +105,21 @@ func run(t *testing.T, timeout time.Duration, bin string, args ...string) result
 		}
 		code = ee.ExitCode()
 	}
-	t.Logf("$ %s %s  (exit %d)\n%s", filepath.Base(bin), strings.Join(args, " "), code, buf.String())
+	t.Logf("$ %s%s %s  (exit %d)\n%s", envPrefix(env), filepath.Base(bin), strings.Join(args, " "), code, buf.String())
 	return result{out: buf.String(), code: code}
+}
+
+func envPrefix(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	return strings.Join(env, " ") + " "
+}
+
+// run runs a binary with a deadline and returns its combined output and exit code.
+func run(t *testing.T, timeout time.Duration, bin string, args ...string) result {
+	t.Helper()
+	return runWithEnv(t, timeout, nil, bin, args...)
 }
 
 // sealane runs the CLI against the sandbox with its own embedded-NATS data dir.
