@@ -162,19 +162,15 @@ func lastMatching(ctx context.Context, b *bus.Bus, logs bool, filters []string) 
 	if logs {
 		name = b.Options().LogStream
 	}
-	s, err := b.JetStream().Stream(ctx, name)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("stream %s: %w", name, err)
-	}
 	var last uint64
 	var lastTime time.Time
 	for _, f := range filters {
-		m, err := s.GetLastMsgForSubject(ctx, f)
+		m, err := b.LastMsg(ctx, name, f)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
-			return 0, time.Time{}, fmt.Errorf("last event on %s: %w", f, err)
+			return 0, time.Time{}, fmt.Errorf("last event: %w", err)
 		}
 		if m.Sequence > last {
 			last, lastTime = m.Sequence, m.Time

@@ -83,14 +83,13 @@ func run(ctx context.Context, url, since string, follow bool, out io.Writer) err
 	defer it.Stop()
 	a := &auditor{out: out, requests: map[string]request{}}
 	for {
-		next := ctx
+		next, cancel := ctx, context.CancelFunc(func() {})
 		if !follow {
 			// Caught up when nothing more comes for a while (the events before --since are skipped).
-			var cancel context.CancelFunc
 			next, cancel = context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
 		}
 		msg, err := it.Next(jetstream.NextContext(next))
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil || !follow && errors.Is(err, context.DeadlineExceeded) {
 				return nil

@@ -63,7 +63,9 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 	h := sha256.New()
 	h.Write(sealed)
 	digest := jetstream.GetObjectDigestValue(h)
-	info, err := b.blobs.GetInfo(ctx, name)
+	info, err := callWithin(ctx, blobCallTimeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+		return b.blobs.GetInfo(ctx, name)
+	})
 	switch {
 	case err == nil:
 		if info.Digest == digest && info.Size == uint64(len(sealed)) {
@@ -79,7 +81,10 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 	case !errors.Is(err, jetstream.ErrObjectNotFound):
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
-	if _, err := b.blobs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(sealed)); err != nil {
+	// A put tried again after a lost answer stores the same bytes again: harmless.
+	if _, err := callWithin(ctx, blobCallTimeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+		return b.blobs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(sealed))
+	}); err != nil {
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
 	return ref, nil
@@ -90,7 +95,7 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 // may be replaced (clear text from before payload encryption, or sealed with another key), and
 // ErrBlobConflict if it holds other content.
 func (b *Bus) storedBlobMatches(ctx context.Context, ref, name string, data []byte) (bool, error) {
-	stored, err := b.blobs.GetBytes(ctx, name)
+	stored, err := b.getBlob(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return false, nil
 	}
@@ -122,7 +127,7 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 	if bucket != b.opts.BlobBucket {
 		return nil, fmt.Errorf("get blob %s: bucket %q is not the blob bucket %q", ref, bucket, b.opts.BlobBucket)
 	}
-	sealed, err := b.blobs.GetBytes(ctx, name)
+	sealed, err := b.getBlob(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("get blob %s: %w", ref, err)
 	}
@@ -131,4 +136,9 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 		return nil, Permanent(err)
 	}
 	return data, nil
+}
+
+// getBlob reads the stored bytes of a blob under the call rule.
+func (b *Bus) getBlob(ctx context.Context, name string) ([]byte, error) {
+	return callWithin(ctx, blobCallTimeout, func(ctx context.Context) ([]byte, error) { return b.blobs.GetBytes(ctx, name) })
 }

@@ -188,9 +188,9 @@ type Bus struct {
 	js    jetstream.JetStream
 	opts  Options
 	log   *zap.Logger
-	state jetstream.KeyValue
+	state *KV
 	blobs jetstream.ObjectStore
-	lease jetstream.KeyValue
+	lease *KV
 }
 
 // publishAsyncTimeout bounds the wait for one asynchronous publish's ack.
@@ -244,13 +244,17 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 	return b, nil
 }
 
-// retrySetup runs do until it succeeds, ctx ends or setupAttempts are used. Concurrent
-// creators can see transient "already in use" or timeout answers; a second pass updates.
+// retrySetup runs do, each attempt with its own deadline (CallTimeout), until it succeeds,
+// ctx ends or setupAttempts are used. Concurrent creators can see "already in use" or timeout
+// answers; a second pass updates.
 func retrySetup(ctx context.Context, do func(context.Context) error) error {
-	bo := backoff{min: 100 * time.Millisecond, max: 2 * time.Second}
+	bo := callBackoff()
 	var err error
 	for range setupAttempts {
-		if err = do(ctx); err == nil {
+		actx, cancel := context.WithTimeout(ctx, CallTimeout)
+		err = do(actx)
+		cancel()
+		if err == nil {
 			return nil
 		}
 		if serr := sleepCtx(ctx, bo.next()); serr != nil {
@@ -318,7 +322,7 @@ func (b *Bus) ensureState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.state = kv
+	b.state = newKV(kv, b.js, b.nc, b.log)
 	return nil
 }
 
@@ -352,21 +356,22 @@ func (b *Bus) ensureLeases(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.lease = kv
+	b.lease = newKV(kv, b.js, b.nc, b.log)
 	return nil
 }
 
 // Leases returns the release lease KV bucket (see pkg/lease).
-func (b *Bus) Leases() jetstream.KeyValue { return b.lease }
+func (b *Bus) Leases() *KV { return b.lease }
 
 // Conn returns the underlying NATS connection.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 
-// JetStream returns the JetStream API handle the bus uses.
+// JetStream returns the JetStream API handle the bus uses, for tests. Product code goes
+// through the Bus's methods, which keep the call rule (see Call; TestJetStreamOnlyThroughBus).
 func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 
 // State returns the deploy state KV bucket.
-func (b *Bus) State() jetstream.KeyValue { return b.state }
+func (b *Bus) State() *KV { return b.state }
 
 // Options returns the topology the bus was created with, defaults filled in.
 func (b *Bus) Options() Options { return b.opts }

@@ -81,7 +81,7 @@ func TestNewConcurrentReplicasAreIdempotent(t *testing.T) {
 	if _, err := e.bus.JetStream().ObjectStore(ctx, DefaultBlobBucket); err != nil {
 		t.Errorf("blob bucket: %v", err)
 	}
-	if st, err := e.bus.State().Status(ctx); err != nil || st.Bucket() != DefaultStateBucket {
-		t.Errorf("state bucket status = %v, %v", st, err)
+	if _, err := e.bus.StreamInfo(ctx, "KV_"+DefaultStateBucket); err != nil || e.bus.State().Bucket() != DefaultStateBucket {
+		t.Errorf("state bucket %q: %v", e.bus.State().Bucket(), err)
 	}
 }

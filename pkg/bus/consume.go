@@ -29,7 +29,7 @@ const (
 const (
 	fetchWait      = 30 * time.Second       // one pull request's lifetime when idle
 	fetchHeartbeat = 5 * time.Second        // idle heartbeat of a pull; 2 missed = error
-	ackTimeout     = 10 * time.Second       // DoubleAck, dead-letter recording after the handler
+	ackTimeout     = 10 * time.Second       // least time to settle a message (ack, dead letter) after its handler
 	minAckWait     = 100 * time.Millisecond // below this InProgress cannot keep up
 	closedPoll     = time.Second            // how often a waiting fetch checks the connection
 )
@@ -179,7 +179,7 @@ type consumer struct {
 func (c *consumer) create(ctx context.Context) (jetstream.Consumer, error) {
 	bo := backoff{min: 250 * time.Millisecond, max: 5 * time.Second}
 	for {
-		cons, err := c.b.js.CreateOrUpdateConsumer(ctx, c.b.opts.Stream, c.opts.config())
+		cons, err := c.createOnce(ctx)
 		if err == nil {
 			return cons, nil
 		}
@@ -191,6 +191,13 @@ func (c *consumer) create(ctx context.Context) (jetstream.Consumer, error) {
 			return nil, err
 		}
 	}
+}
+
+// createOnce is one attempt to create or update the durable, with its own deadline.
+func (c *consumer) createOnce(ctx context.Context) (jetstream.Consumer, error) {
+	actx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return c.b.js.CreateOrUpdateConsumer(actx, c.b.opts.Stream, c.opts.config())
 }
 
 // work is one worker's fetch-handle loop. It returns nil when ctx ends and an error when the
@@ -213,7 +220,7 @@ func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer
 			if sleepCtx(ctx, bo.next()) != nil {
 				return nil
 			}
-			if fresh, err := c.b.js.CreateOrUpdateConsumer(ctx, c.b.opts.Stream, c.opts.config()); err != nil {
+			if fresh, err := c.createOnce(ctx); err != nil {
 				log.Warn("recreate consumer failed", zap.Error(err))
 			} else {
 				cons = fresh
@@ -272,11 +279,13 @@ func (c *consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	herr := c.run(ctx, msg, log)
 	interrupted := ctx.Err() != nil
 
-	// Settle even when ctx ended: a finished side effect must still be acked.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+	// Settle even when ctx ended: a finished side effect must still be acked. Acks are tried
+	// again across a reconnect for up to the ack wait; after that the message is redelivered
+	// anyway (and its handler finds the work done).
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(ackTimeout, c.opts.AckWait))
 	defer cancel()
 	if herr == nil {
-		if err := msg.DoubleAck(actx); err != nil {
+		if err := Do(actx, msg.DoubleAck); err != nil {
 			log.Warn("ack failed; message will be redelivered", zap.Error(err))
 		}
 		return

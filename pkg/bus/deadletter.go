@@ -109,23 +109,32 @@ func (b *Bus) recordDeadLetter(ctx context.Context, durable string, msg jetstrea
 	return err
 }
 
-// DeadLetters lists every recorded dead letter, oldest first.
+// DeadLetters lists every recorded dead letter, oldest first. The listing is one call under
+// the call rule (see Call): a listing cut by a lost connection starts over.
 func (b *Bus) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 	name := b.opts.DeadLetterStream
-	s, err := b.js.Stream(ctx, name)
+	info, err := b.StreamInfo(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
-	if s.CachedInfo().State.Msgs == 0 {
+	if info.State.Msgs == 0 {
 		return nil, nil
 	}
-	oc, err := b.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	out, err := callWithin(ctx, blobCallTimeout, func(ctx context.Context) ([]DeadLetter, error) { return b.listDeadLetters(ctx, name) })
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+	}
+	return out, nil
+}
+
+func (b *Bus) listDeadLetters(ctx context.Context, name string) ([]DeadLetter, error) {
+	oc, err := b.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return nil, err
 	}
 	it, err := oc.Messages()
 	if err != nil {
-		return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+		return nil, err
 	}
 	defer it.Stop()
 	var out []DeadLetter
@@ -137,11 +146,11 @@ func (b *Bus) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 			return out, nil // messages were removed while listing
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+			return nil, err
 		}
 		dl, md, err := parseDeadLetter(msg)
 		if err != nil {
-			return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
+			return nil, Permanent(err)
 		}
 		out = append(out, dl)
 		if md.NumPending == 0 {

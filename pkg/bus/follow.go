@@ -50,20 +50,26 @@ var errFollowIdle = errors.New("no message for a while")
 // (no acks, no durable state) until ctx is done (nil), fn returns ErrStop (nil) or another
 // error (returned). Lost or silent consumers are recreated from the last delivered message.
 func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.Msg) error) error {
+	return follow(ctx, b.js, b.nc, b.followed(opts), opts, fn, b.log)
+}
+
+// follow is Follow on any stream of js.
+func follow(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream string, opts FollowOptions,
+	fn func(jetstream.Msg) error, log *zap.Logger) error {
 	if fn == nil {
 		return errors.New("follow: nil callback")
 	}
 	for _, s := range opts.FilterSubjects {
 		if !validSubject(s, true) {
-			return fmt.Errorf("follow %s: invalid filter subject %q", b.followed(opts), s)
+			return fmt.Errorf("follow %s: invalid filter subject %q", stream, s)
 		}
 	}
-	f := &follower{b: b, opts: opts, fn: fn, log: b.log.With(zap.String("stream", b.followed(opts)), zap.Strings("filter", opts.FilterSubjects))}
+	f := &follower{js: js, stream: stream, opts: opts, fn: fn, log: log.With(zap.String("stream", stream), zap.Strings("filter", opts.FilterSubjects))}
 	if !opts.DeliverAll && opts.StartTime.IsZero() {
 		// "Only new messages" is pinned to a sequence, so that a recreated consumer neither
 		// skips what was published meanwhile nor repeats what came before.
 		if err := f.pinNew(ctx); err != nil {
-			return fmt.Errorf("follow %s: %w", b.followed(opts), err)
+			return fmt.Errorf("follow %s: %w", stream, err)
 		}
 	}
 	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
@@ -75,8 +81,8 @@ func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.
 			return nil
 		case errors.As(err, &cbErr):
 			return cbErr.err
-		case b.nc.IsClosed():
-			return fmt.Errorf("follow %s: %w", b.followed(opts), nats.ErrConnectionClosed)
+		case nc.IsClosed():
+			return fmt.Errorf("follow %s: %w", stream, nats.ErrConnectionClosed)
 		case errors.Is(err, errFollowIdle):
 			f.log.Debug("follow idle; recreating the consumer", zap.Uint64("after_seq", f.lastSeq))
 			bo.reset()
@@ -99,7 +105,8 @@ func (e *callbackError) Error() string { return e.err.Error() }
 
 // follower remembers the last delivered sequence so a new ordered consumer resumes after it.
 type follower struct {
-	b       *Bus
+	js      jetstream.JetStream
+	stream  string
 	opts    FollowOptions
 	fn      func(jetstream.Msg) error
 	log     *zap.Logger
@@ -109,13 +116,7 @@ type follower struct {
 // pinNew makes the follower start after the stream's current last message (from the first
 // message when the stream is empty).
 func (f *follower) pinNew(ctx context.Context) error {
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	s, err := f.b.js.Stream(ictx, f.b.followed(f.opts))
-	if err != nil {
-		return err
-	}
-	info, err := s.Info(ictx)
+	info, err := streamInfo(ctx, f.js, f.stream)
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func (f *follower) config() jetstream.OrderedConsumerConfig {
 // run follows with one ordered consumer until an error; it reports whether any message
 // was delivered. A callback error comes back as *callbackError (ErrStop as is).
 func (f *follower) run(ctx context.Context) (progressed bool, err error) {
-	oc, err := f.b.js.OrderedConsumer(ctx, f.b.followed(f.opts), f.config())
+	oc, err := f.js.OrderedConsumer(ctx, f.stream, f.config())
 	if err != nil {
 		return false, err
 	}

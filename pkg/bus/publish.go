@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.uber.org/zap"
 )
-
-// publishAttemptTimeout bounds one publish round trip when ctx allows longer.
-const publishAttemptTimeout = 5 * time.Second
 
 // Publish stores msg in the deploy stream with Nats-Msg-Id msgID, retrying transient failures
 // (no responders during leader election, timeouts) with backoff until ctx is done. duplicate
@@ -73,45 +68,15 @@ func (b *Bus) publish(ctx context.Context, stream string, msg *nats.Msg, msgID s
 	if !validSubject(subj, false) {
 		return false, fmt.Errorf("publish %q: invalid subject", subj)
 	}
-	bo := backoff{min: 100 * time.Millisecond, max: 2 * time.Second}
-	for attempt := 1; ; attempt++ {
-		ack, err := b.publishOnce(ctx, stream, msg, msgID)
-		if err == nil {
-			return ack.Duplicate, nil
-		}
-		if ctx.Err() != nil || !transient(err) {
-			return false, fmt.Errorf("publish %s (msg id %s, stream %s): %w", subj, msgID, stream, err)
-		}
-		b.log.Debug("publish retry", zap.String("subject", subj), zap.String("msg_id", msgID),
-			zap.Int("attempt", attempt), zap.Error(err))
-		if serr := sleepCtx(ctx, bo.next()); serr != nil {
-			return false, fmt.Errorf("publish %s (msg id %s, stream %s): %w (last error: %v)", subj, msgID, stream, serr, err)
-		}
+	// The message id makes a retry after a lost acknowledgement safe: the stream stores it once.
+	ack, err := Call(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
+		m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: cloneHeader(msg.Header)}
+		return b.js.PublishMsg(ctx, m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
+	})
+	if err != nil {
+		return false, fmt.Errorf("publish %s (msg id %s, stream %s): %w", subj, msgID, stream, err)
 	}
-}
-
-func (b *Bus) publishOnce(ctx context.Context, stream string, msg *nats.Msg, msgID string) (*jetstream.PubAck, error) {
-	actx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
-	defer cancel()
-	m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: cloneHeader(msg.Header)}
-	return b.js.PublishMsg(actx, m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
-}
-
-// transient reports whether a publish or API error may go away on retry.
-func transient(err error) bool {
-	if errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		// 503: JetStream temporarily unavailable, e.g. no stream leader yet.
-		return apiErr.Code == 503
-	}
-	return false
+	return ack.Duplicate, nil
 }
 
 // cloneHeader copies h so publishing never mutates the caller's message.

@@ -205,11 +205,7 @@ const logDrain = 2 * time.Second
 func drainLogs(ctx context.Context, b *bus.Bus, subject string, delivered *atomic.Uint64) {
 	ctx, cancel := context.WithTimeout(ctx, logDrain)
 	defer cancel()
-	stream, err := b.JetStream().Stream(ctx, b.Options().LogStream)
-	if err != nil {
-		return
-	}
-	last, err := stream.GetLastMsgForSubject(ctx, subject)
+	last, err := b.LastMsg(ctx, b.Options().LogStream, subject)
 	if err != nil {
 		return // no log lines for this release
 	}

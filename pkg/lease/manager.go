@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 )
 
 // ceIDHeader is the binary-mode CloudEvents id header (events' codec).
@@ -38,10 +39,21 @@ type Options struct {
 	Log   *zap.Logger
 }
 
+// Bucket is the key-value bucket a Manager keeps leases and queues in: a *bus.KV, whose every
+// call has its own deadline and is retried across reconnects (see bus.Call).
+type Bucket interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+	Create(ctx context.Context, key string, value []byte) (uint64, error)
+	Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error)
+	// Delete deletes key if its newest revision is last.
+	Delete(ctx context.Context, key string, last uint64) error
+	Keys(ctx context.Context, filter string) ([]string, error)
+}
+
 // Manager acquires, renews, checks and releases release leases and runs their queues, all
 // with compare-and-set on one KV bucket. It is safe for concurrent use by many processes.
 type Manager struct {
-	kv jetstream.KeyValue
+	kv Bucket
 	o  Options
 	// leaseWritten, if set (tests), runs right after a hand-over or a take of a queued
 	// deploy wrote its lease, before the queue is read again.
@@ -59,7 +71,7 @@ func (o Options) Validate() error {
 
 // New returns a Manager over the lease bucket kv (bus.Bus.Leases). A TTL of 0 (or negative)
 // is DefaultTTL; one shorter than MinTTL is raised to MinTTL, with a warning.
-func New(kv jetstream.KeyValue, o Options) *Manager {
+func New(kv Bucket, o Options) *Manager {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -258,7 +270,7 @@ func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) er
 			done = true
 			break
 		}
-		if err := m.kv.Delete(ctx, LeaseKey(t), jetstream.LastRevision(rev)); err != nil {
+		if err := m.kv.Delete(ctx, LeaseKey(t), rev); err != nil {
 			if conflict(err) {
 				continue
 			}
@@ -385,7 +397,7 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 		}
 		if after.index(head.DeployID) < 0 {
 			// Removed meanwhile despite the mark: take the lease write back and start over.
-			if err := m.kv.Delete(ctx, LeaseKey(t), jetstream.LastRevision(token)); err != nil && !conflict(err) {
+			if err := m.kv.Delete(ctx, LeaseKey(t), token); err != nil && !conflict(err) {
 				return fmt.Errorf("hand lease %s: undo the hand-over to deploy %s, no longer queued: %w", t, head.DeployID, err)
 			}
 			m.o.Log.Warn("release lease hand-over undone: the deploy left the queue meanwhile", zap.Stringer("target", t),
@@ -406,16 +418,12 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 // Sweep kicks every queue: a lease whose holder died, or whose hand-over was interrupted,
 // passes to the next queued request once it expires even when no new request comes.
 func (m *Manager) Sweep(ctx context.Context) error {
-	lister, err := m.kv.ListKeysFiltered(ctx, "queue.>")
+	keys, err := m.kv.Keys(ctx, "queue.>")
 	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil
-		}
 		return fmt.Errorf("sweep lease queues: %w", err)
 	}
-	defer func() { _ = lister.Stop() }()
 	var errs []error
-	for key := range lister.Keys() {
+	for _, key := range keys {
 		t, err := targetOfQueueKey(key)
 		if err != nil {
 			errs = append(errs, err)
@@ -496,7 +504,7 @@ func (m *Manager) dequeue(ctx context.Context, t events.Target, deployID string)
 		}
 		next := q.without(deployID)
 		if len(next.Items) == 0 {
-			err = m.kv.Delete(ctx, QueueKey(t), jetstream.LastRevision(rev))
+			err = m.kv.Delete(ctx, QueueKey(t), rev)
 		} else {
 			_, err = m.put(ctx, QueueKey(t), next, rev)
 		}
@@ -570,6 +578,4 @@ func (m *Manager) put(ctx context.Context, key string, v any, rev uint64) (uint6
 }
 
 // conflict reports a compare-and-set conflict (another writer won).
-func conflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
-}
+func conflict(err error) bool { return bus.Conflict(err) }

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/lease/leasetest"
 )
 
@@ -57,7 +57,7 @@ func (p *published) deploys() []string {
 }
 
 type env struct {
-	kv    jetstream.KeyValue
+	kv    *bus.KV
 	clock *fakeClock
 	pub   *published
 	m     *Manager

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -30,6 +29,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
@@ -48,7 +48,7 @@ var leaseTarget = events.Target{Cluster: "kind", Namespace: "shop", Release: "we
 // clock, unless a test sets clock), a fake cluster and in-memory blobs.
 type leaseEnv struct {
 	t       *testing.T
-	kv      jetstream.KeyValue
+	kv      *bus.KV
 	leases  *lease.Manager
 	cluster *kube.Cluster
 	typed   *k8sfake.Clientset

@@ -70,25 +70,14 @@ func (o Options) retention(ctx context.Context, nc *nats.Conn, opts bus.Options)
 	if d, err := RetentionFromEnv(); err != nil || d > 0 {
 		return d, err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
-	var s jetstream.Stream
-	for attempt := 0; ; attempt++ { // JetStream may still be electing a leader
-		s, err = js.Stream(ctx, opts.WithDefaults().Stream)
-		if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) || attempt == 4 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-	}
+	info, err := bus.StreamInfo(ctx, nc, opts.WithDefaults().Stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return opts.MaxAge, nil
 	case err != nil:
-		return 0, fmt.Errorf("read retention of stream %s: %w", opts.WithDefaults().Stream, err)
+		return 0, fmt.Errorf("read retention: %w", err)
 	}
-	if age := s.CachedInfo().Config.MaxAge; age > 0 {
+	if age := info.Config.MaxAge; age > 0 {
 		return age, nil
 	}
 	return opts.MaxAge, nil

@@ -1,0 +1,190 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// KV is a JetStream key-value bucket used under the call rule (see Call): every operation has
+// its own deadline and is retried across reconnects until the caller's context ends.
+//
+// A write whose answer was lost (the attempt timed out or the connection dropped) may have
+// been applied; its retry then meets its own write. Create and Update recognise that by
+// reading the key back (the same bytes: it was this write), Delete by finding the key gone.
+// Otherwise a compare-and-set conflict is returned, as for any other writer's progress.
+type KV struct {
+	kv  jetstream.KeyValue
+	js  jetstream.JetStream
+	nc  *nats.Conn
+	log *zap.Logger
+}
+
+// newKV wraps a bucket of js.
+func newKV(kv jetstream.KeyValue, js jetstream.JetStream, nc *nats.Conn, log *zap.Logger) *KV {
+	return &KV{kv: kv, js: js, nc: nc, log: log}
+}
+
+// Bucket returns the bucket's name.
+func (k *KV) Bucket() string { return k.kv.Bucket() }
+
+// Get returns the newest entry of key; an error wrapping jetstream.ErrKeyNotFound when the key
+// is missing or deleted.
+func (k *KV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	return Call(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return k.kv.Get(ctx, key) })
+}
+
+// Create stores value at key unless the key exists (jetstream.ErrKeyExists) and returns the
+// new revision.
+func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, error) {
+	return k.write(ctx, key, value, func(ctx context.Context) (uint64, error) { return k.kv.Create(ctx, key, value) })
+}
+
+// Update stores value at key if its newest revision is last (else
+// jetstream.ErrKeyRevisionMismatch) and returns the new revision.
+func (k *KV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	return k.write(ctx, key, value, func(ctx context.Context) (uint64, error) { return k.kv.Update(ctx, key, value, last) })
+}
+
+// Put stores value at key whatever it held and returns the new revision.
+func (k *KV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	return Call(ctx, func(ctx context.Context) (uint64, error) { return k.kv.Put(ctx, key, value) })
+}
+
+// write runs a compare-and-set write under the call rule; a conflict met after an attempt
+// whose answer was lost is this write's own success when the key holds value.
+func (k *KV) write(ctx context.Context, key string, value []byte, put func(context.Context) (uint64, error)) (uint64, error) {
+	lost := false
+	return Call(ctx, func(ctx context.Context) (uint64, error) {
+		rev, err := put(ctx)
+		if err != nil && lost && Conflict(err) {
+			e, gerr := k.kv.Get(ctx, key)
+			switch {
+			case gerr == nil && bytes.Equal(e.Value(), value):
+				k.log.Debug("kv write applied although its answer was lost", zap.String("bucket", k.Bucket()),
+					zap.String("key", key), zap.Uint64("revision", e.Revision()))
+				return e.Revision(), nil
+			case gerr != nil && !errors.Is(gerr, jetstream.ErrKeyNotFound):
+				return 0, gerr // transient: write again
+			}
+		}
+		lost = lost || (err != nil && ambiguous(err))
+		return rev, err
+	})
+}
+
+// Delete deletes key (a delete marker; history is kept) if its newest revision is last, or
+// whatever it is when last is 0. Deleting a missing key succeeds.
+func (k *KV) Delete(ctx context.Context, key string, last uint64) error {
+	var opts []jetstream.KVDeleteOpt
+	if last > 0 {
+		opts = append(opts, jetstream.LastRevision(last))
+	}
+	lost := false
+	return Do(ctx, func(ctx context.Context) error {
+		err := k.kv.Delete(ctx, key, opts...)
+		if err != nil && lost && Conflict(err) {
+			_, gerr := k.kv.Get(ctx, key)
+			switch {
+			case errors.Is(gerr, jetstream.ErrKeyNotFound):
+				return nil // the attempt whose answer was lost deleted it
+			case gerr != nil:
+				return gerr
+			}
+		}
+		lost = lost || (err != nil && ambiguous(err))
+		return err
+	})
+}
+
+// Keys returns the keys matching filter (wildcards allowed) that hold a value, in no order.
+func (k *KV) Keys(ctx context.Context, filter string) ([]string, error) {
+	return Call(ctx, func(ctx context.Context) ([]string, error) {
+		l, err := k.kv.ListKeysFiltered(ctx, filter)
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = l.Stop() }()
+		var keys []string
+		for key := range l.Keys() {
+			keys = append(keys, key)
+		}
+		// The channel also closes when the attempt's deadline stops the lister half-way.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return keys, nil
+	})
+}
+
+// Watch calls fn for every change of the keys matching filter made after Watch starts, in
+// order, until ctx ends (nil) or fn returns ErrStop (nil) or another error (returned). It reads
+// the bucket's stream through Follow's ordered consumer, recreated after a lost connection or
+// a silence, so it survives server restarts (nats.go's kv.Watch does not: nats.go#1777).
+func (k *KV) Watch(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry) error) error {
+	bucket := k.Bucket()
+	prefix := "$KV." + bucket + "."
+	return follow(ctx, k.js, k.nc, "KV_"+bucket, FollowOptions{FilterSubjects: []string{prefix + filter}},
+		func(m jetstream.Msg) error { return fn(kvEntryOf(bucket, prefix, m)) }, k.log)
+}
+
+// OpenKV binds to the existing bucket named bucket over nc, for a program without a Bus (a
+// test, a tool); a missing bucket wraps jetstream.ErrBucketNotFound.
+func OpenKV(ctx context.Context, nc *nats.Conn, bucket string) (*KV, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	kv, err := Call(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, bucket) })
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	return newKV(kv, js, nc, zap.NewNop()), nil
+}
+
+// Conflict reports a compare-and-set conflict: another writer changed the key first.
+func Conflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// kvEntry is a key-value entry read from the bucket's stream.
+type kvEntry struct {
+	bucket, key string
+	value       []byte
+	revision    uint64
+	created     time.Time
+	op          jetstream.KeyValueOp
+}
+
+func (e *kvEntry) Bucket() string                  { return e.bucket }
+func (e *kvEntry) Key() string                     { return e.key }
+func (e *kvEntry) Value() []byte                   { return e.value }
+func (e *kvEntry) Revision() uint64                { return e.revision }
+func (e *kvEntry) Created() time.Time              { return e.created }
+func (e *kvEntry) Delta() uint64                   { return 0 }
+func (e *kvEntry) Operation() jetstream.KeyValueOp { return e.op }
+
+// kvEntryOf decodes a message of a bucket's stream (subject prefix+key).
+func kvEntryOf(bucket, prefix string, m jetstream.Msg) jetstream.KeyValueEntry {
+	e := &kvEntry{bucket: bucket, key: strings.TrimPrefix(m.Subject(), prefix), value: m.Data(), op: jetstream.KeyValuePut}
+	if md, err := m.Metadata(); err == nil {
+		e.revision, e.created = md.Sequence.Stream, md.Timestamp
+	}
+	switch m.Headers().Get("KV-Operation") {
+	case "DEL":
+		e.op = jetstream.KeyValueDelete
+	case "PURGE":
+		e.op = jetstream.KeyValuePurge
+	}
+	return e
+}
