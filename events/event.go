@@ -17,6 +17,10 @@ const (
 	ExtCausationID   = "causationid"   // the id of the event that caused this one
 	ExtDataRef       = "dataref"       // Object Store reference of a large payload
 	ExtTraceParent   = "traceparent"   // W3C trace context of the deploy
+	// ExtPipeline names the private pipeline that handles the deploy: the stages of the one
+	// CLI process that asked for it, when several share an embedded NATS (a data directory).
+	// Absent: any replica of the shared pipeline handles it.
+	ExtPipeline = "pipeline"
 )
 
 // Meta holds the attributes of an event besides its type and payload.
@@ -27,6 +31,7 @@ type Meta struct {
 	CorrelationID string
 	CausationID   string
 	DataRef       string
+	Pipeline      string // see ExtPipeline
 	Time          time.Time
 }
 
@@ -55,6 +60,9 @@ func New(t Type, m Meta, payload any) (cloudevents.Event, error) {
 	}
 	if m.DataRef != "" {
 		e.SetExtension(ExtDataRef, m.DataRef)
+	}
+	if m.Pipeline != "" {
+		e.SetExtension(ExtPipeline, m.Pipeline)
 	}
 	if err := e.SetData(cloudevents.ApplicationJSON, payload); err != nil {
 		return cloudevents.Event{}, fmt.Errorf("new %s event %s: encode payload: %w", t.Token(), m.ID, err)
@@ -86,6 +94,9 @@ func CausationID(e cloudevents.Event) string { return ext(e, ExtCausationID) }
 
 // DataRef returns the Object Store reference carried by e, if any.
 func DataRef(e cloudevents.Event) string { return ext(e, ExtDataRef) }
+
+// PipelineOf returns the private pipeline that handles e's deploy, "" for the shared one.
+func PipelineOf(e cloudevents.Event) string { return ext(e, ExtPipeline) }
 
 // TargetOf reads the release target from the event's subject attribute.
 func TargetOf(e cloudevents.Event) (Target, error) { return ParseTarget(e.Subject()) }

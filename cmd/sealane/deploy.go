@@ -168,6 +168,10 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 			return nil, err
 		}
 	}
+	leaseTTL, err := serve.LeaseTTLFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log, PayloadKeyFile: g.payloadKeyFile})
 	if err != nil {
 		return nil, err
@@ -175,9 +179,8 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 	stagesCtx, stopStages := context.WithCancel(ctx)
 	stagesDone := make(chan error, 1)
 	if g.natsURL == "" {
-		go func() {
-			stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: secrets})
-		}()
+		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: secrets, LeaseTTL: leaseTTL}
+		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), deps) }()
 	} else {
 		close(stagesDone)
 	}

@@ -63,7 +63,7 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 	h := sha256.New()
 	h.Write(sealed)
 	digest := jetstream.GetObjectDigestValue(h)
-	info, err := callWithin(ctx, blobCallTimeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	info, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return b.blobs.GetInfo(ctx, name)
 	})
 	switch {
@@ -82,7 +82,7 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
 	// A put tried again after a lost answer stores the same bytes again: harmless.
-	if _, err := callWithin(ctx, blobCallTimeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	if _, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return b.blobs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(sealed))
 	}); err != nil {
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
@@ -140,5 +140,5 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 
 // getBlob reads the stored bytes of a blob under the call rule.
 func (b *Bus) getBlob(ctx context.Context, name string) ([]byte, error) {
-	return callWithin(ctx, blobCallTimeout, func(ctx context.Context) ([]byte, error) { return b.blobs.GetBytes(ctx, name) })
+	return callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) ([]byte, error) { return b.blobs.GetBytes(ctx, name) })
 }

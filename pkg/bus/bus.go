@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -70,6 +71,12 @@ type Options struct {
 	// Sealer encrypts blobs at rest (a *payload.Key). Nil seals with a random key that only
 	// this Bus knows: for tests, since no other process can read such blobs.
 	Sealer Sealer
+	// Pipeline names a private pipeline on a NATS that several processes share (the CLI's
+	// embedded mode: each process runs the stages of its own deploys; see events.ExtPipeline).
+	// Its durable consumers are its own ("<stage>-<Pipeline>"), start with the Bus, and are
+	// removed by Forget, or by the server once unused for privateConsumerIdle. Empty: the
+	// shared pipeline.
+	Pipeline string
 }
 
 // DefaultOptions returns the production topology names with one replica.
@@ -167,6 +174,9 @@ func (o Options) Validate() error {
 			return fmt.Errorf("bus options: invalid bucket name %q", b)
 		}
 	}
+	if o.Pipeline != "" && (!validName(o.Pipeline) || len(o.Pipeline) > 64) {
+		return fmt.Errorf("bus options: invalid pipeline name %q", o.Pipeline)
+	}
 	if o.Replicas < 1 || o.Replicas > 5 {
 		return fmt.Errorf("bus options: replicas %d out of range 1..5", o.Replicas)
 	}
@@ -185,12 +195,18 @@ func (o Options) Validate() error {
 // Bus is a JetStream connection bound to the sealane topology. It is safe for concurrent use.
 type Bus struct {
 	nc    *nats.Conn
+	link  *link
 	js    jetstream.JetStream
 	opts  Options
 	log   *zap.Logger
 	state *KV
 	blobs jetstream.ObjectStore
 	lease *KV
+	// created is when the Bus was made: where a private pipeline's consumers start.
+	created time.Time
+
+	mu      sync.Mutex
+	private map[string]bool // durables of the private pipeline, for Forget
 }
 
 // publishAsyncTimeout bounds the wait for one asynchronous publish's ack.
@@ -224,7 +240,7 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 			return nil, fmt.Errorf("new bus: %w", err)
 		}
 	}
-	b := &Bus{nc: nc, js: js, opts: opts, log: log}
+	b := &Bus{nc: nc, link: newLink(nc), js: js, opts: opts, log: log, created: time.Now(), private: map[string]bool{}}
 	steps := []struct {
 		what string
 		do   func(context.Context) error
@@ -322,7 +338,7 @@ func (b *Bus) ensureState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.state = newKV(kv, b.js, b.nc, b.log)
+	b.state = newKV(kv, b.js, b.link, b.log)
 	return nil
 }
 
@@ -356,7 +372,7 @@ func (b *Bus) ensureLeases(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.lease = newKV(kv, b.js, b.nc, b.log)
+	b.lease = newKV(kv, b.js, b.link, b.log)
 	return nil
 }
 

@@ -19,9 +19,10 @@ import (
 //     until the caller's context ends;
 //   - a write whose answer was lost is recognised when it is tried again (see KV).
 //
-// Call and Do are that rule; KV (the state and lease buckets), the blob methods, Publish,
-// Consume, Follow, StreamInfo and LastMsg use them. Code outside this package reaches NATS only
-// through them: TestJetStreamOnlyThroughBus fails on a jetstream handle used elsewhere.
+// call and do are that rule, and link.attempt ends an attempt as soon as its connection drops;
+// KV (the state and lease buckets), the blob methods, Publish, Consume, Follow, StreamInfo,
+// LastMsg and DeadLetters use them. Code outside this package reaches NATS only through the
+// Bus and KV: TestJetStreamOnlyThroughBus fails on a raw JetStream handle used elsewhere.
 //
 // Why: a request written to a connection that dies with its server is never answered; nats.go
 // waits for the context's deadline (nats.go jetstream.wrapContextWithoutDeadline adds one only
@@ -39,25 +40,27 @@ const blobCallTimeout = 30 * time.Second
 // callBackoff is the wait between attempts: 100 ms doubling to 2 s, with jitter.
 func callBackoff() backoff { return backoff{min: 100 * time.Millisecond, max: 2 * time.Second} }
 
-// Call runs f with a deadline of its own (CallTimeout, or less when ctx ends sooner) and runs it
+// call runs f with a deadline of its own (CallTimeout, or less when ctx ends sooner) and runs it
 // again with backoff while it fails transiently, until it succeeds, fails for good or ctx
-// ends. The error after ctx ended wraps ctx's error and names the last attempt's.
-func Call[T any](ctx context.Context, f func(ctx context.Context) (T, error)) (T, error) {
-	return callWithin(ctx, CallTimeout, f)
+// ends. An attempt also ends when l's connection drops (l may be nil). The error after ctx
+// ended wraps ctx's error and names the last attempt's.
+func call[T any](ctx context.Context, l *link, f func(ctx context.Context) (T, error)) (T, error) {
+	return callWithin(ctx, l, CallTimeout, f)
 }
 
-// Do is Call for a function with no result.
-func Do(ctx context.Context, f func(ctx context.Context) error) error {
-	_, err := Call(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
+// do is call for a function with no result.
+func do(ctx context.Context, l *link, f func(ctx context.Context) error) error {
+	_, err := call(ctx, l, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
 	return err
 }
 
-// callWithin is Call with a per-attempt deadline of timeout.
-func callWithin[T any](ctx context.Context, timeout time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
+// callWithin is call with a per-attempt deadline of timeout.
+func callWithin[T any](ctx context.Context, l *link, timeout time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
 	bo := callBackoff()
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, timeout)
+		actx, cancel := l.attempt(ctx, timeout)
 		v, err := f(actx)
+		dropped := lost(actx)
 		cancel()
 		if err == nil {
 			return v, nil
@@ -65,7 +68,7 @@ func callWithin[T any](ctx context.Context, timeout time.Duration, f func(ctx co
 		if ctx.Err() != nil {
 			return v, fmt.Errorf("%w (%d attempts; the last: %v)", ctx.Err(), attempt, err)
 		}
-		if !transient(err) {
+		if errors.Is(err, nats.ErrConnectionClosed) || (!dropped && !transient(err)) {
 			return v, err
 		}
 		if serr := sleepCtx(ctx, bo.next()); serr != nil {
@@ -98,9 +101,13 @@ func transient(err error) bool {
 	return false
 }
 
-// ambiguous reports whether a failed write may have been applied: its request may have
-// reached the server and only the answer was lost. No responders means it was not delivered.
-func ambiguous(err error) bool {
+// ambiguous reports whether the failed write attempt with context actx may have been applied:
+// its request may have reached the server and only the answer was lost. No responders means
+// it was not delivered.
+func ambiguous(actx context.Context, err error) bool {
+	if lost(actx) {
+		return true
+	}
 	return transient(err) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled) &&
 		!errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
 }

@@ -34,7 +34,7 @@ func TestCallRetriesTransientErrorsOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := 0
-			err := Do(testCtx(t, 10*time.Second), func(context.Context) error {
+			err := do(testCtx(t, 10*time.Second), nil, func(context.Context) error {
 				calls++
 				return tt.errs[calls-1]
 			})
@@ -50,7 +50,7 @@ func TestCallRetriesTransientErrorsOnly(t *testing.T) {
 func TestCallGivesEachAttemptItsOwnDeadline(t *testing.T) {
 	var calls atomic.Int32
 	start := time.Now()
-	v, err := callWithin(testCtx(t, time.Minute), 50*time.Millisecond, func(ctx context.Context) (string, error) {
+	v, err := callWithin(testCtx(t, time.Minute), nil, 50*time.Millisecond, func(ctx context.Context) (string, error) {
 		if calls.Add(1) < 3 {
 			<-ctx.Done() // a request whose answer never comes
 			return "", ctx.Err()
@@ -68,7 +68,7 @@ func TestCallGivesEachAttemptItsOwnDeadline(t *testing.T) {
 func TestCallEndsWithTheCallersContextAndNamesTheLastError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err := Do(ctx, func(context.Context) error { return nats.ErrNoResponders })
+	err := do(ctx, nil, func(context.Context) error { return nats.ErrNoResponders })
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), nats.ErrNoResponders.Error()) {
 		t.Fatalf("Do = %v; want the context's deadline, naming the last attempt's error", err)
 	}
@@ -133,11 +133,17 @@ func (p *lossyProxy) accept() {
 
 func (p *lossyProxy) close() {
 	p.l.Close()
+	p.cut()
+}
+
+// cut closes every proxied connection; new ones are accepted.
+func (p *lossyProxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
 		c.Close()
 	}
+	p.conns = nil
 }
 
 // tcpEnv is a server on a TCP port and a Bus connected to it through a lossy proxy.
@@ -212,7 +218,7 @@ func TestKVWriteWhoseAnswerIsLostIsRecognised(t *testing.T) {
 	e := newTestEnv(t)
 	ctx := testCtx(t, 30*time.Second)
 	lossy := &answerLost{KeyValue: e.bus.State().kv}
-	kv := newKV(lossy, e.bus.js, e.nc, e.log)
+	kv := newKV(lossy, e.bus.js, e.bus.link, e.log)
 
 	lossy.armed.Store(true)
 	rev, err := kv.Create(ctx, "k", []byte("v1"))
@@ -244,5 +250,32 @@ func TestKVWriteWhoseAnswerIsLostIsRecognised(t *testing.T) {
 	}
 	if _, err := kv.Update(ctx, "other", []byte("mine"), 1); !Conflict(err) {
 		t.Errorf("stale Update = %v; want a conflict", err)
+	}
+}
+
+// An attempt ends as soon as its connection drops, whatever its deadline: its answer cannot
+// come any more. The next attempt, on the new connection, is not affected.
+func TestAttemptEndsWhenTheConnectionDrops(t *testing.T) {
+	_, px, b := tcpEnv(t)
+	ctx := testCtx(t, time.Minute)
+	actx, cancel := b.link.attempt(ctx, time.Minute)
+	defer cancel()
+	px.cut()
+	select {
+	case <-actx.Done():
+	case <-ctx.Done():
+		t.Fatal("the attempt outlived its connection")
+	}
+	if !lost(actx) {
+		t.Fatalf("attempt ended with %v; want errConnectionLost", context.Cause(actx))
+	}
+	// Once reconnected, calls go on.
+	if _, err := b.State().Put(ctx, "after", []byte("drop")); err != nil {
+		t.Fatalf("Put after the drop: %v", err)
+	}
+	next, cancel2 := b.link.attempt(ctx, time.Minute)
+	defer cancel2()
+	if next.Err() != nil {
+		t.Fatalf("a new attempt on the new connection is already done: %v", context.Cause(next))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Handler processes one message. It returns nil once the side effect is durable (the bus then
@@ -31,7 +32,6 @@ const (
 	fetchHeartbeat = 5 * time.Second        // idle heartbeat of a pull; 2 missed = error
 	ackTimeout     = 10 * time.Second       // least time to settle a message (ack, dead letter) after its handler
 	minAckWait     = 100 * time.Millisecond // below this InProgress cannot keep up
-	closedPoll     = time.Second            // how often a waiting fetch checks the connection
 )
 
 // ConsumerOptions configures one stage's durable pull consumer. Zero fields take defaults.
@@ -53,6 +53,12 @@ type ConsumerOptions struct {
 	// OnDeadLetter, if set, is called after a message was recorded as a dead letter and
 	// before it is terminated (the stage runtime publishes a "deploy failed" event here).
 	OnDeadLetter func(ctx context.Context, msg jetstream.Msg, reason string)
+	// StartTime, if set, starts a new durable at the messages stored from then on (else at
+	// the first message of the stream).
+	StartTime time.Time
+	// InactiveThreshold, if set, lets the server remove the durable once nobody pulled from
+	// it for that long (else it is kept until deleted).
+	InactiveThreshold time.Duration
 }
 
 // DefaultConsumerOptions returns the defaults for the stage consumer named durable.
@@ -107,18 +113,72 @@ func (o ConsumerOptions) Validate() error {
 }
 
 // config is the server-side consumer configuration for o. Retries use NakWithDelay only,
-// so there is no BackOff; there is no InactiveThreshold, so the durable is never reaped.
+// so there is no BackOff; without InactiveThreshold the durable is never reaped.
 func (o ConsumerOptions) config() jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:        o.Durable,
-		Description:    "sealane stage " + o.Durable,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        o.AckWait,
-		MaxDeliver:     o.MaxDeliver,
-		FilterSubjects: o.FilterSubjects,
-		MaxAckPending:  o.MaxAckPending,
+	cfg := jetstream.ConsumerConfig{
+		Durable:           o.Durable,
+		Description:       "sealane stage " + o.Durable,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		AckWait:           o.AckWait,
+		MaxDeliver:        o.MaxDeliver,
+		FilterSubjects:    o.FilterSubjects,
+		MaxAckPending:     o.MaxAckPending,
+		InactiveThreshold: o.InactiveThreshold,
 	}
+	if !o.StartTime.IsZero() {
+		t := o.StartTime.UTC()
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	}
+	return cfg
+}
+
+// privateConsumerIdle is how long the server keeps a private pipeline's durable that nobody
+// pulls from: a process that died cannot Forget its consumers. It is far longer than any
+// handler runs (a worker does not pull while its handler works).
+const privateConsumerIdle = 24 * time.Hour
+
+// privateAckWait is the ack wait of a private pipeline's consumers that set none.
+const privateAckWait = 10 * time.Second
+
+// privateOptions makes o the private pipeline's own consumer (Options.Pipeline), if any.
+func (b *Bus) privateOptions(o ConsumerOptions) ConsumerOptions {
+	if b.opts.Pipeline == "" {
+		return o
+	}
+	o.Durable += "-" + b.opts.Pipeline
+	// A second early: messages stored by this process are stored after the Bus was made.
+	o.StartTime = b.created.Add(-time.Second)
+	o.InactiveThreshold = privateConsumerIdle
+	if o.AckWait == 0 {
+		// A message delivered as the embedded server stopped for a hand-over never reached
+		// its worker; it comes back after the ack wait. Heartbeats keep live work alive.
+		o.AckWait = privateAckWait
+	}
+	b.mu.Lock()
+	b.private[o.Durable] = true
+	b.mu.Unlock()
+	return o
+}
+
+// Forget deletes the durable consumers of this Bus's private pipeline (none for the shared
+// pipeline). Call it when the process that ran them stops.
+func (b *Bus) Forget(ctx context.Context) error {
+	b.mu.Lock()
+	names := make([]string, 0, len(b.private))
+	for name := range b.private {
+		names = append(names, name)
+	}
+	b.private = map[string]bool{}
+	b.mu.Unlock()
+	var errs []error
+	for _, name := range names {
+		err := do(ctx, b.link, func(ctx context.Context) error { return b.js.DeleteConsumer(ctx, b.opts.Stream, name) })
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			errs = append(errs, fmt.Errorf("delete consumer %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Consume runs h for the messages of the durable consumer opts.Durable, creating or updating
@@ -131,7 +191,7 @@ func (b *Bus) Consume(ctx context.Context, opts ConsumerOptions, h Handler) erro
 	if h == nil {
 		return fmt.Errorf("consume %s: nil handler", opts.Durable)
 	}
-	opts = opts.WithDefaults()
+	opts = b.privateOptions(opts).WithDefaults()
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -195,7 +255,7 @@ func (c *consumer) create(ctx context.Context) (jetstream.Consumer, error) {
 
 // createOnce is one attempt to create or update the durable, with its own deadline.
 func (c *consumer) createOnce(ctx context.Context) (jetstream.Consumer, error) {
-	actx, cancel := context.WithTimeout(ctx, CallTimeout)
+	actx, cancel := c.b.link.attempt(ctx, CallTimeout)
 	defer cancel()
 	return c.b.js.CreateOrUpdateConsumer(actx, c.b.opts.Stream, c.opts.config())
 }
@@ -205,8 +265,9 @@ func (c *consumer) createOnce(ctx context.Context) (jetstream.Consumer, error) {
 func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer) error {
 	log := c.log.With(zap.Int("worker", worker))
 	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
+	var failing time.Time // since when fetches fail, zero while they work
 	for ctx.Err() == nil {
-		msg, err := fetchOne(ctx, c.b.nc, cons)
+		msg, err := fetchOne(ctx, c.b.link, cons)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -215,19 +276,28 @@ func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer
 				return fmt.Errorf("consume %s on stream %s: %w", c.opts.Durable, c.b.opts.Stream, nats.ErrConnectionClosed)
 			}
 			// Deleted consumer, missed heartbeats, leader change, reconnect: wait, then
-			// recreate the durable (idempotent) and fetch again.
-			log.Warn("fetch failed; recovering consumer", zap.Error(err))
+			// recreate the durable (idempotent) and fetch again. A server restart (a hand-over
+			// of the embedded NATS) is routine: only a failure that lasts is a warning.
+			if failing.IsZero() {
+				failing = time.Now()
+			}
+			lvl := zapcore.InfoLevel
+			if time.Since(failing) > recoverQuietly {
+				lvl = zapcore.WarnLevel
+			}
+			log.Log(lvl, "fetch failed; recovering consumer", zap.Error(err), zap.Duration("failing_for", time.Since(failing).Round(time.Millisecond)))
 			if sleepCtx(ctx, bo.next()) != nil {
 				return nil
 			}
 			if fresh, err := c.createOnce(ctx); err != nil {
-				log.Warn("recreate consumer failed", zap.Error(err))
+				log.Log(lvl, "recreate consumer failed", zap.Error(err))
 			} else {
 				cons = fresh
 			}
 			continue
 		}
 		bo.reset()
+		failing = time.Time{}
 		if msg != nil {
 			c.handle(ctx, msg)
 		}
@@ -235,34 +305,33 @@ func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer
 	return nil
 }
 
+// recoverQuietly is how long a consumer or follower may fail to reach NATS before it warns:
+// a server restart takes a few seconds.
+const recoverQuietly = 10 * time.Second
+
 // fetchOne pulls at most one message, waiting up to fetchWait. It returns (nil, nil) when no
-// message arrived in time, and notices a closed connection within a second.
-func fetchOne(ctx context.Context, nc *nats.Conn, cons jetstream.Consumer) (jetstream.Msg, error) {
-	fctx, cancel := context.WithTimeout(ctx, fetchWait)
+// message arrived in time, and errConnectionLost at once when the connection drops: the pull
+// request died with it (a restarted server does not know it), so waiting for heartbeats to go
+// missing would only stall the worker.
+func fetchOne(ctx context.Context, l *link, cons jetstream.Consumer) (jetstream.Msg, error) {
+	fctx, cancel := l.attempt(ctx, fetchWait)
 	defer cancel()
 	batch, err := cons.Fetch(1, jetstream.FetchContext(fctx), jetstream.FetchHeartbeat(fetchHeartbeat))
 	if err != nil {
 		return nil, err
 	}
-	tick := time.NewTicker(closedPoll)
-	defer tick.Stop()
-	for {
-		select {
-		case msg, ok := <-batch.Messages():
-			if ok {
-				return msg, nil
-			}
-			err = batch.Error()
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return nil, nil
-			}
-			return nil, err
-		case <-tick.C:
-			if nc.IsClosed() {
-				return nil, nats.ErrConnectionClosed
-			}
-		}
+	msg, ok := <-batch.Messages()
+	if ok {
+		return msg, nil
 	}
+	err = batch.Error()
+	switch {
+	case lost(fctx):
+		return nil, errConnectionLost
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, nil
+	}
+	return nil, err
 }
 
 // handle runs the handler for one delivery and settles the message.
@@ -285,7 +354,7 @@ func (c *consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(ackTimeout, c.opts.AckWait))
 	defer cancel()
 	if herr == nil {
-		if err := Do(actx, msg.DoubleAck); err != nil {
+		if err := do(actx, c.b.link, msg.DoubleAck); err != nil {
 			log.Warn("ack failed; message will be redelivered", zap.Error(err))
 		}
 		return

@@ -120,7 +120,7 @@ func (b *Bus) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 	if info.State.Msgs == 0 {
 		return nil, nil
 	}
-	out, err := callWithin(ctx, blobCallTimeout, func(ctx context.Context) ([]DeadLetter, error) { return b.listDeadLetters(ctx, name) })
+	out, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) ([]DeadLetter, error) { return b.listDeadLetters(ctx, name) })
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters in %s: %w", name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // ErrStop returned by a Follow callback ends Follow with a nil error.
@@ -50,11 +51,11 @@ var errFollowIdle = errors.New("no message for a while")
 // (no acks, no durable state) until ctx is done (nil), fn returns ErrStop (nil) or another
 // error (returned). Lost or silent consumers are recreated from the last delivered message.
 func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.Msg) error) error {
-	return follow(ctx, b.js, b.nc, b.followed(opts), opts, fn, b.log)
+	return follow(ctx, b.js, b.link, b.followed(opts), opts, fn, b.log)
 }
 
 // follow is Follow on any stream of js.
-func follow(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream string, opts FollowOptions,
+func follow(ctx context.Context, js jetstream.JetStream, l *link, stream string, opts FollowOptions,
 	fn func(jetstream.Msg) error, log *zap.Logger) error {
 	if fn == nil {
 		return errors.New("follow: nil callback")
@@ -64,7 +65,7 @@ func follow(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream s
 			return fmt.Errorf("follow %s: invalid filter subject %q", stream, s)
 		}
 	}
-	f := &follower{js: js, stream: stream, opts: opts, fn: fn, log: log.With(zap.String("stream", stream), zap.Strings("filter", opts.FilterSubjects))}
+	f := &follower{js: js, link: l, stream: stream, opts: opts, fn: fn, log: log.With(zap.String("stream", stream), zap.Strings("filter", opts.FilterSubjects))}
 	if !opts.DeliverAll && opts.StartTime.IsZero() {
 		// "Only new messages" is pinned to a sequence, so that a recreated consumer neither
 		// skips what was published meanwhile nor repeats what came before.
@@ -73,6 +74,7 @@ func follow(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream s
 		}
 	}
 	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
+	var failing time.Time // since when the follower fails to follow, zero while it follows
 	for {
 		progressed, err := f.run(ctx)
 		var cbErr *callbackError
@@ -81,17 +83,26 @@ func follow(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream s
 			return nil
 		case errors.As(err, &cbErr):
 			return cbErr.err
-		case nc.IsClosed():
+		case l.nc.IsClosed():
 			return fmt.Errorf("follow %s: %w", stream, nats.ErrConnectionClosed)
 		case errors.Is(err, errFollowIdle):
 			f.log.Debug("follow idle; recreating the consumer", zap.Uint64("after_seq", f.lastSeq))
 			bo.reset()
+			failing = time.Time{}
 			continue
 		}
 		if progressed {
 			bo.reset()
+			failing = time.Time{}
 		}
-		f.log.Warn("follow interrupted; resuming", zap.Uint64("after_seq", f.lastSeq), zap.Error(err))
+		if failing.IsZero() {
+			failing = time.Now()
+		}
+		lvl := zapcore.InfoLevel
+		if time.Since(failing) > recoverQuietly {
+			lvl = zapcore.WarnLevel
+		}
+		f.log.Log(lvl, "follow interrupted; resuming", zap.Uint64("after_seq", f.lastSeq), zap.Error(err))
 		if sleepCtx(ctx, bo.next()) != nil {
 			return nil
 		}
@@ -106,6 +117,7 @@ func (e *callbackError) Error() string { return e.err.Error() }
 // follower remembers the last delivered sequence so a new ordered consumer resumes after it.
 type follower struct {
 	js      jetstream.JetStream
+	link    *link
 	stream  string
 	opts    FollowOptions
 	fn      func(jetstream.Msg) error
@@ -116,7 +128,7 @@ type follower struct {
 // pinNew makes the follower start after the stream's current last message (from the first
 // message when the stream is empty).
 func (f *follower) pinNew(ctx context.Context) error {
-	info, err := streamInfo(ctx, f.js, f.stream)
+	info, err := streamInfo(ctx, f.link, f.js, f.stream)
 	if err != nil {
 		return err
 	}
@@ -150,7 +162,10 @@ func (f *follower) config() jetstream.OrderedConsumerConfig {
 // run follows with one ordered consumer until an error; it reports whether any message
 // was delivered. A callback error comes back as *callbackError (ErrStop as is).
 func (f *follower) run(ctx context.Context) (progressed bool, err error) {
-	oc, err := f.js.OrderedConsumer(ctx, f.stream, f.config())
+	// Creating an ordered consumer creates its first server-side consumer: a call like any.
+	oc, err := call(ctx, f.link, func(ctx context.Context) (jetstream.Consumer, error) {
+		return f.js.OrderedConsumer(ctx, f.stream, f.config())
+	})
 	if err != nil {
 		return false, err
 	}
@@ -160,11 +175,16 @@ func (f *follower) run(ctx context.Context) (progressed bool, err error) {
 	}
 	defer it.Stop()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, followIdle)
+		nctx, cancel := f.link.attempt(ctx, followIdle)
 		msg, err := it.Next(jetstream.NextContext(nctx))
+		dropped := lost(nctx)
 		cancel()
 		if err != nil {
-			if ctx.Err() == nil && nctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
+			case dropped:
+				return progressed, errConnectionLost
+			case nctx.Err() != nil:
 				return progressed, errFollowIdle
 			}
 			return progressed, err

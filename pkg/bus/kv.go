@@ -21,15 +21,15 @@ import (
 // reading the key back (the same bytes: it was this write), Delete by finding the key gone.
 // Otherwise a compare-and-set conflict is returned, as for any other writer's progress.
 type KV struct {
-	kv  jetstream.KeyValue
-	js  jetstream.JetStream
-	nc  *nats.Conn
-	log *zap.Logger
+	kv   jetstream.KeyValue
+	js   jetstream.JetStream
+	link *link
+	log  *zap.Logger
 }
 
 // newKV wraps a bucket of js.
-func newKV(kv jetstream.KeyValue, js jetstream.JetStream, nc *nats.Conn, log *zap.Logger) *KV {
-	return &KV{kv: kv, js: js, nc: nc, log: log}
+func newKV(kv jetstream.KeyValue, js jetstream.JetStream, l *link, log *zap.Logger) *KV {
+	return &KV{kv: kv, js: js, link: l, log: log}
 }
 
 // Bucket returns the bucket's name.
@@ -38,7 +38,7 @@ func (k *KV) Bucket() string { return k.kv.Bucket() }
 // Get returns the newest entry of key; an error wrapping jetstream.ErrKeyNotFound when the key
 // is missing or deleted.
 func (k *KV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	return Call(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return k.kv.Get(ctx, key) })
+	return call(ctx, k.link, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return k.kv.Get(ctx, key) })
 }
 
 // Create stores value at key unless the key exists (jetstream.ErrKeyExists) and returns the
@@ -55,16 +55,16 @@ func (k *KV) Update(ctx context.Context, key string, value []byte, last uint64) 
 
 // Put stores value at key whatever it held and returns the new revision.
 func (k *KV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
-	return Call(ctx, func(ctx context.Context) (uint64, error) { return k.kv.Put(ctx, key, value) })
+	return call(ctx, k.link, func(ctx context.Context) (uint64, error) { return k.kv.Put(ctx, key, value) })
 }
 
 // write runs a compare-and-set write under the call rule; a conflict met after an attempt
 // whose answer was lost is this write's own success when the key holds value.
 func (k *KV) write(ctx context.Context, key string, value []byte, put func(context.Context) (uint64, error)) (uint64, error) {
-	lost := false
-	return Call(ctx, func(ctx context.Context) (uint64, error) {
+	lostAnswer := false
+	return call(ctx, k.link, func(ctx context.Context) (uint64, error) {
 		rev, err := put(ctx)
-		if err != nil && lost && Conflict(err) {
+		if err != nil && lostAnswer && Conflict(err) {
 			e, gerr := k.kv.Get(ctx, key)
 			switch {
 			case gerr == nil && bytes.Equal(e.Value(), value):
@@ -75,7 +75,7 @@ func (k *KV) write(ctx context.Context, key string, value []byte, put func(conte
 				return 0, gerr // transient: write again
 			}
 		}
-		lost = lost || (err != nil && ambiguous(err))
+		lostAnswer = lostAnswer || (err != nil && ambiguous(ctx, err))
 		return rev, err
 	})
 }
@@ -87,10 +87,10 @@ func (k *KV) Delete(ctx context.Context, key string, last uint64) error {
 	if last > 0 {
 		opts = append(opts, jetstream.LastRevision(last))
 	}
-	lost := false
-	return Do(ctx, func(ctx context.Context) error {
+	lostAnswer := false
+	return do(ctx, k.link, func(ctx context.Context) error {
 		err := k.kv.Delete(ctx, key, opts...)
-		if err != nil && lost && Conflict(err) {
+		if err != nil && lostAnswer && Conflict(err) {
 			_, gerr := k.kv.Get(ctx, key)
 			switch {
 			case errors.Is(gerr, jetstream.ErrKeyNotFound):
@@ -99,14 +99,14 @@ func (k *KV) Delete(ctx context.Context, key string, last uint64) error {
 				return gerr
 			}
 		}
-		lost = lost || (err != nil && ambiguous(err))
+		lostAnswer = lostAnswer || (err != nil && ambiguous(ctx, err))
 		return err
 	})
 }
 
 // Keys returns the keys matching filter (wildcards allowed) that hold a value, in no order.
 func (k *KV) Keys(ctx context.Context, filter string) ([]string, error) {
-	return Call(ctx, func(ctx context.Context) ([]string, error) {
+	return call(ctx, k.link, func(ctx context.Context) ([]string, error) {
 		l, err := k.kv.ListKeysFiltered(ctx, filter)
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			return nil, nil
@@ -134,7 +134,7 @@ func (k *KV) Keys(ctx context.Context, filter string) ([]string, error) {
 func (k *KV) Watch(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry) error) error {
 	bucket := k.Bucket()
 	prefix := "$KV." + bucket + "."
-	return follow(ctx, k.js, k.nc, "KV_"+bucket, FollowOptions{FilterSubjects: []string{prefix + filter}},
+	return follow(ctx, k.js, k.link, "KV_"+bucket, FollowOptions{FilterSubjects: []string{prefix + filter}},
 		func(m jetstream.Msg) error { return fn(kvEntryOf(bucket, prefix, m)) }, k.log)
 }
 
@@ -145,11 +145,12 @@ func OpenKV(ctx context.Context, nc *nats.Conn, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	kv, err := Call(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, bucket) })
+	l := newLink(nc) // watches nc until it closes
+	kv, err := call(ctx, l, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, bucket) })
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	return newKV(kv, js, nc, zap.NewNop()), nil
+	return newKV(kv, js, l, zap.NewNop()), nil
 }
 
 // Conflict reports a compare-and-set conflict: another writer changed the key first.

@@ -69,7 +69,7 @@ func (b *Bus) publish(ctx context.Context, stream string, msg *nats.Msg, msgID s
 		return false, fmt.Errorf("publish %q: invalid subject", subj)
 	}
 	// The message id makes a retry after a lost acknowledgement safe: the stream stores it once.
-	ack, err := Call(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
+	ack, err := call(ctx, b.link, func(ctx context.Context) (*jetstream.PubAck, error) {
 		m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: cloneHeader(msg.Header)}
 		return b.js.PublishMsg(ctx, m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
 	})

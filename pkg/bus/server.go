@@ -24,6 +24,8 @@ type ServerOptions struct {
 	Port int
 	// ServerName names the server; empty means "sealane".
 	ServerName string
+	// Token, if set, is the secret every client must present (nats.Token).
+	Token string
 	// Logger receives the server's log lines; nil silences the server.
 	Logger *zap.Logger
 }
@@ -54,6 +56,8 @@ func StartServer(opts ServerOptions) (*server.Server, error) {
 		StoreDir:   opts.StoreDir,
 		NoSigs:     true,
 		NoLog:      opts.Logger == nil,
+		// The token: nats-server's Authorization option, the simplest auth it has.
+		Authorization: opts.Token,
 	}
 	s, err := server.NewServer(sopts)
 	if err != nil {

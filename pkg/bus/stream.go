@@ -11,7 +11,7 @@ import (
 // StreamInfo returns the configuration and state of the stream name (the deploy, log or
 // dead-letter stream, or a bucket's). A missing stream wraps jetstream.ErrStreamNotFound.
 func (b *Bus) StreamInfo(ctx context.Context, name string) (*jetstream.StreamInfo, error) {
-	return streamInfo(ctx, b.js, name)
+	return streamInfo(ctx, b.link, b.js, name)
 }
 
 // StreamInfo is Bus.StreamInfo before a Bus exists (reading what New should keep).
@@ -20,11 +20,11 @@ func StreamInfo(ctx context.Context, nc *nats.Conn, name string) (*jetstream.Str
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", name, err)
 	}
-	return streamInfo(ctx, js, name)
+	return streamInfo(ctx, nil, js, name)
 }
 
-func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
-	info, err := Call(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
+func streamInfo(ctx context.Context, l *link, js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
+	info, err := call(ctx, l, func(ctx context.Context) (*jetstream.StreamInfo, error) {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return nil, err
@@ -40,7 +40,7 @@ func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jets
 // LastMsg returns the newest message stored on subject (wildcards allowed) in the stream name;
 // an error wrapping jetstream.ErrMsgNotFound when there is none.
 func (b *Bus) LastMsg(ctx context.Context, stream, subject string) (*jetstream.RawStreamMsg, error) {
-	m, err := Call(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+	m, err := call(ctx, b.link, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
 		s, err := b.js.Stream(ctx, stream)
 		if err != nil {
 			return nil, err

@@ -175,6 +175,9 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 			return nil
 		})
 	}()
+	if p := b.Options().Pipeline; p != "" {
+		ev.SetExtension(events.ExtPipeline, p) // handled by this process's own stages
+	}
 	msg, err := events.Encode(ev)
 	if err != nil {
 		return res, err

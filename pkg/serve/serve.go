@@ -4,6 +4,8 @@ package serve
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,12 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/localnats"
 	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/stage"
@@ -27,8 +29,9 @@ import (
 type Node struct {
 	Bus        *bus.Bus
 	conn       *nats.Conn
-	server     *server.Server
+	local      *localnats.Node // embedded: the data directory's NATS
 	payloadKey *payload.Key
+	log        *zap.Logger
 }
 
 // Options say where the pipeline's NATS is.
@@ -88,7 +91,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	n := &Node{}
+	n := &Node{log: o.Log}
 	busOpts := bus.DefaultOptions()
 	replicas, err := o.replicas()
 	if err != nil {
@@ -106,15 +109,14 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		if o.DataDir == "" {
 			o.DataDir = DefaultDataDir()
 		}
-		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("data dir %s: %w", o.DataDir, err)
-		}
-		n.server, err = bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(o.DataDir, "jetstream"), Port: 0, ServerName: "sealane-embedded"})
+		// Every process on the data directory shares its NATS (the first serves it); each runs
+		// its own stages for its own deploys: a private pipeline.
+		n.local, err = localnats.Open(ctx, localnats.Options{Dir: o.DataDir, Name: o.Name, Log: o.Log})
 		if err != nil {
-			return nil, fmt.Errorf("start embedded NATS in %s: %w", o.DataDir, err)
+			return nil, fmt.Errorf("embedded NATS in %s: %w", o.DataDir, err)
 		}
-		n.conn, err = bus.ConnectInProcess(ctx, n.server, o.Name)
-		if err != nil {
+		n.conn = n.local.Conn()
+		if busOpts.Pipeline, err = privatePipelineName(); err != nil {
 			n.Close()
 			return nil, err
 		}
@@ -138,16 +140,34 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 // Runner returns a stage runner on this node's bus.
 func (n *Node) Runner(log *zap.Logger) *stage.Runner { return &stage.Runner{Bus: n.Bus, Log: log} }
 
-// Close drains the connection and stops the embedded server, if any.
+// Close drains the connection and leaves the embedded NATS, if any (stopping its server when
+// this process serves it: another process on the data directory takes over). Stop the stages
+// first.
 func (n *Node) Close() {
+	if n.Bus != nil && n.Bus.Options().Pipeline != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.Bus.Forget(ctx); err != nil {
+			n.log.Warn("remove this process's consumers (the server removes them once unused for a day)", zap.Error(err))
+		}
+		cancel()
+	}
+	if n.local != nil {
+		n.local.Close()
+		return
+	}
 	if n.conn != nil {
 		_ = n.conn.Drain()
 		n.conn.Close()
 	}
-	if n.server != nil {
-		n.server.Shutdown()
-		n.server.WaitForShutdown()
+}
+
+// privatePipelineName names this process's private pipeline: "local-" and 8 random hex digits.
+func privatePipelineName() (string, error) {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("name the private pipeline: %w", err)
 	}
+	return "local-" + hex.EncodeToString(b), nil
 }
 
 // RunStages runs the named stages with r until ctx is done; it returns the first stage error.

@@ -61,6 +61,12 @@ func newEnv(t *testing.T) *env {
 // process) would; bus.New also (re)creates any missing stream or bucket.
 func (e *env) newBus(name string) (*bus.Bus, *nats.Conn) {
 	e.t.Helper()
+	return e.newBusWith(name, bus.DefaultOptions())
+}
+
+// newBusWith is newBus with the given topology options.
+func (e *env) newBusWith(name string, opts bus.Options) (*bus.Bus, *nats.Conn) {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	nc, err := bus.ConnectInProcess(ctx, e.srv, name)
@@ -68,7 +74,7 @@ func (e *env) newBus(name string) (*bus.Bus, *nats.Conn) {
 		e.t.Fatalf("connect %s: %v", name, err)
 	}
 	e.t.Cleanup(nc.Close)
-	b, err := bus.New(ctx, nc, bus.DefaultOptions(), e.log.Named(name))
+	b, err := bus.New(ctx, nc, opts, e.log.Named(name))
 	if err != nil {
 		e.t.Fatalf("new bus %s: %v", name, err)
 	}

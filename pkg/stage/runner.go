@@ -49,7 +49,6 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 			r.deadLetter(ctx, st, msg, reason, log)
 		},
 	}
-	opts = opts.WithDefaults()
 	return r.Bus.Consume(ctx, opts, func(ctx context.Context, msg jetstream.Msg) error {
 		return r.handle(ctx, st, msg, log)
 	})
@@ -74,6 +73,12 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	e, err := events.Decode(msg.Headers(), msg.Data())
 	if err != nil {
 		return bus.Permanent(fmt.Errorf("%s: message on %s: %w", st.Name, msg.Subject(), err))
+	}
+	if p := events.PipelineOf(e); p != r.Bus.Options().Pipeline {
+		// Another process's private pipeline (several share one data directory): its own
+		// stages handle it, with its kubeconfig and keys.
+		log.Debug("skipping an event of another pipeline", zap.String("event", e.ID()), zap.String("pipeline", p))
+		return nil
 	}
 	in := Input{Event: e, Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
 	if in.DeployID == "" {

@@ -100,6 +100,7 @@ func build(st Stage, in Input, em Emit, now time.Time) (cloudevents.Event, error
 		CorrelationID: deployOf(in, em),
 		CausationID:   in.Event.ID(),
 		DataRef:       em.DataRef,
+		Pipeline:      events.PipelineOf(in.Event),
 		Time:          now,
 	}, em.Data)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,45 @@ func TestNATSRestart(t *testing.T) {
 	rel.start().finish(t)
 }
 
+// TestNATSStall freezes every connection to NATS — the stages' and the CLI's — for 2 to 6 s in
+// the middle of a deploy, then drops them, as a failed network path or a load balancer does:
+// what was sent meanwhile is lost. Every call that waited for an answer must be tried again on
+// the new connection (the call rule of pkg/bus): before it, a KV read lost like this waited for
+// the deploy's whole deadline and failed the deploy (issue 12). Three trials at random moments.
+func TestNATSStall(t *testing.T) {
+	t.Parallel()
+	rng := seeded(t)
+	p := newPipeline(t, pipelineOptions{natsProxy: true})
+	rel := newRelease(t, p, "natsstall")
+	tp := newTap(t, p.nats[0].url(), rel.ns, rel.name)
+	warm := rel.start()
+	warm.finish(t)
+	if t.Failed() {
+		t.FailNow()
+	}
+	phases := warm.run.phases()
+	for trial := 1; trial <= 3; trial++ {
+		tp.reset()
+		ts := append(triggers("tracker", phases), triggers("applier", phases)...)
+		ts = append(ts, triggers("recorder", phases)...)
+		tr := ts[rng.IntN(len(ts))]
+		delay := uniform(rng, 0, tr.maxDelay)
+		hold := uniform(rng, 2*time.Second, 6*time.Second)
+		d := rel.start()
+		if !waitUntil(d.run, func() bool { return tp.has(tr.step) }) || !sleepOrDone(d.run, delay) {
+			t.Errorf("trial %d: the deploy ended before the stall (%s + %s)", trial, tr.step, delay)
+		}
+		p.natsProxy.stall(hold)
+		d.finish(t)
+		t.Logf("trial %d: NATS stalled %s after %s for %s, then its connections dropped; revision %d deployed in %s", trial,
+			delay.Round(time.Millisecond), tr.step, hold.Round(time.Millisecond), rel.revised, d.run.took.Round(time.Millisecond))
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	rel.start().finish(t)
+}
+
 // proxy forwards TCP connections to the sandbox apiserver; down() closes its listener and
 // every open connection until up(), so only the processes using it lose the apiserver.
 type proxy struct {
@@ -72,9 +112,40 @@ type proxy struct {
 	// that widens the windows between a stage's side effects, its state save and its ack.
 	delay time.Duration
 
+	// stalled drops what is sent both ways while set: a frozen network path (see stall).
+	stalled atomic.Bool
+
 	mu    sync.Mutex
 	l     net.Listener
 	conns map[net.Conn]bool
+}
+
+// stall freezes every connection through the proxy for d — what is sent meanwhile is lost —
+// then drops them, as a failed network path or a load balancer does; new connections work.
+func (px *proxy) stall(d time.Duration) {
+	px.stalled.Store(true)
+	time.Sleep(d)
+	px.down()
+	px.stalled.Store(false)
+	px.up()
+}
+
+// stallReader reads from r and drops what it read while its proxy is stalled.
+type stallReader struct {
+	px *proxy
+	r  io.Reader
+}
+
+func (s stallReader) Read(b []byte) (int, error) {
+	for {
+		n, err := s.r.Read(b)
+		if n > 0 && s.px.stalled.Load() {
+			n = 0
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
 }
 
 func newProxy(t *testing.T, target string, delay time.Duration) *proxy {
@@ -142,8 +213,8 @@ func (px *proxy) forward(c net.Conn) {
 	}
 	defer px.track(u, false)
 	done := make(chan struct{}, 2)
-	go func() { _, _ = copyDelayed(u, c, px.delay); done <- struct{}{} }()
-	go func() { _, _ = copyDelayed(c, u, px.delay); done <- struct{}{} }()
+	go func() { _, _ = copyDelayed(u, stallReader{px, c}, px.delay); done <- struct{}{} }()
+	go func() { _, _ = copyDelayed(c, stallReader{px, u}, px.delay); done <- struct{}{} }()
 	<-done
 }
 

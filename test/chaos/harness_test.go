@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 )
 
@@ -244,6 +245,9 @@ type pipeline struct {
 	kubeconfig string // what the stages use to reach the cluster
 	env        []string
 	stages     map[string][]*proc
+	// natsProxy, with pipelineOptions.natsProxy, carries every connection to NATS (stages and
+	// CLI; url is its address).
+	natsProxy *proxy
 }
 
 type pipelineOptions struct {
@@ -255,6 +259,8 @@ type pipelineOptions struct {
 	slow      string
 	slowDelay time.Duration
 	logLevel  string // of the stages; default info
+	// natsProxy puts a proxy (pipeline.natsProxy) between NATS and every stage and CLI.
+	natsProxy bool
 }
 
 var stageNames = []string{"renderer", "applier", "tracker", "recorder"}
@@ -276,6 +282,10 @@ func newPipeline(t *testing.T, o pipelineOptions) *pipeline {
 	p := &pipeline{t: t, kubeconfig: o.kubeconfig, stages: map[string][]*proc{}}
 	p.nats = startNATS(t, o.natsNodes)
 	p.url = natsURL(p.nats)
+	if o.natsProxy {
+		p.natsProxy = newProxy(t, strings.TrimPrefix(p.nats[0].url(), "nats://"), 0)
+		p.url = "nats://" + p.natsProxy.addr
+	}
 	p.env = []string{"SEALANE_PAYLOAD_KEY=" + payloadKey}
 	if o.natsNodes > 1 {
 		p.env = append(p.env, "SEALANE_NATS_REPLICAS="+strconv.Itoa(o.natsNodes))
@@ -811,38 +821,38 @@ func newTap(t *testing.T, url, ns, rel string) *tap {
 	}
 	// The deploy's state saves too, as "state:<status>": the moment a stage saved its state and
 	// has not yet published the events that go with it.
-	js, _ := jetstream.New(nc)
+	// A restart-proof watch (bus.KV.Watch): nats.go's own kv.Watch dies with a NATS restart.
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	var kv jetstream.KeyValue
+	var kv *bus.KV
 	for i := 0; ; i++ { // the stages create the bucket as they start
-		if kv, err = js.KeyValue(ctx, "sealane-deploys"); err == nil || i == 300 {
+		if kv, err = bus.OpenKV(ctx, nc, bus.DefaultStateBucket); err == nil || i == 300 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
+		cancel()
 		t.Fatalf("state bucket: %v", err)
 	}
-	w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
-	if err != nil {
-		t.Fatalf("watch state: %v", err)
-	}
+	watched := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-watched })
 	go func() {
-		for e := range w.Updates() {
-			if e == nil {
-				continue
-			}
+		defer close(watched)
+		err := kv.Watch(ctx, ">", func(e jetstream.KeyValueEntry) error {
 			var st struct {
 				Status string        `json:"status"`
 				Target events.Target `json:"target"`
 			}
 			if json.Unmarshal(e.Value(), &st) != nil || st.Target.Release != rel || st.Target.Namespace != ns {
-				continue
+				return nil
 			}
 			tp.mu.Lock()
 			tp.seen["state:"+st.Status] = true
 			tp.mu.Unlock()
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			t.Errorf("watch deploy states: %v", err)
 		}
 	}()
 	return tp
