@@ -10,7 +10,7 @@ SANDBOX_KUBECONFIG := $(SEALANE_SANDBOX_DIR)/kubeconfig
 export PATH := $(HOME)/.cache/sealane/bin:$(PATH)
 GO_PACKAGES := ./... ./events/... ./examples/audit-consumer/...
 
-.PHONY: build demo test test-short bench vet fmt clean
+.PHONY: build demo test test-short bench vet fmt clean chaos-soak
 
 include $(REPO)/Makefile.sandbox.mk
 
@@ -28,6 +28,11 @@ test: sandbox-up vet
 
 test-short:
 	go test -short -count=1 $(GO_PACKAGES)
+
+# Runs test/chaos N times (default 20) with fresh random seeds, printing each seed and result.
+N ?= 20
+chaos-soak: sandbox-up
+	N=$(N) $(REPO)/hack/chaos-soak.sh
 
 # Benchmarks report sealane against helm side by side, as ratios (see bench/README.md).
 bench: sandbox-up

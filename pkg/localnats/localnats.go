@@ -233,6 +233,15 @@ func (n *Node) shutdown() {
 	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == addr {
 		_ = os.Remove(path)
 	}
+	// JetStream first, while the clients are still connected: Shutdown alone would first tell
+	// every waiting pull request "409 Server Shutdown" and keep delivering to those requests
+	// for another 50 ms (nats-server 2.15 Server.signalPullConsumers), and a message delivered
+	// to a request its client has given up on only comes back after the consumer's ack wait.
+	// With JetStream stopped first nothing is delivered any more; the clients' calls get
+	// "JetStream not enabled" and are tried again on the next server (bus.call).
+	if err := n.server.ShutdownJetStream(); err != nil {
+		n.log.Warn("stop JetStream before the hand-over", zap.Error(err))
+	}
 	n.server.Shutdown()
 	n.server.WaitForShutdown()
 	_ = n.lock.Close() // releases the flock: the next process may serve the store now
