@@ -1,77 +1,25 @@
 package chaos
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sealane/sealane/events"
 )
 
-// cli is a `sealane` command in the CLI's default embedded mode, running in the background;
-// its output can be read while it runs.
-type cli struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	code int
-
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-func (c *cli) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.Write(b)
-}
-
-func (c *cli) output() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.String()
-}
-
-// startCLI runs sealane with args on the data directory dataDir; it is killed when the test ends.
-func startCLI(t *testing.T, name, dataDir string, env []string, args ...string) *cli {
+// startCLI runs `sealane args...` in the CLI's default embedded mode on the data directory
+// dataDir, in the background; it is stopped when the test ends.
+func startCLI(t *testing.T, name, dataDir string, env []string, args ...string) *proc {
 	t.Helper()
-	args = append(args, "--kubeconfig", kubeconfig, "--data-dir", dataDir)
-	c := &cli{name: name, cmd: exec.Command(sealaneBin, args...), done: make(chan struct{})}
-	c.cmd.Dir = repoRoot
-	c.cmd.Env = append(os.Environ(), env...)
-	c.cmd.Stdout, c.cmd.Stderr = c, c
-	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		_ = c.cmd.Wait()
-		c.code = c.cmd.ProcessState.ExitCode()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-c.done:
-		default:
-			_ = c.cmd.Process.Kill()
-			<-c.done
-		}
-		if t.Failed() {
-			t.Logf("--- %s output (last 80 lines):\n%s", name, tail(c.output(), 80))
-		}
-	})
-	return c
+	return newProc(t, name, env, sealaneBin, append(args, "--kubeconfig", kubeconfig, "--data-dir", dataDir)...)
 }
 
-// saw reports whether the command printed an event of type typ (with -o json).
-func (c *cli) saw(typ events.Type) bool {
-	for _, line := range strings.Split(c.output(), "\n") {
+// saw reports whether the process printed an event of type typ (with -o json).
+func (p *proc) saw(typ events.Type) bool {
+	for _, line := range strings.Split(p.output(), "\n") {
 		var e struct {
 			Type string `json:"type"`
 		}
@@ -82,14 +30,32 @@ func (c *cli) saw(typ events.Type) bool {
 	return false
 }
 
-// wait waits for the command, at most timeout, and returns its exit code.
-func (c *cli) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
+// exited reports whether the process ended.
+func (p *proc) exited() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
 	select {
-	case <-c.done:
-		return c.code
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the process to end, at most timeout, and returns its exit code.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.code
 	case <-time.After(timeout):
-		t.Fatalf("%s still running after %s:\n%s", c.name, timeout, tail(c.output(), 60))
+		t.Fatalf("%s still running after %s:\n%s", p.name, timeout, tail(p.output(), 60))
 		return -1
 	}
 }
@@ -105,7 +71,7 @@ func TestEmbeddedServerKilled(t *testing.T) {
 	dataDir := t.TempDir()
 	ns := namespace(t)
 	env := []string{"SEALANE_LEASE_TTL=5s"}
-	deploy := func(name, chart, release string, extra ...string) *cli {
+	deploy := func(name, chart, release string, extra ...string) *proc {
 		args := append([]string{"deploy", chart, "--release", release, "--namespace", ns, "--timeout", "2m", "-o", "json", "--log-level", "info"}, extra...)
 		return startCLI(t, name, dataDir, env, args...)
 	}
@@ -115,7 +81,7 @@ func TestEmbeddedServerKilled(t *testing.T) {
 		t.Fatalf("the holder never applied its first phase:\n%s", holder.output())
 	}
 	queued := deploy("queued", chartDir, "victim", "--set", "gen=1")
-	others := make([]*cli, 4)
+	others := make([]*proc, 4)
 	for i := range others {
 		others[i] = deploy(fmt.Sprintf("other-%d", i+1), "examples/demo", fmt.Sprintf("other-%d", i+1))
 	}
@@ -134,16 +100,11 @@ func TestEmbeddedServerKilled(t *testing.T) {
 	time.Sleep(delay)
 	finished := 0
 	for _, o := range others {
-		select {
-		case <-o.done:
+		if o.exited() {
 			finished++
-		default:
 		}
 	}
-	if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-holder.done
+	holder.kill(t)
 	t.Logf("killed the serving process %s after the others started (%d of 4 had finished)", delay.Round(time.Millisecond), finished)
 
 	for _, o := range append(others, queued) {

@@ -76,6 +76,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	starts int
+	code   int // exit code of the last run, once done is closed
 }
 
 func (p *proc) Write(b []byte) (int, error) {
@@ -118,7 +119,13 @@ func (p *proc) start(t *testing.T) {
 		t.Fatalf("start %s: %v", p.name, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() {
+		_ = cmd.Wait()
+		p.mu.Lock()
+		p.code = cmd.ProcessState.ExitCode()
+		p.mu.Unlock()
+		close(done)
+	}()
 	p.cmd, p.done = cmd, done
 }
 

@@ -115,21 +115,7 @@ func localEvents(t *testing.T, dataDir string, args ...string) []streamEvent {
 	if r.code != 0 {
 		t.Fatalf("sealane events exit %d:\n%s", r.code, r.out)
 	}
-	var out []streamEvent
-	sc := bufio.NewScanner(strings.NewReader(r.out))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		var e streamEvent
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("event line %q: %v", line, err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return streamEventsOf(t, r.out)
 }
 
 // checkNoConsumersLeft opens the data directory (no other process uses it now) and fails if

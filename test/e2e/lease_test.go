@@ -61,8 +61,14 @@ func streamEvents(t *testing.T, url, rel string) []streamEvent {
 	if r.code != 0 {
 		t.Fatalf("sealane events exit %d:\n%s", r.code, r.out)
 	}
-	var out []streamEvent
-	sc := bufio.NewScanner(strings.NewReader(r.out))
+	return streamEventsOf(t, r.out)
+}
+
+// streamEventsOf reads the events of `sealane events -o json` output (other lines are skipped).
+func streamEventsOf(t *testing.T, out string) []streamEvent {
+	t.Helper()
+	var evs []streamEvent
+	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -73,9 +79,9 @@ func streamEvents(t *testing.T, url, rel string) []streamEvent {
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("event line %q: %v", line, err)
 		}
-		out = append(out, e)
+		evs = append(evs, e)
 	}
-	return out
+	return evs
 }
 
 func token(typ string) string {
