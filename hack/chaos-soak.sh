@@ -9,8 +9,12 @@ N=${N:-20}
 SOAK_DIR=${SOAK_DIR:-$(mktemp -d -t sealane-chaos-soak.XXXXXX)}
 mkdir -p "$SOAK_DIR"
 export PATH="$HOME/.cache/sealane/bin:$PATH"
-export SEALANE_KUBECONFIG=${SEALANE_KUBECONFIG:-$PWD/${SEALANE_SANDBOX_DIR:-.sandbox}/kubeconfig}
 export SEALANE_SANDBOX_DIR=${SEALANE_SANDBOX_DIR:-$PWD/.sandbox}
+export SEALANE_KUBECONFIG=${SEALANE_KUBECONFIG:-$SEALANE_SANDBOX_DIR/kubeconfig}
+if [ ! -f "$SEALANE_KUBECONFIG" ]; then
+  echo "chaos soak: no sandbox kubeconfig at $SEALANE_KUBECONFIG: run \`make sandbox-up\`" >&2
+  exit 100
+fi
 echo "chaos soak: $N runs, logs in $SOAK_DIR"
 # One build of the CLI and of the test binary for every run.
 go build -o "$SOAK_DIR/sealane" ./cmd/sealane || exit 100
@@ -29,7 +33,9 @@ for i in $(seq 1 "$N"); do
     rm -f "$log"
   else
     failed=$((failed + 1))
-    echo "run $i/$N seed $seed: FAIL (${took}s): $(grep -E '^\s*--- FAIL' "$log" | tr -s ' ' | tr '\n' ' ')log $log"
+    why=$(grep -E '^\s*--- FAIL' "$log" | tr -s ' ' | tr '\n' ' ')
+    [ -n "$why" ] || why="$(tail -n 3 "$log" | tr '\n' ' ') "
+    echo "run $i/$N seed $seed: FAIL (${took}s): ${why}log $log"
   fi
 done
 echo "chaos soak: $((N - failed)) of $N runs passed"
