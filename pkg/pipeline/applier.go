@@ -199,10 +199,11 @@ func failureSummary(fs []events.ResourceFailure) string {
 	return strings.Join(parts, "; ")
 }
 
-// deleteFailed deletes the failed resources whose delete policy says so (werf.io/delete-policy:
-// failed, helm.sh/hook-delete-policy: hook-failed) before the deploy is reported failed.
+// deleteFailed deletes, before the deploy is reported failed, the failed resources whose delete
+// policy says so (werf.io/delete-policy: failed, helm.sh/hook-delete-policy: hook-failed) and
+// the hooks of policy succeeded that succeeded before the failure (plan.Plan.FailureDeletions).
 func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef string, d events.PhaseTrackedData) error {
-	if renderRef == "" || len(d.Failures) == 0 {
+	if renderRef == "" {
 		return nil
 	}
 	bundle, err := loadBundle(ctx, a.Blobs, renderRef)

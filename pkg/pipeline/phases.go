@@ -487,27 +487,26 @@ func (r *phaseRun) check(ctx context.Context) error {
 		TakeOwnership: r.settings.TakeOwnership})
 }
 
-// deleteOnFailure deletes the resources of phase that failed and carry the failed delete
-// policy (the plan marks their waits DeleteOnFailure).
+// deleteOnFailure deletes, when phase failed, what Plan.FailureDeletions names: the failed
+// resources whose delete policy is failed, and the hooks of policy succeeded that succeeded
+// before the failure (Helm 3's rule).
 func (r *phaseRun) deleteOnFailure(ctx context.Context, phase int, failures []events.ResourceFailure) error {
 	if phase >= len(r.plan.Phases) {
 		return nil
 	}
-	failed := map[string]bool{}
+	failedRefs := map[string]bool{}
 	for _, f := range failures {
-		failed[refKey(toKubeRef(f.Resource))] = true
+		failedRefs[refKey(toKubeRef(f.Resource))] = true
+	}
+	var failed []resource.Key
+	for _, res := range r.plan.Resources {
+		if failedRefs[refKey(res.Ref)] {
+			failed = append(failed, res.Key)
+		}
 	}
 	var objs []manifest.Object
-	for _, id := range r.plan.Phases[phase].Wait {
-		op := r.plan.Operation(id)
-		if op == nil || !op.DeleteOnFailure {
-			continue
-		}
-		res := r.plan.Resource(op.Resource)
-		if res == nil || !failed[refKey(res.Ref)] {
-			continue
-		}
-		if o, ok := r.objects.get(res.Key); ok {
+	for _, k := range r.plan.FailureDeletions(phase, failed) {
+		if o, ok := r.objects.get(k); ok {
 			objs = append(objs, o)
 		}
 	}

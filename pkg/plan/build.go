@@ -301,6 +301,7 @@ func (b *builder) stage(s Stage, ps []*placement, prevEnd int) int {
 	}
 	end := b.g.add(Operation{ID: prefix + "end", Type: OpCheckpoint, Stage: s}, checkpointRank, "")
 	b.g.edge(cur, end)
+	var succeededHooks []*placement
 	for _, p := range ps {
 		p.group, p.done = start, end
 		if p.weighted {
@@ -310,8 +311,55 @@ func (b *builder) stage(s Stage, ps []*placement, prevEnd int) int {
 			}
 		}
 		b.resourceOps(p)
+		if deletedWhenHooksSucceed(p) {
+			succeededHooks = append(succeededHooks, p)
+		}
 	}
-	return end
+	return b.hookDeletions(s, succeededHooks, end)
+}
+
+// deletedWhenHooksSucceed reports whether p is a Helm hook deleted by policy succeeded: Helm
+// deletes such hooks only once every hook of their event succeeded (hookDeletions).
+func deletedWhenHooksSucceed(p *placement) bool {
+	return p.res.IsHook() && p.stage != StageInit && p.stage != StageCleanup && p.res.HasDeletePolicy(resource.DeleteSucceeded)
+}
+
+// hookDeletions deletes the stage's hooks of policy succeeded once the whole stage is done, as
+// Helm 3 does (pkg/action/hooks.go, execHook): only when every hook of an event succeeded are
+// the hook-succeeded ones deleted, in reverse order (here by weight group, highest first), each
+// waited for until gone. It returns the checkpoint the next stage starts after. (If a hook
+// fails first, the hooks that succeeded before it are deleted by the applier: Plan.FailureDeletions.)
+func (b *builder) hookDeletions(s Stage, hooks []*placement, end int) int {
+	if len(hooks) == 0 {
+		return end
+	}
+	slices.SortStableFunc(hooks, func(x, y *placement) int { return y.res.Weight - x.res.Weight })
+	prefix := "checkpoint/" + string(s) + "/"
+	prev := end
+	done := b.g.add(Operation{ID: prefix + "hooks-deleted", Type: OpCheckpoint, Stage: s}, checkpointRank, "")
+	for i := 0; i < len(hooks); {
+		w := hooks[i].res.Weight
+		j := i
+		for j < len(hooks) && hooks[j].res.Weight == w {
+			j++
+		}
+		group := b.g.add(Operation{ID: fmt.Sprintf("%shooks-deleted:%d", prefix, w), Type: OpCheckpoint, Stage: s}, checkpointRank, "")
+		for _, p := range hooks[i:j] {
+			r, key := p.res, p.res.Key.String()
+			d := b.g.add(Operation{ID: "delete/" + string(s) + "/" + key, Type: OpDelete, Stage: s, Resource: r.Key, HookSucceeded: true},
+				deleteRank(r.Key.Kind), r.Key.Name)
+			b.g.edge(prev, d)
+			b.g.edge(d, group)
+			gone := b.g.add(Operation{ID: "wait-absent/" + string(s) + "/" + key, Type: OpWaitAbsent, Stage: s, Resource: r.Key},
+				applyRank(r.Key.Kind), r.Key.Name)
+			b.g.edge(d, gone)
+			b.g.edge(gone, done)
+		}
+		b.g.edge(prev, group)
+		prev, i = group, j
+	}
+	b.g.edge(prev, done)
+	return done
 }
 
 // resourceOps adds the operations of one placement: waits for external dependencies, apply or
@@ -358,9 +406,12 @@ func (b *builder) resourceOps(p *placement) {
 	p.wait = b.g.add(w, rank, r.Key.Name)
 	b.g.edge(p.apply, p.wait)
 	if r.HasDeletePolicy(resource.DeleteSucceeded) {
-		d := b.g.add(op(OpDelete, "delete/"+s+"/"+key), deleteRank(r.Key.Kind), r.Key.Name)
-		b.g.edge(p.wait, d)
 		p.forceBlocking = true // deleted once it succeeded: its success must be waited for
+		if !deletedWhenHooksSucceed(p) {
+			// werf.io/delete-policy: succeeded on a resource: deleted as soon as it is ready.
+			d := b.g.add(op(OpDelete, "delete/"+s+"/"+key), deleteRank(r.Key.Kind), r.Key.Name)
+			b.g.edge(p.wait, d)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@
 package plan
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/sealane/sealane/pkg/resource"
@@ -108,6 +109,9 @@ type Operation struct {
 	NonBlocking bool `json:"nonBlocking,omitempty"`
 	// DeleteOnFailure marks a wait whose resource is deleted if it fails (delete policy failed).
 	DeleteOnFailure bool `json:"deleteOnFailure,omitempty"`
+	// HookSucceeded marks the delete of a Helm hook of policy succeeded: it runs once every hook
+	// of its stage succeeded; when one fails first, FailureDeletions names it instead.
+	HookSucceeded bool `json:"hookSucceeded,omitempty"`
 	// After are the IDs of the operations that must be done before this one starts, sorted.
 	After []string `json:"after,omitempty"`
 	// Phase is the 1-based number of the phase the operation is in; 0 for checkpoints.
@@ -186,4 +190,48 @@ func (p *Plan) Operation(id string) *Operation {
 		}
 	}
 	return nil
+}
+
+// FailureDeletions returns what is deleted when the phase with index phase (0-based, as in
+// events.PhaseTrackedData) fails with the failed resources, as Helm 3 does for hooks
+// (pkg/action/hooks.go, execHook): each failed resource whose wait is DeleteOnFailure (delete
+// policy failed), and each hook of delete policy succeeded, of a stage of the failing phase,
+// that already succeeded — its wait was in an earlier phase (hooks of one weight run at once;
+// those beside the failed one are not taken as succeeded). Sorted by key, without duplicates.
+func (p *Plan) FailureDeletions(phase int, failed []resource.Key) []resource.Key {
+	if phase < 0 || phase >= len(p.Phases) {
+		return nil
+	}
+	ph := p.Phases[phase]
+	byID := make(map[string]*Operation, len(p.Operations))
+	for i := range p.Operations {
+		byID[p.Operations[i].ID] = &p.Operations[i]
+	}
+	isFailed := make(map[resource.Key]bool, len(failed))
+	for _, k := range failed {
+		isFailed[k] = true
+	}
+	out := map[resource.Key]bool{}
+	for _, id := range ph.Wait {
+		if op := byID[id]; op != nil && op.DeleteOnFailure && isFailed[op.Resource] {
+			out[op.Resource] = true
+		}
+	}
+	for _, op := range p.Operations {
+		if !op.HookSucceeded || !slices.Contains(ph.Stages, op.Stage) {
+			continue
+		}
+		for _, t := range []OpType{OpWaitCompletion, OpWaitReady} {
+			w := byID[string(t)+"/"+string(op.Stage)+"/"+op.Resource.String()]
+			if w != nil && w.Phase > 0 && w.Phase < ph.Number {
+				out[op.Resource] = true
+			}
+		}
+	}
+	keys := make([]resource.Key, 0, len(out))
+	for k := range out {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
 }

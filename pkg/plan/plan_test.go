@@ -76,6 +76,9 @@ func dag(p *Plan) string {
 		if op.DeleteOnFailure {
 			b.WriteString(" delete-on-failure")
 		}
+		if op.HookSucceeded {
+			b.WriteString(" hook-succeeded")
+		}
 		b.WriteString("\n")
 		for _, a := range op.After {
 			fmt.Fprintf(&b, "    after %s\n", a)
