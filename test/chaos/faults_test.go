@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"path/filepath"
 	"strings"
@@ -82,10 +83,7 @@ func TestNATSStall(t *testing.T) {
 	phases := warm.run.phases()
 	for trial := 1; trial <= 3; trial++ {
 		tp.reset()
-		ts := append(triggers("tracker", phases), triggers("applier", phases)...)
-		ts = append(ts, triggers("recorder", phases)...)
-		tr := ts[rng.IntN(len(ts))]
-		delay := uniform(rng, 0, tr.maxDelay)
+		tr, delay := stallMoment(rng, phases)
 		hold := uniform(rng, 2*time.Second, 6*time.Second)
 		d := rel.start()
 		if !waitUntil(d.run, func() bool { return tp.has(tr.step) }) || !sleepOrDone(d.run, delay) {
@@ -100,6 +98,19 @@ func TestNATSStall(t *testing.T) {
 		}
 	}
 	rel.start().finish(t)
+}
+
+// stallMoment picks when TestNATSStall freezes NATS: at most 300 ms after the applier or the
+// tracker took up a phase that is not the last, so that a whole phase's work is still ahead.
+// (Soak run seed 12361268712023536500 picked 145 ms after "succeeded": the deploy had ended.)
+func stallMoment(rng *mrand.Rand, phases int) (trigger, time.Duration) {
+	var ts []trigger
+	for _, tr := range append(triggers("applier", phases), triggers("tracker", phases)...) {
+		if tr.step != fmt.Sprintf("phase_applied.%d", phases-1) {
+			ts = append(ts, tr)
+		}
+	}
+	return ts[rng.IntN(len(ts))], uniform(rng, 0, 300*time.Millisecond)
 }
 
 // proxy forwards TCP connections to the sandbox apiserver; down() closes its listener and
@@ -490,3 +501,24 @@ func streamInfo(t *testing.T, url string) *jetstream.StreamInfo {
 func streamLeader(t *testing.T, url string) string { return streamInfo(t, url).Cluster.Leader }
 
 func streamReplicas(t *testing.T, url string) int { return streamInfo(t, url).Config.Replicas }
+
+// TestStallMomentLeavesAPhase: whatever the seed — the soak's 12361268712023536500, whose trial
+// 3 stalled NATS after the deploy had ended, and a thousand others — TestNATSStall stalls NATS
+// with a whole phase of the deploy still ahead.
+func TestStallMomentLeavesAPhase(t *testing.T) {
+	seeds := []uint64{12361268712023536500}
+	for i := range 1000 {
+		seeds = append(seeds, uint64(i)*0x9e3779b97f4a7c15)
+	}
+	const phases = 7
+	for _, seed := range seeds {
+		rng := mrand.New(mrand.NewPCG(seed, seed>>1|1))
+		for trial := range 3 {
+			tr, delay := stallMoment(rng, phases)
+			last := fmt.Sprintf("phase_applied.%d", phases-1)
+			if tr.step == last || tr.step == "succeeded" || tr.step == "rendered" || tr.step == "requested" || delay > 300*time.Millisecond {
+				t.Fatalf("seed %d trial %d: stall %s after %s: the deploy may end first", seed, trial+1, delay, tr.step)
+			}
+		}
+	}
+}
