@@ -308,6 +308,9 @@ type PhaseTrackedData struct {
 	Phases   int               `json:"phases"`
 	Ready    bool              `json:"ready"`
 	Failures []ResourceFailure `json:"failures,omitempty"`
+	// LogBatches is how many log_lines events the tracker published for this phase, all
+	// stored before this event: a client showing logs waits for exactly those.
+	LogBatches int `json:"logBatches,omitempty"`
 }
 
 // SucceededData is the payload of DeploySucceeded.
@@ -401,6 +404,9 @@ const (
 	// LogEvent lines are Kubernetes events about the resource or its pods
 	// (werf.io/show-service-messages, or the resource that failed the deploy).
 	LogEvent LogStream = "event"
+	// LogNotice lines are sealane's own notes about tracking the resource, such as logs it
+	// does not follow (a limit reached).
+	LogNotice LogStream = "notice"
 )
 
 // LogLine is one line of a container's output or one Kubernetes event.

@@ -179,8 +179,14 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 	stagesCtx, stopStages := context.WithCancel(ctx)
 	stagesDone := make(chan error, 1)
 	if g.natsURL == "" {
-		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: log, Secrets: secrets, LeaseTTL: leaseTTL}
-		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(log), deps) }()
+		stageLog, err := g.stageLogger()
+		if err != nil {
+			node.Close()
+			stopStages()
+			return nil, err
+		}
+		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL}
+		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(stageLog), deps) }()
 	} else {
 		close(stagesDone)
 	}

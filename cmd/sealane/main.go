@@ -34,6 +34,9 @@ type globalFlags struct {
 	kubeContext string
 	logLevel    string
 	logJSON     bool
+	// logLevelSet says --log-level was given: only then do the embedded stages log to stderr
+	// (otherwise the terminal shows the progress alone).
+	logLevelSet bool
 
 	// payloadKeyFile holds the key that encrypts payloads at rest (--payload-key-file).
 	payloadKeyFile string
@@ -69,7 +72,8 @@ func newRoot() *cobra.Command {
 		"file with the 64-hex-character key that encrypts payloads in NATS (default $SEALANE_PAYLOAD_KEY; embedded: <data-dir>/payload.key, created on first use)")
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	pf.StringVar(&g.kubeContext, "kube-context", "", "kubeconfig context = cluster name (default: the current context)")
-	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (the embedded stages log only when it is given)")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.logLevelSet = cmd.Flags().Changed("log-level") }
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
 	root.AddCommand(newDeployCmd(g), newServeCmd(g), newEventsCmd(g), newSlugifyCmd(), newSecretCmd(), newRenderCmd(g), newRollbackCmd(g), newDismissCmd(g), newTestCmd(g), newPlanCmd(g))
 	root.AddCommand(newListCmd(g))
@@ -86,6 +90,16 @@ func (g *globalFlags) openReader(ctx context.Context) (*serve.Node, error) {
 		return nil, err
 	}
 	return serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-events", Log: log})
+}
+
+// stageLogger is the logger of the stages an embedded pipeline runs in this process: the
+// CLI's logger when --log-level was given, else none — what the user needs to know about the
+// deploy comes as events (the progress output).
+func (g *globalFlags) stageLogger() (*zap.Logger, error) {
+	if !g.logLevelSet {
+		return zap.NewNop(), nil
+	}
+	return g.logger()
 }
 
 func (g *globalFlags) logger() (*zap.Logger, error) {

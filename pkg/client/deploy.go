@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -141,16 +140,14 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	}
 	logsDone := make(chan struct{})
 	logSubject := events.NATSSubject(events.LogLines, target)
-	var logSeq atomic.Uint64
+	logs := newLogWaiter()
 	go func() {
 		defer close(logsDone)
 		_ = b.Follow(followCtx, bus.FollowOptions{Logs: true, StartTime: start, FilterSubjects: []string{logSubject}},
 			func(m jetstream.Msg) error {
 				if e, err := events.Decode(m.Headers(), m.Data()); err == nil && events.CorrelationID(e) == deployID {
 					deliver(e)
-				}
-				if md, err := m.Metadata(); err == nil {
-					logSeq.Store(md.Sequence.Stream)
+					logs.got(e)
 				}
 				return nil
 			})
@@ -166,6 +163,9 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 				return nil
 			}
 			deliver(e)
+			if events.Type(e.Type()) == events.PhaseTracked {
+				logs.expect(e)
+			}
 			if events.Type(e.Type()) == events.ReleaseRecorded {
 				if err := events.DecodeData(e, &res.RecordedData); err != nil {
 					return err
@@ -193,30 +193,82 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	case <-ctx.Done():
 		return res, fmt.Errorf("deploy %s: no final answer from the pipeline: %w", deployID, ctx.Err())
 	}
-	drainLogs(ctx, b, logSubject, &logSeq)
+	logs.wait(ctx)
 	if res.Outcome != events.OutcomeSucceeded {
 		return res, fmt.Errorf("%w: %s", ErrDeployFailed, res.Reason)
 	}
 	return res, nil
 }
 
-// logDrain bounds how long a finished deploy waits for its last log lines to be delivered.
+// logDrain bounds how long a finished deploy waits for log lines it was told of but has not
+// received (the tracker counts the batches of each phase in phase_tracked; in the usual case
+// they are all there, or arrive within milliseconds, and nothing waits this long).
 const logDrain = 2 * time.Second
 
-// drainLogs waits until the log follower has delivered the last log message stored for
-// subject (the tracker publishes them before it reports the phase), at most logDrain.
-func drainLogs(ctx context.Context, b *bus.Bus, subject string, delivered *atomic.Uint64) {
+// logWaiter knows which log_lines events of a deploy the client received, and how many the
+// tracker published per phase (PhaseTrackedData.LogBatches).
+type logWaiter struct {
+	mu      sync.Mutex
+	have    map[int]map[string]bool // phase → event ids received
+	want    map[int]int             // phase → batches published
+	changed chan struct{}           // closed and replaced on every change
+}
+
+func newLogWaiter() *logWaiter {
+	return &logWaiter{have: map[int]map[string]bool{}, want: map[int]int{}, changed: make(chan struct{})}
+}
+
+// got records a received log_lines event.
+func (w *logWaiter) got(e cloudevents.Event) {
+	var d events.LogLinesData
+	if events.Type(e.Type()) != events.LogLines || events.DecodeData(e, &d) != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.have[d.Phase] == nil {
+		w.have[d.Phase] = map[string]bool{}
+	}
+	w.have[d.Phase][e.ID()] = true
+	w.signal()
+}
+
+// expect records how many log batches a phase_tracked event says its phase published.
+func (w *logWaiter) expect(e cloudevents.Event) {
+	var d events.PhaseTrackedData
+	if events.DecodeData(e, &d) != nil || d.LogBatches == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.want[d.Phase] = d.LogBatches
+	w.signal()
+}
+
+func (w *logWaiter) signal() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// wait returns once every phase's log batches were received, or after logDrain.
+func (w *logWaiter) wait(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, logDrain)
 	defer cancel()
-	last, err := b.LastMsg(ctx, b.Options().LogStream, subject)
-	if err != nil {
-		return // no log lines for this release
-	}
-	for delivered.Load() < last.Sequence {
+	for {
+		w.mu.Lock()
+		missing := false
+		for phase, n := range w.want {
+			missing = missing || len(w.have[phase]) < n
+		}
+		changed := w.changed
+		w.mu.Unlock()
+		if !missing {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(20 * time.Millisecond):
+		case <-changed:
 		}
 	}
 }

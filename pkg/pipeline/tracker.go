@@ -107,7 +107,7 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if lost := stopLease(); lost != nil {
 		return leaseLost(events.StageTracker, in, lost), nil
 	}
-	result.Ready = outcome.Ready
+	result.Ready, result.LogBatches = outcome.Ready, relay.batches()
 	for _, f := range outcome.Failures {
 		result.Failures = append(result.Failures, events.ResourceFailure{Resource: toEventRef(f.Ref), Reason: f.Reason})
 	}

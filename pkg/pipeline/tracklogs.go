@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sealane/sealane/events"
@@ -42,6 +43,13 @@ type logRelay struct {
 	warned   map[kube.Ref]bool
 	// delivered are the pods whose logs have delivered lines.
 	delivered map[string]bool
+	// since is when the phase was applied; fresh are the followed pods created after it, the
+	// ones whose first lines the end of the phase waits for (closeGrace).
+	since time.Time
+	fresh map[string]bool
+	// sent are the ids (steps) of the log_lines events published: their number is
+	// PhaseTrackedData.LogBatches (a batch sent twice is stored once).
+	sent map[string]bool
 }
 
 // newLogRelay starts following logs through client; since is when the phase was applied (older
@@ -49,7 +57,8 @@ type logRelay struct {
 func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, base events.LogLinesData, since time.Time, log *zap.Logger) *logRelay {
 	r := &logRelay{ctx: ctx, publish: publish, base: base, log: log,
 		settings: map[kube.Ref]resource.LogSettings{}, chosen: map[kube.Ref][]string{},
-		recent: map[kube.Ref][]events.LogLine{}, warned: map[kube.Ref]bool{}, delivered: map[string]bool{}}
+		recent: map[kube.Ref][]events.LogLine{}, warned: map[kube.Ref]bool{}, delivered: map[string]bool{}, sent: map[string]bool{},
+		since: since, fresh: map[string]bool{}}
 	opts := podlogs.DefaultOptions()
 	opts.Since, opts.Logger = since, log
 	r.streamer = podlogs.New(client, r.deliver, opts)
@@ -75,6 +84,9 @@ func (r *logRelay) pods(p track.PodsSeen) {
 		chosen = podlogs.SelectPods(pods, previous, settings.OnlyReplicas)
 	}
 	r.chosen[p.Ref] = chosen
+	for _, name := range freshPods(pods, chosen, r.since) {
+		r.fresh[name] = true
+	}
 	r.mu.Unlock()
 	for _, name := range previous {
 		if !slices.Contains(chosen, name) {
@@ -93,7 +105,9 @@ func (r *logRelay) pods(p track.PodsSeen) {
 			r.warned[p.Ref] = true
 			r.mu.Unlock()
 			if first {
+				// Said once in the progress output, where the missing logs would be.
 				r.log.Info("not following more container logs", zap.Stringer("resource", p.Ref), zap.Error(err))
+				r.send(p.Ref, pod.Name, "", []events.LogLine{{Time: time.Now(), Stream: events.LogNotice, Text: err.Error()}}, 0)
 			}
 		case err != nil && !errors.Is(err, podlogs.ErrClosed):
 			r.log.Warn("follow logs", zap.Stringer("resource", p.Ref), zap.String("pod", pod.Name), zap.Error(err))
@@ -157,9 +171,25 @@ func (r *logRelay) settle(ctx context.Context, failed []kube.Ref) {
 }
 
 // closeGrace bounds how long the end of a phase waits for the first lines of followed pods
-// that have shown none yet: a pod that became ready at once has usually logged its start-up,
-// and its log request may still be on the way.
+// created by the phase that have shown none yet: a pod that became ready at once has usually
+// logged its start-up, and its log request may still be on the way. A phase whose pods all
+// predate it (nothing changed) does not wait.
 const closeGrace = time.Second
+
+// freshSkew is the clock skew allowed between the apiserver (pod creation) and the tracker.
+const freshSkew = 2 * time.Second
+
+// freshPods returns the chosen pods created at or after since (less freshSkew): those of a
+// workload the phase changed. A pod that ran before the phase has nothing new to say.
+func freshPods(pods []*corev1.Pod, chosen []string, since time.Time) []string {
+	var out []string
+	for _, pod := range pods {
+		if slices.Contains(chosen, pod.Name) && !pod.CreationTimestamp.Time.Before(since.Add(-freshSkew)) {
+			out = append(out, pod.Name)
+		}
+	}
+	return out
+}
 
 // close stops following logs and publishes the lines still buffered, after waiting up to
 // closeGrace for followed pods that have not delivered any line yet.
@@ -171,13 +201,14 @@ func (r *logRelay) close() {
 	r.streamer.Close()
 }
 
-// waitingForFirstLines says whether a followed pod has delivered no line yet.
+// waitingForFirstLines says whether a followed pod created by the phase has delivered no
+// line yet.
 func (r *logRelay) waitingForFirstLines() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, pods := range r.chosen {
 		for _, p := range pods {
-			if !r.delivered[p] {
+			if r.fresh[p] && !r.delivered[p] {
 				return true
 			}
 		}
@@ -208,5 +239,16 @@ func (r *logRelay) send(ref kube.Ref, pod, container string, lines []events.LogL
 	step := fmt.Sprintf("logs.%d.%x", data.Phase, h.Sum(nil))[:48]
 	if err := r.publish(r.ctx, stage.Emit{Type: events.LogLines, Step: step, Data: data}); err != nil {
 		r.log.Warn("publish log lines", zap.Stringer("resource", ref), zap.Error(err))
+		return
 	}
+	r.mu.Lock()
+	r.sent[step] = true
+	r.mu.Unlock()
+}
+
+// batches returns how many log_lines events were published.
+func (r *logRelay) batches() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sent)
 }

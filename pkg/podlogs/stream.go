@@ -243,7 +243,7 @@ func (s *Streamer) Add(t Target) error {
 		go s.follow(p, c, f)
 	}
 	if len(refused) > 0 {
-		s.log.Warn("pod logs: container limit reached", zap.String("namespace", key.namespace), zap.String("pod", key.name),
+		s.log.Debug("pod logs: container limit reached", zap.String("namespace", key.namespace), zap.String("pod", key.name),
 			zap.Strings("containers", refused), zap.Int("limit", s.opts.MaxContainers))
 		return fmt.Errorf("pod %s/%s: logs of containers %s not shown: %w (limit %d)",
 			key.namespace, key.name, strings.Join(refused, ", "), ErrTooManyContainers, s.opts.MaxContainers)

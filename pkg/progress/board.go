@@ -217,8 +217,11 @@ func (b *Board) addLogs(d events.LogLinesData) {
 		if d.Container != "" {
 			title += ", container/" + d.Container
 		}
-		if l.Stream == events.LogEvent {
+		switch l.Stream {
+		case events.LogEvent:
 			key, title = d.Resource.String()+"\x00events", "Events for "+kindName(d.Resource)
+		case events.LogNotice:
+			key, title = d.Resource.String()+"\x00notes", "Note on "+kindName(d.Resource)
 		}
 		blk := b.logBlock(key, title)
 		if i == 0 && d.Dropped > 0 {
