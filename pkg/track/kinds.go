@@ -15,7 +15,7 @@ func serviceStatus(obj *unstructured.Unstructured) Status {
 	if addr := lbAddresses(obj.Object); addr != "" {
 		return Status{State: Ready, Message: "load balancer " + addr}
 	}
-	return Status{State: Waiting, Message: "waiting for a load balancer address"}
+	return Status{State: Waiting, Message: "no load-balancer controller has assigned an address yet (none may run in this cluster)"}
 }
 
 // lbAddresses joins the ip or hostname of every status.loadBalancer.ingress entry ("" when

@@ -207,7 +207,7 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 	targets = append(targets, track.Target{Ref: ingRef}, track.Target{Ref: orphanRef})
 
 	l := startTrack(t, c, targets...)
-	l.await(t, svcRef("lb"), track.Waiting, "waiting for a load balancer address")
+	l.await(t, svcRef("lb"), track.Waiting, "no load-balancer controller has assigned an address yet (none may run in this cluster)")
 	patchStatus(t, c, svcRef("lb"), `{"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.10","ipMode":"VIP"}]}}}`)
 	if st := l.await(t, svcRef("lb"), track.Ready, ""); st.Message != "load balancer 203.0.113.10" {
 		t.Errorf("lb ready with message %q, want %q", st.Message, "load balancer 203.0.113.10")

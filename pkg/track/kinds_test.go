@@ -51,14 +51,14 @@ kind: Service
 metadata: {name: web}
 spec: {type: LoadBalancer, ports: [{port: 80}]}
 status: {loadBalancer: {}}
-`, Status{State: Waiting, Message: "waiting for a load balancer address"}},
+`, Status{State: Waiting, Message: "no load-balancer controller has assigned an address yet (none may run in this cluster)"}},
 		{"load balancer with an empty ingress list", `
 apiVersion: v1
 kind: Service
 metadata: {name: web}
 spec: {type: LoadBalancer}
 status: {loadBalancer: {ingress: []}}
-`, Status{State: Waiting, Message: "waiting for a load balancer address"}},
+`, Status{State: Waiting, Message: "no load-balancer controller has assigned an address yet (none may run in this cluster)"}},
 		{"load balancer with ip", `
 apiVersion: v1
 kind: Service

@@ -89,6 +89,9 @@ func TestHookRBACAsHelm(t *testing.T) {
 		if (s.code == 0) != st.success || (h.code == 0) != st.success {
 			t.Fatalf("%s: sealane exit %d, helm exit %d; want both to succeed %v\n--- sealane:\n%s\n--- helm:\n%s", st.name, s.code, h.code, st.success, s.out, h.out)
 		}
+		if strings.Contains(s.out, "\tWARN\t") || strings.Contains(s.out, "\tINFO\t") {
+			t.Errorf("%s: log lines in sealane's progress output (without --log-level):\n%s", st.name, s.out)
+		}
 		left, helmLeft := hookObjects(t, cs, nsSealane), hookObjects(t, cs, nsHelm)
 		if strings.Join(left, " ") != strings.Join(helmLeft, " ") {
 			t.Errorf("%s: hook objects left by sealane %v, by helm %v", st.name, left, helmLeft)
