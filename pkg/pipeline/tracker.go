@@ -70,8 +70,14 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		defer publishMu.Unlock()
 		return in.Publish(ctx, e)
 	}
+	changed := map[kube.Ref]bool{}
+	for _, a := range d.Applied {
+		if a.Action != events.ActionUnchanged {
+			changed[toKubeRef(a.Resource)] = true
+		}
+	}
 	relay := newLogRelay(ctx, cluster.Typed, publish, events.LogLinesData{Target: in.Target, Revision: d.Revision, Phase: d.Phase},
-		in.Event.Time(), t.log().With(zap.String("deploy", in.DeployID)))
+		in.Event.Time(), changed, t.log().With(zap.String("deploy", in.DeployID)))
 	opts := track.Options{Timeout: timeout, Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event}
 	outcome, err := track.TrackTargets(ctx, cluster, targets, opts, func(p track.Progress) {
 		ref := toEventRef(p.Ref)

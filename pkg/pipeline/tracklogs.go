@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sealane/sealane/events"
@@ -43,22 +42,24 @@ type logRelay struct {
 	warned   map[kube.Ref]bool
 	// delivered are the pods whose logs have delivered lines.
 	delivered map[string]bool
-	// since is when the phase was applied; fresh are the followed pods created after it, the
-	// ones whose first lines the end of the phase waits for (closeGrace).
-	since time.Time
-	fresh map[string]bool
+	// changed are the resources the phase created or changed; fresh are the followed pods of
+	// those, the ones whose first lines the end of the phase waits for (closeGrace).
+	changed map[kube.Ref]bool
+	fresh   map[string]bool
 	// sent are the ids (steps) of the log_lines events published: their number is
 	// PhaseTrackedData.LogBatches (a batch sent twice is stored once).
 	sent map[string]bool
 }
 
 // newLogRelay starts following logs through client; since is when the phase was applied (older
-// lines of pods that ran before it are not shown).
-func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, base events.LogLinesData, since time.Time, log *zap.Logger) *logRelay {
+// lines of pods that ran before it are not shown); changed are the resources the phase created
+// or changed.
+func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, base events.LogLinesData,
+	since time.Time, changed map[kube.Ref]bool, log *zap.Logger) *logRelay {
 	r := &logRelay{ctx: ctx, publish: publish, base: base, log: log,
 		settings: map[kube.Ref]resource.LogSettings{}, chosen: map[kube.Ref][]string{},
 		recent: map[kube.Ref][]events.LogLine{}, warned: map[kube.Ref]bool{}, delivered: map[string]bool{}, sent: map[string]bool{},
-		since: since, fresh: map[string]bool{}}
+		changed: changed, fresh: map[string]bool{}}
 	opts := podlogs.DefaultOptions()
 	opts.Since, opts.Logger = since, log
 	r.streamer = podlogs.New(client, r.deliver, opts)
@@ -84,8 +85,11 @@ func (r *logRelay) pods(p track.PodsSeen) {
 		chosen = podlogs.SelectPods(pods, previous, settings.OnlyReplicas)
 	}
 	r.chosen[p.Ref] = chosen
-	for _, name := range freshPods(pods, chosen, r.since) {
-		r.fresh[name] = true
+	if r.changed[p.Ref] {
+		// Pods of an unchanged workload ran before the phase: nothing new to wait for.
+		for _, name := range chosen {
+			r.fresh[name] = true
+		}
 	}
 	r.mu.Unlock()
 	for _, name := range previous {
@@ -170,26 +174,11 @@ func (r *logRelay) settle(ctx context.Context, failed []kube.Ref) {
 	}
 }
 
-// closeGrace bounds how long the end of a phase waits for the first lines of followed pods
-// created by the phase that have shown none yet: a pod that became ready at once has usually
-// logged its start-up, and its log request may still be on the way. A phase whose pods all
-// predate it (nothing changed) does not wait.
+// closeGrace bounds how long the end of a phase waits for the first lines of followed pods of
+// the resources it created or changed that have shown none yet: a pod that became ready at
+// once has usually logged its start-up, and its log request may still be on the way. A phase
+// that changed nothing does not wait.
 const closeGrace = time.Second
-
-// freshSkew is the clock skew allowed between the apiserver (pod creation) and the tracker.
-const freshSkew = 2 * time.Second
-
-// freshPods returns the chosen pods created at or after since (less freshSkew): those of a
-// workload the phase changed. A pod that ran before the phase has nothing new to say.
-func freshPods(pods []*corev1.Pod, chosen []string, since time.Time) []string {
-	var out []string
-	for _, pod := range pods {
-		if slices.Contains(chosen, pod.Name) && !pod.CreationTimestamp.Time.Before(since.Add(-freshSkew)) {
-			out = append(out, pod.Name)
-		}
-	}
-	return out
-}
 
 // close stops following logs and publishes the lines still buffered, after waiting up to
 // closeGrace for followed pods that have not delivered any line yet.
