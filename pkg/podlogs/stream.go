@@ -382,7 +382,15 @@ type containerStream struct {
 	lines       []events.LogLine
 	dropped     int
 	rate        rateLimit
+	// delivered says a batch of this container went out: the first one goes out
+	// firstFlushDelay after its first line, the others every FlushInterval.
+	delivered bool
 }
+
+// firstFlushDelay is how long the first lines of a container are collected before they go out:
+// a start-up burst in one batch, shown at once (and the end of a phase, which waits for the
+// first lines of new pods, is not held up by the flush interval).
+const firstFlushDelay = 25 * time.Millisecond
 
 func (cs *containerStream) run(ctx context.Context) {
 	backoff := cs.s.opts.RetryMin
@@ -524,6 +532,7 @@ func (cs *containerStream) stream(ctx context.Context) error {
 	}()
 	ticker := time.NewTicker(cs.s.opts.FlushInterval)
 	defer ticker.Stop()
+	var first <-chan time.Time // the first batch's flush, once its first line came
 	for {
 		select {
 		case l, ok := <-lines:
@@ -535,6 +544,12 @@ func (cs *containerStream) stream(ctx context.Context) error {
 				return nil
 			}
 			cs.add(l, time.Now())
+			if !cs.delivered && first == nil && len(cs.lines) > 0 {
+				first = time.After(firstFlushDelay)
+			}
+		case <-first:
+			first = nil
+			cs.flush()
 		case <-ticker.C:
 			cs.flush()
 		case <-ctx.Done():
@@ -616,7 +631,7 @@ func (cs *containerStream) flush() {
 	}
 	b := Batch{Owner: cs.p.owner, Namespace: cs.p.key.namespace, Pod: cs.p.key.name, Container: cs.c.name,
 		Lines: cs.lines, Dropped: cs.dropped}
-	cs.lines, cs.dropped = nil, 0
+	cs.lines, cs.dropped, cs.delivered = nil, 0, true
 	cs.s.deliverMu.Lock()
 	defer cs.s.deliverMu.Unlock()
 	cs.s.deliver(b)

@@ -536,3 +536,23 @@ func TestStoppedForGood(t *testing.T) {
 		t.Error("hasLogs of a container that ran")
 	}
 }
+
+// A container's first lines go out at once (firstFlushDelay), not after the flush interval:
+// with an interval of an hour they are delivered while the stream is still open.
+func TestStreamerFirstLinesGoOutAtOnce(t *testing.T) {
+	api, client := newFakeAPI(t)
+	api.follow = true
+	p := testPod("web-1", t0.Add(time.Minute), "app")
+	api.setPod(p)
+	api.addLogs("web-1", "app", ts(61, "starting"), ts(62, "listening on :8080"))
+	var got collector
+	opts := fastOptions()
+	opts.FlushInterval = time.Hour
+	s := New(client, got.add, opts)
+	defer s.Close()
+	if err := s.Add(Target{Owner: kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web"}, Pod: p,
+		Settings: resource.DefaultLogSettings()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first lines before the flush interval", func() bool { l, _ := got.lines(); return len(l) == 2 })
+}
