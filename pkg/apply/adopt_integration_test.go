@@ -160,3 +160,54 @@ spec:
 		_ = c.Typed.CoreV1().Namespaces().Delete(ctx(t), ns, metav1.DeleteOptions{})
 	}
 }
+
+// TestApplyAdoptionListed repeats the adoption rules with enough objects of one kind that
+// Apply reads their live state with a List (listMin) instead of a Get each: the same checks,
+// the same results.
+func TestApplyAdoptionListed(t *testing.T) {
+	c := kubetest.Cluster(t)
+	ns := kubetest.Namespace(t, c)
+	opts := apply.Options{DefaultNamespace: ns}
+	createConfigMap(t, c, ns, "orphan", nil)
+	createConfigMap(t, c, ns, "theirs", map[string]string{resource.AnnotationReleaseName: "other", resource.AnnotationReleaseNamespace: "elsewhere"})
+	var fresh []string
+	for i := range 10 {
+		fresh = append(fresh, fmt.Sprintf("fresh-%d", i))
+	}
+	if _, err := apply.Apply(ctx(t), c, configMaps(t, ns, append(fresh, "orphan", "theirs")...), opts); !errors.Is(err, apply.ErrNotAdoptable) ||
+		!strings.Contains(err.Error(), "ConfigMap/theirs") || !strings.Contains(err.Error(), "ConfigMap/orphan") {
+		t.Fatalf("Apply over objects of no or another release: %v; want both refused", err)
+	}
+	if _, err := c.Typed.CoreV1().ConfigMaps(ns).Get(ctx(t), "fresh-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("fresh-0 was written although the Apply failed its checks (get: %v)", err)
+	}
+	patch(t, c, ns, "configmaps", "orphan", "application/merge-patch+json", "kubectl-annotate",
+		`{"metadata":{"annotations":{"werf.io/allow-adoption-by-release":"demo"}}}`)
+	got, err := apply.Apply(ctx(t), c, configMaps(t, ns, append(fresh, "orphan")...), opts)
+	if err != nil {
+		t.Fatalf("Apply with the adoption annotation: %v", err)
+	}
+	created, adopted := 0, 0
+	for _, r := range got {
+		switch {
+		case r.Action == apply.Created && !r.Adopted:
+			created++
+		case r.Ref.Name == "orphan" && r.Action == apply.Configured && r.Adopted:
+			adopted++
+		default:
+			t.Errorf("result %+v", r)
+		}
+	}
+	if created != len(fresh) || adopted != 1 {
+		t.Errorf("%d created, %d adopted; want %d and 1", created, adopted, len(fresh))
+	}
+	got, err = apply.Apply(ctx(t), c, configMaps(t, ns, append(fresh, "orphan")...), opts)
+	if err != nil {
+		t.Fatalf("redeploy: %v", err)
+	}
+	for _, r := range got {
+		if r.Adopted || r.Action != apply.Unchanged {
+			t.Errorf("redeploy: %+v, want unchanged and owned", r)
+		}
+	}
+}

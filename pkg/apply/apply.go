@@ -123,7 +123,8 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	opts = opts.withDefaults()
 	sorted := append([]manifest.Object(nil), objs...)
 	SortForInstall(sorted)
-	a := applier{c: c, opts: opts, waitMapping: hasCRD(sorted), previous: indexPrevious(opts.Previous, opts.DefaultNamespace)}
+	a := applier{c: c, opts: opts, waitMapping: hasCRD(sorted), previous: indexPrevious(opts.Previous, opts.DefaultNamespace), lives: &lives{}}
+	a.prefetch(ctx, sorted)
 	if err := a.preflight(ctx, sorted); err != nil {
 		return nil, err
 	}
@@ -216,6 +217,7 @@ type applier struct {
 	opts        Options
 	waitMapping bool
 	previous    previousIndex
+	lives       *lives // what prefetch listed
 }
 
 func declaresNamespace(objs []manifest.Object, ns string) bool {

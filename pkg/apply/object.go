@@ -39,7 +39,7 @@ func (a applier) one(ctx context.Context, in *unstructured.Unstructured) (Result
 	if err != nil {
 		return res, err
 	}
-	live, err := getLive(ctx, ri, obj.GetName())
+	live, err := a.live(ctx, ri, obj)
 	if err != nil {
 		return res, err
 	}

@@ -24,14 +24,16 @@ func Check(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	a := applier{c: c, opts: opts.withDefaults()}
+	a := applier{c: c, opts: opts.withDefaults(), lives: &lives{}}
+	a.prefetch(ctx, objs)
 	return a.preflight(ctx, objs)
 }
 
 // preflight finds, before anything is written, the objects that are known to fail: werf
 // annotations Apply cannot read, and existing objects the release may not adopt (Adopt). It
-// reads each object that carries release annotations (at most Concurrency reads at once); an
-// object whose kind is not served yet cannot exist and is not read.
+// reads each object that carries release annotations (listed by prefetch, or at most
+// Concurrency reads at once); an object whose kind is not served yet cannot exist and is not
+// read.
 func (a applier) preflight(ctx context.Context, objs []manifest.Object) error {
 	errs := make([]error, len(objs))
 	each(ctx, 0, len(objs), a.opts.Concurrency, func(ctx context.Context, i int) {
@@ -61,7 +63,7 @@ func (a applier) check(ctx context.Context, o manifest.Object) error {
 	if own == resource.OwnershipAnyone || OwnerOf(obj).IsZero() || locateErr != nil {
 		return nil
 	}
-	live, err := getLive(ctx, ri, obj.GetName())
+	live, err := a.live(ctx, ri, obj)
 	if err == nil && live != nil {
 		_, err = a.adopt(obj, live)
 	}
