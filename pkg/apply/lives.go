@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,4 +120,28 @@ func (a applier) live(ctx context.Context, ri dynamic.ResourceInterface, obj *un
 		}
 	}
 	return getLive(ctx, ri, obj.GetName())
+}
+
+// Live returns the live state of each of objs (nil where absent), in order: one List per
+// resource and namespace holding at least listMin of them, a Get for the others. Objects of
+// kinds the cluster does not serve are nil. Nothing is written; objs are not modified.
+func Live(ctx context.Context, c *kube.Cluster, objs []manifest.Object, defaultNamespace string) ([]*unstructured.Unstructured, error) {
+	a := applier{c: c, opts: Options{DefaultNamespace: defaultNamespace}.withDefaults(), lives: &lives{}}
+	a.prefetch(ctx, objs)
+	out := make([]*unstructured.Unstructured, len(objs))
+	errs := make([]error, len(objs))
+	each(ctx, 0, len(objs), a.opts.Concurrency, func(ctx context.Context, i int) {
+		obj := objs[i].Obj.DeepCopy()
+		ri, err := a.locate(ctx, obj, false)
+		if err != nil {
+			return // not served: absent
+		}
+		if out[i], err = a.live(ctx, ri, obj); err != nil {
+			errs[i] = wrapObject(kube.RefOf(obj), objs[i], "read", err)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, context.Cause(ctx)
 }

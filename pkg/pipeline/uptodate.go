@@ -10,13 +10,16 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/diff"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
 // upToDate reports whether deploying bundle would change nothing over the deployed revision:
-// the same manifest, hooks, values and chart version, nothing to delete, and a server-side dry
-// run of every resource leaving the live objects as they are (no drift to repair). Hooks do not
-// count, as in nelm: a deploy that changes nothing runs none. The dry run is only tried when
-// the release records already match, so real changes cost nothing extra.
+// the same manifest, hooks, values and chart version, nothing to delete, and every resource's
+// live object as it would be applied (no drift to repair): holding every field it sets (read
+// with a List per kind), else left as it is by a server-side dry run of its apply. Hooks do not
+// count, as in nelm: a deploy that changes nothing runs none. The live objects are only read
+// when the release records already match, so real changes cost nothing extra.
 func upToDate(ctx context.Context, c *kube.Cluster, target events.Target, deployed *helmrelease.Release, chartVersion string, b *RenderBundle) (bool, error) {
 	if deployed == nil || deployed.Manifest != b.Manifest || hookText(deployed.Hooks) != hookText(b.Hooks) ||
 		deployed.Chart == nil || deployed.Chart.Metadata == nil || deployed.Chart.Metadata.Version != chartVersion ||
@@ -30,14 +33,29 @@ func upToDate(ctx context.Context, c *kube.Cluster, target events.Target, deploy
 	if err != nil {
 		return false, err
 	}
+	opts := diff.Options{
+		Method: b.Apply.Method, DefaultNamespace: target.Namespace, TakeOwnership: b.Apply.TakeOwnership,
+		VolatileAnnotations: p.VolatileAnnotations, VolatileLabels: p.VolatileLabels,
+	}
+	// Objects whose live state already holds every field they set change nothing: read with a
+	// List per kind, they need no dry-run each (hooks are not deployed by a deploy's compare).
+	var objs []manifest.Object
+	for _, o := range p.Objects {
+		if _, hook := o.Obj.GetAnnotations()[resource.AnnotationHook]; !hook {
+			objs = append(objs, o)
+		}
+	}
+	if objs, err = diff.Unsettled(ctx, c, objs, opts); err != nil {
+		return false, nil // let the deploy find and report the problem
+	}
+	if len(objs) == 0 {
+		return true, nil
+	}
 	ro, err := kube.DryRunOnly(c)
 	if err != nil {
 		return false, err
 	}
-	changes, err := diff.Changes(ctx, ro, p.Objects, p.Previous, diff.Options{
-		Method: b.Apply.Method, DefaultNamespace: target.Namespace, TakeOwnership: b.Apply.TakeOwnership,
-		VolatileAnnotations: p.VolatileAnnotations, VolatileLabels: p.VolatileLabels,
-	})
+	changes, err := diff.Changes(ctx, ro, objs, p.Previous, opts)
 	if err != nil {
 		return false, nil // let the deploy find and report the problem
 	}
