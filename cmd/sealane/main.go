@@ -45,7 +45,9 @@ type globalFlags struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfiles := startProfiles()
 	err := newRoot().ExecuteContext(ctx)
+	stopProfiles()
 	if err == nil {
 		return
 	}
