@@ -110,6 +110,20 @@ func asUnstructured(item any) *unstructured.Unstructured {
 	return nil
 }
 
+// converted returns item as unstructured, converting it only when it is not the item of the
+// last call; same says it is.
+func (t *tracked) converted(item any) (obj *unstructured.Unstructured, same bool) {
+	if item == nil {
+		t.item, t.obj, t.ready = nil, nil, false
+		return nil, false
+	}
+	if item == t.item {
+		return t.obj, true
+	}
+	t.item, t.obj, t.ready = item, asUnstructured(item), false
+	return t.obj, false
+}
+
 // tracked is one target and what Track last reported for it.
 type tracked struct {
 	ref      kube.Ref
@@ -133,6 +147,13 @@ type tracked struct {
 	observed Status
 	changed  time.Time
 	seen     bool
+	// item is the store item last read and obj its unstructured form: an informer replaces an
+	// item when its object changes, so an evaluation of many targets converts only the changed
+	// ones (converting metadata-only items is most of the tracker's work otherwise).
+	item any
+	obj  *unstructured.Unstructured
+	// ready says obj, a plain object (no pods, no Ingress), was judged ready: unchanged, it stays.
+	ready bool
 	// role and reason are the verdict of the last evaluation (reason: why it is in error).
 	role   role
 	reason string
@@ -356,7 +377,7 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		return Status{State: Waiting, Message: "waiting for the first list from the cluster"}
 	}
 	item, exists, err := t.inf.GetStore().GetByKey(t.key)
-	obj := asUnstructured(item)
+	obj, same := t.converted(item)
 	present := err == nil && exists && obj != nil
 	switch t.cond {
 	case UntilAbsent:
@@ -378,7 +399,9 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		st.NonBlocking, st.Errors, st.LastError = t.settings.NonBlocking, t.errs.count, t.errs.last
 		return st
 	}
-	w.refreshSettings(t, obj)
+	if !same {
+		w.refreshSettings(t, obj)
+	}
 	var st Status
 	var pods []*unstructured.Unstructured
 	owners := []types.UID{obj.GetUID()}
@@ -404,6 +427,8 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		owners = append(owners, currentReplicaSets(obj, src.owned)...)
 	case isIngress(obj):
 		st = IngressStatus(obj, w.ingressClasses())
+	case same && t.ready:
+		return t.observed // a plain object judged ready does not change unless it does
 	default:
 		st = ComputeAt(obj, now)
 	}
@@ -413,6 +438,7 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 	}
 	w.countErrors(t, obj, isPod, pods, owners, st.State, now)
 	st.Errors, st.LastError = t.errs.count, t.errs.last
+	t.ready = !isPod && !t.withPods && !isIngress(obj) && st.State == Ready && t.cond == UntilReady
 	return st
 }
 
