@@ -185,7 +185,8 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 			stopStages()
 			return nil, err
 		}
-		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL}
+		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL,
+			WarmClusters: []string{cluster}}
 		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(stageLog), deps) }()
 	} else {
 		close(stagesDone)

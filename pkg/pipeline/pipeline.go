@@ -48,6 +48,9 @@ type Deps struct {
 	// Manager's, lease.DefaultTTL).
 	Leases   *lease.Manager
 	LeaseTTL time.Duration
+	// WarmClusters are the clusters whose OpenAPI schema the renderer fetches as it starts, so
+	// that a deploy does not wait for it (the CLI's embedded pipeline knows its one cluster).
+	WarmClusters []string
 }
 
 func (d Deps) now() time.Time {
@@ -69,8 +72,9 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 	if d.Charts == nil {
 		d.Charts = chart.NewCache(defaultChartCacheSize)
 	}
+	renderer := &Renderer{Deps: d, schemas: newSchemaCache(schemaTTL)}
 	all := map[events.Stage]stage.Stage{
-		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: &Renderer{Deps: d, schemas: newSchemaCache(schemaTTL)}},
+		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: renderer},
 		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned}, Handler: &Recorder{d}},
 		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
@@ -86,6 +90,9 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 			return nil, fmt.Errorf("unknown stage %q: use renderer, applier, tracker, recorder or all", n)
 		}
 		out = append(out, s)
+		if n == events.StageRenderer {
+			renderer.schemas.warm(d.Clusters, d.WarmClusters)
+		}
 	}
 	return out, nil
 }

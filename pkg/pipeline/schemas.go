@@ -14,11 +14,13 @@ import (
 // again (CRDs come and go; fetching costs ~100 ms).
 const schemaTTL = 2 * time.Minute
 
-// schemaCache keeps each cluster's OpenAPI schema for validation.
+// schemaCache keeps each cluster's OpenAPI schema for validation; one fetch per cluster is in
+// flight at a time, and the others wait for it.
 type schemaCache struct {
-	ttl time.Duration
-	mu  sync.Mutex
-	m   map[string]cachedSchema
+	ttl      time.Duration
+	mu       sync.Mutex
+	m        map[string]cachedSchema
+	inflight map[string]chan struct{}
 }
 
 type cachedSchema struct {
@@ -27,25 +29,57 @@ type cachedSchema struct {
 }
 
 func newSchemaCache(ttl time.Duration) *schemaCache {
-	return &schemaCache{ttl: ttl, m: map[string]cachedSchema{}}
+	return &schemaCache{ttl: ttl, m: map[string]cachedSchema{}, inflight: map[string]chan struct{}{}}
 }
 
-// get returns the cluster's schema, fetching it when missing or older than the TTL.
+// get returns the cluster's schema, fetching it when missing or older than the TTL (or waiting
+// for the fetch in flight).
 func (c *schemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate.Schema, error) {
-	c.mu.Lock()
-	cs, ok := c.m[cluster.Name]
-	c.mu.Unlock()
-	if ok && time.Since(cs.fetched) < c.ttl {
-		return cs.schema, nil
+	for {
+		c.mu.Lock()
+		cs, ok := c.m[cluster.Name]
+		if ok && time.Since(cs.fetched) < c.ttl {
+			c.mu.Unlock()
+			return cs.schema, nil
+		}
+		wait, busy := c.inflight[cluster.Name]
+		if !busy {
+			done := make(chan struct{})
+			c.inflight[cluster.Name] = done
+			c.mu.Unlock()
+			s, err := validate.FromCluster(ctx, cluster.Typed.Discovery())
+			c.mu.Lock()
+			if err == nil {
+				c.m[cluster.Name] = cachedSchema{schema: s, fetched: time.Now()}
+			}
+			delete(c.inflight, cluster.Name)
+			close(done)
+			c.mu.Unlock()
+			return s, err
+		}
+		c.mu.Unlock()
+		select {
+		case <-wait: // fetched (or failed: then this caller tries itself)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	s, err := validate.FromCluster(ctx, cluster.Typed.Discovery())
-	if err != nil {
-		return nil, err
+}
+
+// warm fetches the schemas of the named clusters now, in the background, so that the first
+// deploy to them does not wait for it: the CLI's embedded pipeline knows its one cluster.
+func (c *schemaCache) warm(clusters Clusters, names []string) {
+	for _, name := range names {
+		cluster, err := clusters.Get(name)
+		if err != nil {
+			continue // the deploy reports it
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), validate.DefaultFetchTimeout)
+			defer cancel()
+			_, _ = c.get(ctx, cluster)
+		}()
 	}
-	c.mu.Lock()
-	c.m[cluster.Name] = cachedSchema{schema: s, fetched: time.Now()}
-	c.mu.Unlock()
-	return s, nil
 }
 
 // warningLines formats validation warnings for the rendered event.
