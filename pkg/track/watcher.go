@@ -110,6 +110,17 @@ func asUnstructured(item any) *unstructured.Unstructured {
 	return nil
 }
 
+// stripManagedFields drops an object's managed fields before an informer stores it.
+func stripManagedFields(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
+	case *metav1.PartialObjectMetadata:
+		o.ManagedFields = nil
+	}
+	return obj, nil
+}
+
 // converted returns item as unstructured, converting it only when it is not the item of the
 // last call; same says it is.
 func (t *tracked) converted(item any) (obj *unstructured.Unstructured, same bool) {
@@ -321,6 +332,9 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 	} else {
 		inf = dynamicinformer.NewFilteredDynamicInformer(w.c.Dynamic, key.gvr, key.namespace, 0, indexers, tweak).Informer()
 	}
+	// Managed fields are a good part of every object and are never judged: not kept (an
+	// informer of a thousand objects holds several MB less).
+	_ = inf.SetTransform(stripManagedFields)
 	poke := func() {
 		select {
 		case w.signal <- struct{}{}:
