@@ -332,6 +332,11 @@ func fatalWatchError(err error) bool {
 		apierrors.IsMethodNotSupported(err) || meta.IsNoMatchError(err)
 }
 
+// syncPoll is how often waitForSync looks whether the informers have listed. client-go's
+// WaitForCacheSync looks every 100 ms, which made every phase wait ~100 ms for lists that take
+// a few milliseconds.
+const syncPoll = 5 * time.Millisecond
+
 // waitForSync waits until the informers started so far have listed, at most limit.
 func (w *watcher) waitForSync(ctx context.Context, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
@@ -340,5 +345,20 @@ func (w *watcher) waitForSync(ctx context.Context, limit time.Duration) {
 	for _, inf := range w.informers {
 		synced = append(synced, inf.HasSynced)
 	}
-	cache.WaitForCacheSync(ctx.Done(), synced...)
+	tick := time.NewTicker(syncPoll)
+	defer tick.Stop()
+	for {
+		all := true
+		for _, s := range synced {
+			all = all && s()
+		}
+		if all {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
