@@ -163,10 +163,15 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 			return nil, err
 		}
 	}
+	var schemas *pipeline.SchemaCache
 	if g.natsURL == "" {
 		if _, err := registry.Get(cluster); err != nil {
 			return nil, err
 		}
+		// Validation needs the cluster's OpenAPI schema (~100 ms to fetch and parse): fetched
+		// now, while NATS starts and the chart is packed.
+		schemas = pipeline.NewSchemaCache(pipeline.SchemaTTL)
+		schemas.Warm(registry, cluster)
 	}
 	leaseTTL, err := serve.LeaseTTLFromEnv()
 	if err != nil {
@@ -185,8 +190,7 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 			stopStages()
 			return nil, err
 		}
-		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL,
-			WarmClusters: []string{cluster}}
+		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL, Schemas: schemas}
 		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(stageLog), deps) }()
 	} else {
 		close(stagesDone)

@@ -48,9 +48,9 @@ type Deps struct {
 	// Manager's, lease.DefaultTTL).
 	Leases   *lease.Manager
 	LeaseTTL time.Duration
-	// WarmClusters are the clusters whose OpenAPI schema the renderer fetches as it starts, so
-	// that a deploy does not wait for it (the CLI's embedded pipeline knows its one cluster).
-	WarmClusters []string
+	// Schemas caches the clusters' OpenAPI schemas for the renderer's validation; nil gives
+	// the renderer its own. The CLI passes one it warmed as it started (SchemaCache.Warm).
+	Schemas *SchemaCache
 }
 
 func (d Deps) now() time.Time {
@@ -72,7 +72,10 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 	if d.Charts == nil {
 		d.Charts = chart.NewCache(defaultChartCacheSize)
 	}
-	renderer := &Renderer{Deps: d, schemas: newSchemaCache(schemaTTL)}
+	if d.Schemas == nil {
+		d.Schemas = NewSchemaCache(schemaTTL)
+	}
+	renderer := &Renderer{Deps: d}
 	all := map[events.Stage]stage.Stage{
 		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: renderer},
 		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned}, Handler: &Recorder{d}},
@@ -90,9 +93,6 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 			return nil, fmt.Errorf("unknown stage %q: use renderer, applier, tracker, recorder or all", n)
 		}
 		out = append(out, s)
-		if n == events.StageRenderer {
-			renderer.schemas.warm(d.Clusters, d.WarmClusters)
-		}
 	}
 	return out, nil
 }

@@ -25,7 +25,6 @@ import (
 // result for the applier and the recorder.
 type Renderer struct {
 	Deps
-	schemas *schemaCache
 }
 
 // Handle renders one deploy.requested event.
@@ -113,7 +112,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
-	schema, err := r.schemas.get(ctx, cluster)
+	schema, err := r.Schemas.get(ctx, cluster)
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}

@@ -14,9 +14,12 @@ import (
 // again (CRDs come and go; fetching costs ~100 ms).
 const schemaTTL = 2 * time.Minute
 
-// schemaCache keeps each cluster's OpenAPI schema for validation; one fetch per cluster is in
-// flight at a time, and the others wait for it.
-type schemaCache struct {
+// SchemaTTL is schemaTTL, for a SchemaCache made outside the package (NewSchemaCache).
+const SchemaTTL = schemaTTL
+
+// SchemaCache keeps each cluster's OpenAPI schema for the renderer's validation; one fetch per
+// cluster is in flight at a time, and the others wait for it.
+type SchemaCache struct {
 	ttl      time.Duration
 	mu       sync.Mutex
 	m        map[string]cachedSchema
@@ -28,13 +31,14 @@ type cachedSchema struct {
 	fetched time.Time
 }
 
-func newSchemaCache(ttl time.Duration) *schemaCache {
-	return &schemaCache{ttl: ttl, m: map[string]cachedSchema{}, inflight: map[string]chan struct{}{}}
+// NewSchemaCache returns an empty cache whose schemas are fetched again after ttl.
+func NewSchemaCache(ttl time.Duration) *SchemaCache {
+	return &SchemaCache{ttl: ttl, m: map[string]cachedSchema{}, inflight: map[string]chan struct{}{}}
 }
 
 // get returns the cluster's schema, fetching it when missing or older than the TTL (or waiting
 // for the fetch in flight).
-func (c *schemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate.Schema, error) {
+func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate.Schema, error) {
 	for {
 		c.mu.Lock()
 		cs, ok := c.m[cluster.Name]
@@ -66,9 +70,9 @@ func (c *schemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate
 	}
 }
 
-// warm fetches the schemas of the named clusters now, in the background, so that the first
-// deploy to them does not wait for it: the CLI's embedded pipeline knows its one cluster.
-func (c *schemaCache) warm(clusters Clusters, names []string) {
+// Warm fetches the schemas of the named clusters now, in the background, so that the first
+// deploy to them does not wait for it: the CLI knows its one cluster as it starts.
+func (c *SchemaCache) Warm(clusters Clusters, names ...string) {
 	for _, name := range names {
 		cluster, err := clusters.Get(name)
 		if err != nil {
