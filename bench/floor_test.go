@@ -61,20 +61,21 @@ func BenchmarkFloor(b *testing.B) {
 			f := &floor{kubeconfig: kubeconfig, helm: helm}
 			contenders := []struct {
 				name   string
-				deploy func(b *testing.B, ns, dataDir string, gen int) time.Duration
+				deploy func(b *testing.B, ns, dataDir string, gen int) (time.Duration, int64)
 			}{
-				{"floor", func(b *testing.B, ns, _ string, gen int) time.Duration { return f.deploy(b, chart, ns, gen) }},
-				{"sealane", func(b *testing.B, ns, dataDir string, gen int) time.Duration {
+				{"floor", func(b *testing.B, ns, _ string, gen int) (time.Duration, int64) { return f.deploy(b, chart, ns, gen), 0 }},
+				{"sealane", func(b *testing.B, ns, dataDir string, gen int) (time.Duration, int64) {
 					return timed(b, sealane, "deploy", chart, "--release", "floor", "--namespace", ns, "--timeout", "10m",
 						"--kubeconfig", kubeconfig, "--data-dir", dataDir, "--set", fmt.Sprintf("gen=%d", gen))
 				}},
-				{"helm", func(b *testing.B, ns, _ string, gen int) time.Duration {
+				{"helm", func(b *testing.B, ns, _ string, gen int) (time.Duration, int64) {
 					return timed(b, helm, "upgrade", "--install", "floor", chart, "--namespace", ns, "--create-namespace", "--wait",
 						"--timeout", "10m", "--kubeconfig", kubeconfig, "--set", fmt.Sprintf("gen=%d", gen))
 				}},
 			}
 			cases := []string{"install", "unchanged", "change"}
 			total := map[string]time.Duration{}
+			peak := map[string]int64{}
 			for i := 0; i < b.N; i++ {
 				for k := range contenders {
 					ct := contenders[(i+k)%len(contenders)]
@@ -85,9 +86,10 @@ func BenchmarkFloor(b *testing.B) {
 						if what == "change" {
 							gen = 2
 						}
-						took := ct.deploy(b, ns, dataDir, gen)
+						took, rss := ct.deploy(b, ns, dataDir, gen)
 						total[ct.name+"/"+what] += took
-						b.Logf("%s %s %s: %s", c.name, ct.name, what, took.Round(time.Millisecond))
+						peak[ct.name] = max(peak[ct.name], rss)
+						b.Logf("%s %s %s: %s, peak RSS %d MB", c.name, ct.name, what, took.Round(time.Millisecond), rss>>20)
 					}
 					b.StopTimer()
 					deleteNamespaces(b, cluster, true, ns)
@@ -103,16 +105,22 @@ func BenchmarkFloor(b *testing.B) {
 				b.ReportMetric(ms("helm/"+what)/ms("floor/"+what), "helm/floor-"+what)
 				b.ReportMetric(ms("sealane/"+what)/ms("helm/"+what), "sealane/helm-"+what)
 			}
+			for _, name := range []string{"sealane", "helm"} {
+				if peak[name] > 0 {
+					b.ReportMetric(float64(peak[name])/(1<<20), "MB-peak-rss/"+name)
+				}
+			}
 		})
 	}
 }
 
-// timed runs a command and returns how long it took; it fails b if the command fails.
-func timed(b *testing.B, name string, args ...string) time.Duration {
+// timed runs a command and returns how long it took and its peak RSS (bytes, 0: unknown); it
+// fails b if the command fails.
+func timed(b *testing.B, name string, args ...string) (time.Duration, int64) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd, peakRSS := measuredCommand(ctx, b, name, args...)
 	cmd.Env = append(os.Environ(), "SEALANE_NATS_URL=")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -122,7 +130,7 @@ func timed(b *testing.B, name string, args ...string) time.Duration {
 	if err != nil {
 		b.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(out.String(), 4000))
 	}
-	return took
+	return took, peakRSS()
 }
 
 // floor deploys a chart the fastest way there is: render it (helm template, not timed),
