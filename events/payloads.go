@@ -238,6 +238,9 @@ type PhaseAppliedData struct {
 	// Waits are what the tracker must wait for before the next phase.
 	Waits    []Wait    `json:"waits"`
 	Deadline time.Time `json:"deadline"` // when the whole deploy times out
+	// Started is when the applier began the phase: the Kubernetes events and container logs
+	// the tracker shows for the phase are those from then on.
+	Started time.Time `json:"started,omitzero"`
 }
 
 // Wait is one thing the tracker waits for: a resource reaching a condition.

@@ -113,6 +113,7 @@ func (a *Applier) handle(ctx context.Context, in stage.Input) (stage.Output, err
 }
 
 func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, renderRef string, phase int) (stage.Output, error) {
+	started := a.now()
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageApplier, in, revision, reason)}}, nil
 	}
@@ -155,7 +156,7 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 		}
 		return stage.Output{}, err
 	}
-	data := events.PhaseAppliedData{Target: in.Target, Revision: revision, Phase: phase, Phases: len(bundle.Plan.Phases),
+	data := events.PhaseAppliedData{Target: in.Target, Revision: revision, Phase: phase, Phases: len(bundle.Plan.Phases), Started: started,
 		Applied: applied, Waits: waits}
 	if in.State != nil {
 		data.Deadline = in.State.Deadline

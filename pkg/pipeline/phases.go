@@ -21,6 +21,7 @@ import (
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/resource"
+	"github.com/sealane/sealane/pkg/track"
 	"github.com/sealane/sealane/pkg/validate"
 )
 
@@ -139,6 +140,19 @@ type phaseRun struct {
 	// apply batch); its error stops the phase before the batch (the release lease was lost or
 	// cannot be renewed).
 	fence func(context.Context) error
+	// ops are the plan's operations by ID (Plan.Operation searches the list).
+	ops map[string]*plan.Operation
+}
+
+// op returns the plan's operation id, or nil.
+func (r *phaseRun) op(id string) *plan.Operation {
+	if r.ops == nil {
+		r.ops = make(map[string]*plan.Operation, len(r.plan.Operations))
+		for i := range r.plan.Operations {
+			r.ops[r.plan.Operations[i].ID] = &r.plan.Operations[i]
+		}
+	}
+	return r.ops[id]
 }
 
 // fenceWrites calls the fence, if any, before a batch of cluster writes.
@@ -229,6 +243,9 @@ func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedR
 	}
 	waits := make([]events.Wait, 0, len(phase.Wait))
 	for _, id := range phase.Wait {
+		if r.readyWhenApplied(id) {
+			continue
+		}
 		w, err := r.wait(id)
 		if err != nil {
 			return applied, nil, err
@@ -242,6 +259,9 @@ func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedR
 			break
 		}
 		for _, id := range p.Track {
+			if r.readyWhenApplied(id) {
+				continue
+			}
 			w, err := r.wait(id)
 			if err != nil {
 				return applied, nil, err
@@ -257,7 +277,7 @@ func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedR
 func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedResource, error) {
 	var toApply, toRecreate, toDelete, hookDeletes []manifest.Object
 	for _, id := range ids {
-		op := r.plan.Operation(id)
+		op := r.op(id)
 		if op == nil {
 			return nil, fmt.Errorf("plan: no operation %s", id)
 		}
@@ -392,9 +412,21 @@ func (r *phaseRun) notYetRecreated(ctx context.Context, objs []manifest.Object) 
 	return todo, done, nil
 }
 
+// readyWhenApplied reports whether the tracker operation id waits for the readiness of an
+// object that is ready once applied (a ConfigMap, a Secret, a ClusterIP Service...: see
+// track.ReadyWhenApplied): its phase applied it, so there is nothing to wait for or show.
+func (r *phaseRun) readyWhenApplied(id string) bool {
+	op := r.op(id)
+	if op == nil || op.Type != plan.OpWaitReady {
+		return false
+	}
+	o, ok := r.objects.get(op.Resource)
+	return ok && track.ReadyWhenApplied(o.Obj)
+}
+
 // wait turns a tracker operation into what the tracker waits for.
 func (r *phaseRun) wait(id string) (events.Wait, error) {
-	op := r.plan.Operation(id)
+	op := r.op(id)
 	if op == nil {
 		return events.Wait{}, fmt.Errorf("plan: no operation %s", id)
 	}

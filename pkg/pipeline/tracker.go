@@ -76,9 +76,15 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 			changed[toKubeRef(a.Resource)] = true
 		}
 	}
+	// What the phase caused (events, log lines) is shown from the start of its apply: the
+	// tracker starts later, and an event of a Deployment scaled at once would be missed.
+	since := d.Started
+	if since.IsZero() {
+		since = in.Event.Time() // an applier from before PhaseAppliedData.Started
+	}
 	relay := newLogRelay(ctx, cluster.Typed, publish, events.LogLinesData{Target: in.Target, Revision: d.Revision, Phase: d.Phase},
-		in.Event.Time(), changed, t.log().With(zap.String("deploy", in.DeployID)))
-	opts := track.Options{Timeout: timeout, Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event}
+		since, changed, t.log().With(zap.String("deploy", in.DeployID)))
+	opts := track.Options{Timeout: timeout, Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event, Since: since}
 	outcome, err := track.TrackTargets(ctx, cluster, targets, opts, func(p track.Progress) {
 		ref := toEventRef(p.Ref)
 		data := events.ProgressedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Resource: ref, Until: until[ref],

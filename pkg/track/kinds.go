@@ -120,3 +120,23 @@ func crdStatus(obj *unstructured.Unstructured) Status {
 	}
 	return Status{State: Waiting, Message: "waiting for the definition to be established"}
 }
+
+// readyWhenApplied are the kinds whose readiness is their existence and nothing else: no
+// status, no controller acting on them (a Service, unless of type LoadBalancer, too).
+var readyWhenApplied = map[string]bool{
+	"/ConfigMap": true, "/Secret": true, "/ServiceAccount": true, "/LimitRange": true,
+	"rbac.authorization.k8s.io/Role": true, "rbac.authorization.k8s.io/RoleBinding": true,
+	"rbac.authorization.k8s.io/ClusterRole": true, "rbac.authorization.k8s.io/ClusterRoleBinding": true,
+	"networking.k8s.io/NetworkPolicy": true, "scheduling.k8s.io/PriorityClass": true,
+}
+
+// ReadyWhenApplied reports whether obj is ready as soon as a write of it succeeded: its kind
+// is judged Ready because it exists (a ConfigMap, a Secret, RBAC objects, a Service of any type
+// but LoadBalancer...). Tracking such an object would only confirm what the apply said.
+func ReadyWhenApplied(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group == "" && gvk.Kind == "Service" {
+		return str(obj.Object, "spec", "type") != "LoadBalancer"
+	}
+	return readyWhenApplied[gvk.Group+"/"+gvk.Kind]
+}

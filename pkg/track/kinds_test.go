@@ -261,3 +261,24 @@ status: {loadBalancer: {ingress: [{hostname: lb.example.com}]}}
 		t.Errorf("IngressStatus(nil) (-want +got):\n%s", diff)
 	}
 }
+
+func TestReadyWhenApplied(t *testing.T) {
+	tests := []struct {
+		yaml string
+		want bool
+	}{
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", true},
+		{"apiVersion: v1\nkind: Secret\nmetadata: {name: a}\n", true},
+		{"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: a}\n", true},
+		{"apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {clusterIP: None}\n", true},
+		{"apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {type: LoadBalancer}\n", false},
+		{"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\n", false},
+		{"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: a}\n", false},
+		{"apiVersion: example.com/v1\nkind: ConfigMap\nmetadata: {name: a}\n", false}, // another group's ConfigMap
+	}
+	for _, tt := range tests {
+		if got := ReadyWhenApplied(mustObj(t, tt.yaml)); got != tt.want {
+			t.Errorf("ReadyWhenApplied(%s) = %v, want %v", tt.yaml, got, tt.want)
+		}
+	}
+}

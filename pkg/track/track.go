@@ -88,8 +88,10 @@ type Options struct {
 	// Log receives warnings such as invalid tracking annotations (default: none).
 	Log *zap.Logger
 	// OnPods, if set, is called with a target's live object and its current pods (a
-	// Deployment's of its current revision; a Pod target is its own pod) whenever that set or
-	// any pod in it changed, so that their logs can be followed. Called from Track's goroutine.
+	// Deployment's of its current revision; a Pod target is its own pod; none for a kind
+	// without pods) when the target is first seen and whenever that set or any pod in it
+	// changed, so that their logs can be followed; always before an Event about the target is
+	// passed to OnEvent. Called from Track's goroutine.
 	OnPods func(PodsSeen)
 	// OnEvent, if set, gets every Kubernetes Event about a target not yet ready, its pods and
 	// ReplicaSets once per occurrence (an Event whose count grew comes again), for

@@ -163,6 +163,8 @@ type tracked struct {
 	// ones (converting metadata-only items is most of the tracker's work otherwise).
 	item any
 	obj  *unstructured.Unstructured
+	// podsReported says onPods was called for the target (podsSig then names its pods).
+	podsReported bool
 	// ready says obj, a plain object (no pods, no Ingress), was judged ready: unchanged, it stays.
 	ready bool
 	// role and reason are the verdict of the last evaluation (reason: why it is in error).
@@ -447,9 +449,9 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		st = ComputeAt(obj, now)
 	}
 	st.NonBlocking = t.settings.NonBlocking
-	if isPod || t.withPods {
-		w.seenPods(t, obj, pods)
-	}
+	// Every object is reported once, pods or not: what it is annotated with (its log and
+	// service-message settings) must be known before its first Event is passed on.
+	w.seenPods(t, obj, pods)
 	w.countErrors(t, obj, isPod, pods, owners, st.State, now)
 	st.Errors, st.LastError = t.errs.count, t.errs.last
 	t.ready = !isPod && !t.withPods && !isIngress(obj) && st.State == Ready && t.cond == UntilReady
@@ -547,10 +549,10 @@ func (w *watcher) seenPods(t *tracked, obj *unstructured.Unstructured, pods []*u
 		sig.WriteString(p.GetResourceVersion())
 		sig.WriteByte(' ')
 	}
-	if sig.String() == t.podsSig {
+	if t.podsReported && sig.String() == t.podsSig {
 		return
 	}
-	t.podsSig = sig.String()
+	t.podsSig, t.podsReported = sig.String(), true
 	w.onPods(PodsSeen{Ref: t.ref, Object: obj, Pods: pods})
 }
 

@@ -161,7 +161,9 @@ func checkOrder(t *testing.T, l *eventLog, extNS string) {
 		t.Errorf("state=present dependency waited for readiness: %v after %v", needsPresent, r)
 	}
 	appliedBefore(t, "state=present dependency on Service api", a("Service", "api"), needsTwo)
-	readyBefore(t, "state=ready dependency on ConfigMap w-pos", ready("ConfigMap", "w-pos"), needsTwo)
+	// A ConfigMap is ready once applied (track.ReadyWhenApplied: the tracker does not wait for
+	// it): the dependency is met by its apply in an earlier phase.
+	phaseBefore(t, "state=ready dependency on ConfigMap w-pos", a("ConfigMap", "w-pos"), needsTwo)
 
 	// Auto-detected dependencies: each user is applied after what it uses (at weight 10), though
 	// its own explicit dependency (w-neg) would let it go much earlier.
@@ -188,9 +190,11 @@ func checkOrder(t *testing.T, l *eventLog, extNS string) {
 
 	// Post-install hooks after every main resource is ready, by hook weight.
 	postFirst, postSecond := a("Job", "post-job-first"), a("ConfigMap", "post-cm-second")
-	for _, m := range [][2]string{{"Deployment", "db"}, {"Deployment", "early"}, {"Deployment", "use-cm"}, {"Deployment", "use-pvc"},
-		{"ConfigMap", "needs-two"}, {"ConfigMap", "needs-ext"}} {
+	for _, m := range [][2]string{{"Deployment", "db"}, {"Deployment", "early"}, {"Deployment", "use-cm"}, {"Deployment", "use-pvc"}} {
 		readyBefore(t, "main resources ready before post-install hooks", ready(m[0], m[1]), postFirst)
+	}
+	for _, cm := range []string{"needs-two", "needs-ext"} { // ready once applied
+		phaseBefore(t, "main resources applied before post-install hooks", a("ConfigMap", cm), postFirst)
 	}
 	readyBefore(t, "post hook weight -1 completes before weight 1", ready("Job", "post-job-first"), postSecond)
 
