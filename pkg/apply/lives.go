@@ -16,7 +16,9 @@ import (
 
 // listMin is the number of objects of one resource in one namespace from which an Apply reads
 // their live state with one List instead of a Get each: a release of 500 ConfigMaps costs one
-// request (a few pages) instead of 500.
+// request (a few pages) instead of 500. The List reads the namespace's other objects of that
+// resource too (release objects carry no label to select them by): a namespace holding many
+// more of them than the release costs a larger read, once per Apply.
 const listMin = 8
 
 // listPage bounds one page of such a List.
