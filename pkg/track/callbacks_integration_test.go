@@ -31,7 +31,7 @@ func TestOnPodsComesBeforeOnEvent(t *testing.T) {
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "lb.1", Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: "Service", Name: "lb", Namespace: ns, UID: created.UID, APIVersion: "v1"},
-		Reason: "EnsuringLoadBalancer", Message: "Ensuring load balancer", Type: "Normal", Count: 1,
+		Reason:         "EnsuringLoadBalancer", Message: "Ensuring load balancer", Type: "Normal", Count: 1,
 		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "service-controller"}}
 	if _, err := c.Typed.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
