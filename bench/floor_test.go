@@ -63,7 +63,9 @@ func BenchmarkFloor(b *testing.B) {
 				name   string
 				deploy func(b *testing.B, ns, dataDir string, gen int) (time.Duration, int64)
 			}{
-				{"floor", func(b *testing.B, ns, _ string, gen int) (time.Duration, int64) { return f.deploy(b, chart, ns, gen), 0 }},
+				{"floor", func(b *testing.B, ns, _ string, gen int) (time.Duration, int64) {
+					return f.deploy(b, chart, ns, gen), 0
+				}},
 				{"sealane", func(b *testing.B, ns, dataDir string, gen int) (time.Duration, int64) {
 					return timed(b, sealane, "deploy", chart, "--release", "floor", "--namespace", ns, "--timeout", "10m",
 						"--kubeconfig", kubeconfig, "--data-dir", dataDir, "--set", fmt.Sprintf("gen=%d", gen))
