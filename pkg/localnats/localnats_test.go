@@ -121,8 +121,21 @@ func TestTakeOverWhenTheServerLeaves(t *testing.T) {
 	if fourth.Serving() {
 		t.Error("a process opened after the hand-over serves a second server")
 	}
-	if err := fourth.Conn().Flush(); err != nil || !third.Conn().IsConnected() {
-		t.Errorf("after the hand-over: fourth flush %v, third connected %v", err, third.Conn().IsConnected())
+	// The third reconnects on its own schedule (reconnectWait plus jitter), so it is asked to
+	// receive a message rather than to be connected at this instant: its subscription and the
+	// PING of the flush are sent when it is back, and the PONG proves the subscription is in.
+	sub, err := third.Conn().SubscribeSync("after.handover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := third.Conn().FlushTimeout(10 * time.Second); err != nil {
+		t.Fatalf("the third process did not reconnect to the new server: %v", err)
+	}
+	if err := fourth.Conn().Publish("after.handover", []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sub.NextMsg(5 * time.Second); err != nil || string(m.Data) != "hi" {
+		t.Errorf("after the hand-over, a message from the fourth to the third: %v, %v", m, err)
 	}
 }
 
