@@ -215,10 +215,18 @@ func (d deployBench) sealaneDeploy(b *testing.B, chartDir, ns, dataDir string) d
 	if d.sealane == "" {
 		return d.sealaneInProcess(b, chartDir, ns, dataDir)
 	}
+	return runSealane(b, d.sealane, "deploy", chartDir, "--release", "big", "--namespace", ns,
+		"--timeout", deployTimeout.String(), "--kubeconfig", d.kubeconfig, "--data-dir", dataDir)
+}
+
+// runSealane runs the sealane binary with args and --output json against the embedded
+// pipeline, and returns its time, CPU, peak RSS and where the time went (steps); it fails b if
+// the command fails.
+func runSealane(b *testing.B, bin string, args ...string) deployRun {
+	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout+3*time.Minute)
 	defer cancel()
-	cmd, peakRSS := measuredCommand(ctx, b, d.sealane, "deploy", chartDir, "--release", "big", "--namespace", ns,
-		"--timeout", deployTimeout.String(), "--kubeconfig", d.kubeconfig, "--data-dir", dataDir, "--output", "json")
+	cmd, peakRSS := measuredCommand(ctx, b, bin, append(args, "--output", "json")...)
 	cmd.Env = append(os.Environ(), "SEALANE_NATS_URL=") // always the embedded pipeline
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -226,7 +234,7 @@ func (d deployBench) sealaneDeploy(b *testing.B, chartDir, ns, dataDir string) d
 	err := cmd.Run()
 	end := time.Now()
 	if err != nil {
-		b.Fatalf("sealane deploy into %s: %v\n%s\n%s", ns, err, tail(stderr.String(), 4000), tail(stdout.String(), 4000))
+		b.Fatalf("sealane %s: %v\n%s\n%s", strings.Join(args, " "), err, tail(stderr.String(), 4000), tail(stdout.String(), 4000))
 	}
 	var evs []stepEvent
 	sc := bufio.NewScanner(&stdout)
@@ -296,7 +304,7 @@ type stepEvent struct {
 // steps splits a sealane deploy's wall time by its events: start-up (process and NATS
 // start, chart load and pack, up to the request event), then the time up to each later event,
 // summed by that event's type (phase_applied: applying; phase_tracked: tracking, over all
-// phases; resource_progressed events are not milestones), then exit (shutdown).
+// phases; resource_progressed and log_lines events are not milestones), then exit (shutdown).
 func steps(start, end time.Time, evs []stepEvent) string {
 	var order []string
 	sums := map[string]time.Duration{}
@@ -307,6 +315,9 @@ func steps(start, end time.Time, evs []stepEvent) string {
 		if t == events.ResourceProgressed {
 			progressed++
 			continue
+		}
+		if t == events.LogLines {
+			continue // published while tracking, as lines come
 		}
 		name := t.Token()
 		if t == events.DeployRequested {

@@ -67,8 +67,10 @@ func BenchmarkFloor(b *testing.B) {
 					return f.deploy(b, chart, ns, gen), 0
 				}},
 				{"sealane", func(b *testing.B, ns, dataDir string, gen int) (time.Duration, int64) {
-					return timed(b, sealane, "deploy", chart, "--release", "floor", "--namespace", ns, "--timeout", "10m",
+					r := runSealane(b, sealane, "deploy", chart, "--release", "floor", "--namespace", ns, "--timeout", "10m",
 						"--kubeconfig", kubeconfig, "--data-dir", dataDir, "--set", fmt.Sprintf("gen=%d", gen))
+					b.Logf("%s sealane gen %d: CPU %s; %s", c.name, gen, r.cpu.Round(10*time.Millisecond), r.steps)
+					return r.took, r.peakRSS
 				}},
 				{"helm", func(b *testing.B, ns, _ string, gen int) (time.Duration, int64) {
 					return timed(b, helm, "upgrade", "--install", "floor", chart, "--namespace", ns, "--create-namespace", "--wait",

@@ -9,7 +9,9 @@
 //   - ServerSideApply (default): server-side apply as field manager "sealane" with force.
 //     Before the first apply over fields sealane (3wm) or Helm 3 set client-side, those are
 //     moved into sealane's apply entry (csaupgrade), so dropping them from the chart removes
-//     them. Unchanged when the resourceVersion does not move.
+//     them. An object whose live state is already what the apply would make it — sealane's
+//     one apply entry owns exactly the fields it sets, with the same values live — is not
+//     sent (Unchanged, no request); otherwise Unchanged when the resourceVersion does not move.
 //   - ThreeWayMerge: ThreeWayPatch from the previous release's object (Options.Previous), the
 //     chart's and the live one: strategic merge patch for built-in kinds, JSON merge patch for
 //     others. A patch that would change nothing is not sent.

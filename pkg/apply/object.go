@@ -167,11 +167,15 @@ func (a applier) serverSideApply(ctx context.Context, ri dynamic.ResourceInterfa
 	return ri.Patch(ctx, body.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: a.opts.FieldManager, Force: &force})
 }
 
-// updateServerSide server-side applies obj over live. Fields sealane (or Helm 3) set
+// updateServerSide server-side applies obj over live, unless live is already what the apply
+// would make it (appliedAlready: an unchanged object costs no request). Fields sealane (or Helm 3) set
 // client-side before are first taken over by sealane's apply entry (see takeOverClientSide),
 // so that the apply removes those the chart no longer sets; on-creation fields are handled
 // by ServerSideUpdate. A 409 (the object changed since it was read) recomputes the update.
 func (a applier) updateServerSide(ctx context.Context, ri dynamic.ResourceInterface, obj, live *unstructured.Unstructured, oc OnCreation) (Action, error) {
+	if body, _ := ServerSideUpdate(obj, live, a.opts.FieldManager, oc); appliedAlready(body, live, a.opts.FieldManager, a.clientSideManagers()) {
+		return Unchanged, nil // the apply would change nothing: no request
+	}
 	before := live
 	for attempt := 1; ; attempt++ {
 		after, err := a.serverSideUpdateOnce(ctx, ri, obj, live, oc)
