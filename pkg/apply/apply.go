@@ -43,7 +43,7 @@ type Result struct {
 type Options struct {
 	// FieldManager owns the applied fields (default "sealane").
 	FieldManager string
-	// Concurrency bounds the objects applied at once within one kind-order group (default 16).
+	// Concurrency bounds the objects applied at once within one kind-order group (default 32; Helm 3 applies a whole group at once).
 	Concurrency int
 	// DefaultNamespace is set on namespaced objects that name none, and is created when missing.
 	DefaultNamespace string
@@ -70,7 +70,7 @@ type Options struct {
 
 // DefaultOptions returns the defaults used for unset Options fields.
 func DefaultOptions() Options {
-	return Options{FieldManager: "sealane", Concurrency: 16, MappingWait: 10 * time.Second, Method: ServerSideApply}
+	return Options{FieldManager: "sealane", Concurrency: 32, MappingWait: 10 * time.Second, Method: ServerSideApply}
 }
 
 // Validate reports options that cannot work.

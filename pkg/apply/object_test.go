@@ -90,7 +90,7 @@ func TestOptions(t *testing.T) {
 		t.Error("withDefaults leaves Recreate nil")
 	}
 	got.Recreate = nil
-	want := Options{FieldManager: "sealane", Concurrency: 16, DefaultNamespace: "x", MappingWait: DefaultOptions().MappingWait, Method: ServerSideApply}
+	want := Options{FieldManager: "sealane", Concurrency: 32, DefaultNamespace: "x", MappingWait: DefaultOptions().MappingWait, Method: ServerSideApply}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("withDefaults (-want +got):\n%s", diff)
 	}

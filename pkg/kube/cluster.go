@@ -82,6 +82,9 @@ type Cluster struct {
 
 	mu       sync.Mutex
 	resetGen uint64
+	// mappings caches Mapping's answers until the next discovery reset: the discovery
+	// mapper scans every resource of the cluster on each call.
+	mappings map[schema.GroupVersionKind]*meta.RESTMapping
 	bounded  kubernetes.Interface
 }
 
@@ -198,19 +201,44 @@ func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
 // once (at most one reset for a burst of concurrent misses) and asks again.
 func (c *Cluster) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	c.mu.Lock()
-	gen := c.resetGen
+	gen, m := c.resetGen, c.mappings[gvk]
 	c.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
 	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err == nil || !meta.IsNoMatchError(err) {
+	if err == nil {
+		c.remember(gen, gvk, m)
+		return m, nil
+	}
+	if !meta.IsNoMatchError(err) {
 		return m, err
 	}
 	c.mu.Lock()
 	if c.resetGen == gen {
 		c.Mapper.Reset()
 		c.resetGen++
+		c.mappings = nil
 	}
+	gen = c.resetGen
 	c.mu.Unlock()
-	return c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if m, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		c.remember(gen, gvk, m)
+	}
+	return m, err
+}
+
+// remember caches m for gvk unless discovery was reset since gen.
+func (c *Cluster) remember(gen uint64, gvk schema.GroupVersionKind, m *meta.RESTMapping) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resetGen != gen {
+		return
+	}
+	if c.mappings == nil {
+		c.mappings = map[schema.GroupVersionKind]*meta.RESTMapping{}
+	}
+	c.mappings[gvk] = m
 }
 
 // ResourceFor returns the dynamic client for ref's resource, scoped to ref's namespace when the

@@ -182,7 +182,7 @@ func (l *errorLog) observeContainer(key string, podCreated, now time.Time, resta
 func (l *errorLog) observePod(pod *unstructured.Unstructured, prefix string, now time.Time) {
 	created := pod.GetCreationTimestamp().Time
 	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
-		list, _, _ := unstructured.NestedSlice(pod.Object, "status", field)
+		list := slice(pod.Object, "status", field)
 		what := "container"
 		if field == "initContainerStatuses" {
 			what = "init container"
@@ -270,7 +270,7 @@ func (l *errorLog) readinessCounter(pod *unstructured.Unstructured, s Settings) 
 // container's running.startedAt, or with a startup probe the time it was first seen started
 // (the status does not say when the startup probe passed).
 func (l *errorLog) containerStarted(pod *unstructured.Unstructured, name string, startupProbe bool) time.Time {
-	list, _, _ := unstructured.NestedSlice(pod.Object, "status", "containerStatuses")
+	list := slice(pod.Object, "status", "containerStatuses")
 	for _, c := range list {
 		m, ok := c.(map[string]any)
 		if !ok || str(m, "name") != name {
@@ -304,7 +304,7 @@ func podStatuses(pods []*unstructured.Unstructured) []PodStatus {
 	for _, p := range pods {
 		st := podStatus(p)
 		ps := PodStatus{Name: p.GetName(), State: st.State, Ready: st.Ready, Desired: st.Desired, Message: st.Message}
-		list, _, _ := unstructured.NestedSlice(p.Object, "status", "containerStatuses")
+		list := slice(p.Object, "status", "containerStatuses")
 		for _, c := range list {
 			if m, ok := c.(map[string]any); ok {
 				ps.Restarts += count(m, "restartCount")

@@ -188,7 +188,7 @@ type genCondition struct {
 
 // conditionFold finds the condition whose type equals typ, ignoring case, '-', '_' and spaces.
 func conditionFold(obj *unstructured.Unstructured, typ string) (genCondition, bool) {
-	list, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	list := slice(obj.Object, "status", "conditions")
 	want := normalize(typ)
 	for _, c := range list {
 		m, ok := c.(map[string]any)

@@ -21,7 +21,7 @@ func serviceStatus(obj *unstructured.Unstructured) Status {
 // lbAddresses joins the ip or hostname of every status.loadBalancer.ingress entry ("" when
 // there is none); an entry with neither counts as "(no address)".
 func lbAddresses(obj map[string]any) string {
-	list, _, _ := unstructured.NestedSlice(obj, "status", "loadBalancer", "ingress")
+	list := slice(obj, "status", "loadBalancer", "ingress")
 	addrs := make([]string, 0, len(list))
 	for _, e := range list {
 		m, _ := e.(map[string]any)

@@ -26,9 +26,9 @@ var FailingContainerReasons = map[string]bool{
 // FailingContainerReasons reason fails it; else it is Ready when its Ready condition is True.
 func podStatus(obj *unstructured.Unstructured) Status {
 	o := obj.Object
-	containers, _, _ := unstructured.NestedSlice(o, "spec", "containers")
+	containers := slice(o, "spec", "containers")
 	st := Status{State: Waiting, Desired: int32(len(containers))}
-	statuses, _, _ := unstructured.NestedSlice(o, "status", "containerStatuses")
+	statuses := slice(o, "status", "containerStatuses")
 	for _, c := range statuses {
 		if m, ok := c.(map[string]any); ok {
 			if ready, _, _ := unstructured.NestedBool(m, "ready"); ready {
@@ -60,7 +60,7 @@ func podStatus(obj *unstructured.Unstructured) Status {
 // container waiting for a FailingContainerReasons reason.
 func containerFailure(pod map[string]any) (string, bool) {
 	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
-		list, _, _ := unstructured.NestedSlice(pod, "status", field)
+		list := slice(pod, "status", field)
 		for _, c := range list {
 			m, ok := c.(map[string]any)
 			if !ok {
@@ -84,7 +84,7 @@ func podWaitingMessage(pod map[string]any, st Status) string {
 		return "waiting to be scheduled"
 	}
 	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
-		list, _, _ := unstructured.NestedSlice(pod, "status", field)
+		list := slice(pod, "status", field)
 		for _, c := range list {
 			m, ok := c.(map[string]any)
 			if !ok {
@@ -182,9 +182,9 @@ func currentReplicaSets(workload *unstructured.Unstructured, owned Owned) []type
 		return nil
 	}
 	var out []types.UID
-	rev := workload.GetAnnotations()[RevisionAnnotation]
+	rev := annotation(workload, RevisionAnnotation)
 	for _, rs := range owned(workload.GetUID()) {
-		if rs.GetKind() == "ReplicaSet" && (rev == "" || rs.GetAnnotations()[RevisionAnnotation] == rev) {
+		if rs.GetKind() == "ReplicaSet" && (rev == "" || annotation(rs, RevisionAnnotation) == rev) {
 			out = append(out, rs.GetUID())
 		}
 	}
@@ -236,7 +236,7 @@ func PodCompletion(pod *unstructured.Unstructured) Status {
 
 // exitedContainers describes the containers of pod that exited with an error.
 func exitedContainers(pod *unstructured.Unstructured) string {
-	statuses, _, _ := unstructured.NestedSlice(pod.Object, "status", "containerStatuses")
+	statuses := slice(pod.Object, "status", "containerStatuses")
 	var parts []string
 	for _, st := range statuses {
 		m, _ := st.(map[string]any)

@@ -110,6 +110,18 @@ func count(obj map[string]any, fields ...string) int32 {
 }
 
 // str reads a string field, "" when absent.
+// slice returns the list at fields of obj, not copied: read it, never change it.
+func slice(obj map[string]any, fields ...string) []any {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	l, _ := v.([]any)
+	return l
+}
+
+// annotation returns the annotation key of obj without copying its annotations.
+func annotation(obj *unstructured.Unstructured, key string) string {
+	return str(obj.Object, "metadata", "annotations", key)
+}
+
 func str(obj map[string]any, fields ...string) string {
 	s, _, _ := unstructured.NestedString(obj, fields...)
 	return s
@@ -119,7 +131,7 @@ func str(obj map[string]any, fields ...string) string {
 type condition struct{ Type, Status, Reason, Message string }
 
 func findCondition(obj map[string]any, typ string) (condition, bool) {
-	list, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	list := slice(obj, "status", "conditions")
 	for _, c := range list {
 		m, ok := c.(map[string]any)
 		if !ok || str(m, "type") != typ {

@@ -199,8 +199,11 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 	w.waitForSync(ctx, max(opts.Timeout, syncGrace))
 	ticker := time.NewTicker(opts.Tick)
 	defer ticker.Stop()
+	// all: the first evaluation and those on a tick observe every target (time passes for
+	// all of them); one on news from the informers observes the targets the news is about.
+	all := true
 	report := func() (Outcome, bool) {
-		return w.evaluate(time.Now(), func(t *tracked) {
+		return w.evaluate(time.Now(), all, func(t *tracked) {
 			onProgress(Progress{Ref: t.ref, Status: t.last, Time: opts.Clock()})
 		})
 	}
@@ -222,8 +225,11 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 		case err := <-w.errs:
 			return Outcome{}, err
 		case <-w.signal:
+			all = false
 		case <-ticker.C:
+			all = true
 		case <-timer.C:
+			all = true
 			if out, done := report(); done {
 				return out, nil
 			}
@@ -232,13 +238,20 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 	}
 }
 
-// evaluate recomputes every target at now, applies the fail and termination modes (decide),
-// calls changed for those whose reported status changed, and says whether tracking is over.
-func (w *watcher) evaluate(now time.Time, changed func(*tracked)) (Outcome, bool) {
+// evaluate recomputes the targets at now — all of them, or (all false) those the informers'
+// news since the last evaluation is about (touches.affects) and those still waiting for a
+// first list; the others keep their last observation — applies the fail and termination modes
+// (decide), calls changed for those whose reported status changed, and says whether tracking
+// is over.
+func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Outcome, bool) {
+	news := w.takeTouched()
 	js := make([]judged, len(w.targets))
 	observed := make([]Status, len(w.targets))
 	for i, t := range w.targets {
-		st := w.observe(t, now)
+		st := t.observed
+		if all || !t.seen || t.volatile || news.affects(t) {
+			st = w.observe(t, now)
+		}
 		if !t.seen || !st.Equal(t.observed) {
 			t.observed, t.changed, t.seen = st, now, true
 		}

@@ -174,6 +174,33 @@ type tracked struct {
 	// the occurrence count of each Event last passed to OnEvent.
 	podsSig    string
 	eventsSeen map[types.UID]int64
+	// deps are the UIDs the last observation read (the object, its ReplicaSets and pods):
+	// a change of one of them, or of an object stored under key, makes the target be observed
+	// again; volatile says the last observation waited for an informer's first list, so it is
+	// observed again on every evaluation until it does not.
+	deps     []types.UID
+	volatile bool
+}
+
+// touches are what the informers changed since the last evaluation: objects' store keys and
+// UIDs, with the UIDs of their controllers and of what Events are about.
+type touches struct {
+	keys map[string]bool
+	uids map[types.UID]bool
+	all  bool // something changed that cannot be placed: observe every target
+}
+
+// affects says whether t must be observed again after these changes.
+func (c touches) affects(t *tracked) bool {
+	if c.all || c.keys[t.key] {
+		return true
+	}
+	for _, uid := range t.deps {
+		if c.uids[uid] {
+			return true
+		}
+	}
+	return false
 }
 
 // failureDetection reports whether t's errors are counted and judged: objects waited for until
@@ -234,6 +261,53 @@ type watcher struct {
 	signal  chan struct{}
 	errs    chan error
 	wg      sync.WaitGroup
+
+	// touched collects what the informers' handlers see change; evaluate takes it.
+	touchMu sync.Mutex
+	touched touches
+}
+
+// touch records that obj (an informer's item, or a deletion's tombstone) changed.
+func (w *watcher) touch(obj any) {
+	w.touchMu.Lock()
+	defer w.touchMu.Unlock()
+	if w.touched.keys == nil {
+		w.touched = touches{keys: map[string]bool{}, uids: map[types.UID]bool{}}
+	}
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		w.touched.keys[d.Key] = true
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		w.touched.all = true
+		return
+	}
+	key := m.GetName()
+	if ns := m.GetNamespace(); ns != "" {
+		key = ns + "/" + key
+	}
+	w.touched.keys[key] = true
+	w.touched.uids[m.GetUID()] = true
+	for _, ref := range m.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			w.touched.uids[ref.UID] = true
+		}
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if uid, _, _ := unstructured.NestedString(u.Object, "involvedObject", "uid"); uid != "" {
+			w.touched.uids[types.UID(uid)] = true
+		}
+	}
+}
+
+// takeTouched returns what changed since the last call and starts collecting anew.
+func (w *watcher) takeTouched() touches {
+	w.touchMu.Lock()
+	defer w.touchMu.Unlock()
+	c := w.touched
+	w.touched = touches{}
+	return c
 }
 
 // newWatcher maps every target to an informer and starts them: one per (namespace, resource),
@@ -336,17 +410,35 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 	}
 	// Managed fields are a good part of every object and are never judged: not kept (an
 	// informer of a thousand objects holds several MB less).
-	_ = inf.SetTransform(stripManagedFields)
-	poke := func() {
+	transform := stripManagedFields
+	if key.metadataOnly && key.gvr == replicaSetsGVR {
+		// Stored as ReplicaSets, as the pod source's owner index and PodsOf expect them.
+		transform = func(obj any) (any, error) {
+			obj, _ = stripManagedFields(obj)
+			if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
+				return obj, nil
+			}
+			u := asUnstructured(obj)
+			if u == nil {
+				return obj, nil
+			}
+			u.SetAPIVersion("apps/v1")
+			u.SetKind("ReplicaSet")
+			return u, nil
+		}
+	}
+	_ = inf.SetTransform(transform)
+	poke := func(obj any) {
+		w.touch(obj)
 		select {
 		case w.signal <- struct{}{}:
 		default:
 		}
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-		DeleteFunc: func(any) { poke() },
+		AddFunc:    poke,
+		UpdateFunc: func(_, obj any) { poke(obj) },
+		DeleteFunc: poke,
 	})
 	where := key.gvr.Resource
 	if key.namespace != "" {
@@ -389,9 +481,11 @@ func (w *watcher) stop(cancel context.CancelFunc) {
 // kind's rules (with its pods for workloads), its pods, and the errors counted so far. It
 // refreshes t.settings from the live object.
 func (w *watcher) observe(t *tracked, now time.Time) Status {
+	t.volatile, t.deps = true, t.deps[:0]
 	if !t.inf.HasSynced() {
 		return Status{State: Waiting, Message: "waiting for the first list from the cluster"}
 	}
+	t.volatile = false
 	item, exists, err := t.inf.GetStore().GetByKey(t.key)
 	obj, same := t.converted(item)
 	present := err == nil && exists && obj != nil
@@ -434,6 +528,7 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		src := w.podSource(obj)
 		if !src.synced() {
 			// Judged without its pods, a workload could look ready before they are known.
+			t.volatile = true
 			return Status{State: Waiting, Message: "waiting for the first list of pods", NonBlocking: t.settings.NonBlocking,
 				Errors: t.errs.count, LastError: t.errs.last}
 		}
@@ -441,6 +536,9 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 		st = ComputeWithPodsAt(obj, pods, now)
 		st.Pods = podStatuses(pods)
 		owners = append(owners, currentReplicaSets(obj, src.owned)...)
+		for _, o := range src.owned(obj.GetUID()) {
+			t.deps = append(t.deps, o.GetUID()) // every ReplicaSet (or pod) it controls
+		}
 	case isIngress(obj):
 		st = IngressStatus(obj, w.ingressClasses())
 	case same && t.ready:
@@ -453,6 +551,10 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 	// service-message settings) must be known before its first Event is passed on.
 	w.seenPods(t, obj, pods)
 	w.countErrors(t, obj, isPod, pods, owners, st.State, now)
+	t.deps = append(t.deps, owners...)
+	for _, p := range pods {
+		t.deps = append(t.deps, p.GetUID()) // Events about its pods
+	}
 	st.Errors, st.LastError = t.errs.count, t.errs.last
 	t.ready = !isPod && !t.withPods && !isIngress(obj) && st.State == Ready && t.cond == UntilReady
 	return st
@@ -505,6 +607,7 @@ func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod 
 		w.events[ns] = evInf
 	}
 	if !evInf.HasSynced() {
+		t.volatile = true // its errors are counted once the Events are listed
 		return
 	}
 	var evs []eventInfo
@@ -611,7 +714,9 @@ func (w *watcher) podSource(workload *unstructured.Unstructured) podSource {
 	}
 	s := podSource{pods: w.informer(informerKey{gvr: podsGVR, namespace: ns, lbls: lbls})}
 	if w.hasDeployment(ns) {
-		s.replicaSets = w.informer(informerKey{gvr: replicaSetsGVR, namespace: ns, lbls: lbls})
+		// Only their metadata: which Deployment and revision a ReplicaSet belongs to (a
+		// namespace keeps ten old ones per Deployment, each with its whole pod template).
+		s.replicaSets = w.informer(informerKey{gvr: replicaSetsGVR, namespace: ns, lbls: lbls, metadataOnly: true})
 	}
 	w.pods[ns] = s
 	return s
