@@ -1,0 +1,69 @@
+package track
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// What an informer's news touches decides which targets an evaluation observes again: a pod's
+// news reaches the Deployment through its ReplicaSet, an Event's the object it is about.
+func TestTouchesAffect(t *testing.T) {
+	yes := true
+	pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod"}}
+	pod.SetNamespace("ns")
+	pod.SetName("web-1")
+	pod.SetUID("pod-uid")
+	pod.SetOwnerReferences([]metav1.OwnerReference{{UID: "rs-uid", Controller: &yes}, {UID: "not-controller"}})
+	event := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Event",
+		"involvedObject": map[string]any{"uid": "job-uid"}}}
+	event.SetNamespace("ns")
+	event.SetName("job.123")
+	event.SetUID("event-uid")
+	goneObj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone", UID: "gone-uid"}}
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "config", UID: "cm-uid"}}
+
+	deployment := &tracked{key: "ns/web", deps: []types.UID{"deploy-uid", "rs-uid"}}
+	job := &tracked{key: "ns/job", deps: []types.UID{"job-uid"}}
+	config := &tracked{key: "ns/config"}
+	gone := &tracked{key: "ns/gone"}
+	other := &tracked{key: "other/web", deps: []types.UID{"other-uid"}}
+	all := []*tracked{deployment, job, config, gone, other}
+
+	for _, tc := range []struct {
+		name string
+		news []any
+		want []*tracked
+	}{
+		{"nothing", nil, nil},
+		{"a pod of the deployment's ReplicaSet", []any{pod}, []*tracked{deployment}},
+		{"an Event about the Job", []any{event}, []*tracked{job}},
+		{"a metadata-only object under its key", []any{meta}, []*tracked{config}},
+		{"a deletion's tombstone", []any{cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: goneObj}}, []*tracked{gone}},
+		{"a tombstone without its object", []any{cache.DeletedFinalStateUnknown{Key: "ns/gone"}}, all},
+		{"something that is no object", []any{42}, all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &watcher{}
+			for _, n := range tc.news {
+				w.touch(n)
+			}
+			news := w.takeTouched()
+			for _, target := range all {
+				want := false
+				for _, x := range tc.want {
+					want = want || x == target
+				}
+				if got := news.affects(target); got != want {
+					t.Errorf("affects(%s) = %v, want %v", target.key, got, want)
+				}
+			}
+			if again := w.takeTouched(); again.affects(deployment) || again.affects(config) {
+				t.Error("takeTouched returned the same news twice")
+			}
+		})
+	}
+}
