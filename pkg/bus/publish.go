@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,36 +20,75 @@ func (b *Bus) Publish(ctx context.Context, msg *nats.Msg, msgID string) (duplica
 
 // PublishAsync sends msg to the deploy stream (log lines: to the log stream) without waiting
 // for its ack, so that a stage reporting many events while it works is not slowed by one
-// round trip each; messages are stored in the order they are sent. The returned wait blocks
-// until the ack, and when the asynchronous attempt failed publishes again synchronously, as
-// Publish does (the message id makes that safe).
-func (b *Bus) PublishAsync(msg *nats.Msg, msgID string, logs bool) (wait func(context.Context) error) {
+// round trip each; messages are stored in the order they are sent. Pending.Wait blocks until
+// the ack, and when the asynchronous attempt failed publishes again synchronously, as Publish
+// does (the message id makes that safe).
+func (b *Bus) PublishAsync(msg *nats.Msg, msgID string, logs bool) *Pending {
 	stream := b.opts.Stream
 	if logs {
 		stream = b.opts.LogStream
 	}
-	again := func(ctx context.Context) error {
+	p := &Pending{again: func(ctx context.Context) error {
 		_, err := b.publish(ctx, stream, msg, msgID)
 		return err
-	}
+	}}
 	if msg == nil || msgID == "" || !validSubject(msg.Subject, false) {
-		return again // let the synchronous path report the problem
+		return p // let the synchronous path report the problem
 	}
 	m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: cloneHeader(msg.Header)}
-	f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
-	if err != nil {
-		return again
+	if f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream)); err == nil {
+		p.ack = f
 	}
-	return func(ctx context.Context) error {
+	return p
+}
+
+// Pending is a message PublishAsync sent and the stream may not have stored yet.
+type Pending struct {
+	ack   jetstream.PubAckFuture // nil: the asynchronous attempt could not even be sent
+	again func(context.Context) error
+
+	mu     sync.Mutex
+	stored bool // the ack was received (the future delivers it once)
+}
+
+// Wait returns when the stream has stored the message, publishing it again synchronously when
+// the asynchronous attempt failed.
+func (p *Pending) Wait(ctx context.Context) error {
+	if p.ack == nil {
+		return p.again(ctx)
+	}
+	if p.Stored() {
+		return nil
+	}
+	select {
+	case <-p.ack.Ok():
+		p.mu.Lock()
+		p.stored = true
+		p.mu.Unlock()
+		return nil
+	case <-p.ack.Err():
+		return p.again(ctx)
+	case <-ctx.Done():
+		return fmt.Errorf("publish %s (msg id %s): %w", p.ack.Msg().Subject, p.ack.Msg().Header.Get(jetstream.MsgIDHeader), ctx.Err())
+	}
+}
+
+// Stored reports, without waiting, whether the stream has acknowledged the message: a stored
+// message need not be kept for Wait.
+func (p *Pending) Stored() bool {
+	if p.ack == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stored {
 		select {
-		case <-f.Ok():
-			return nil
-		case <-f.Err():
-			return again(ctx)
-		case <-ctx.Done():
-			return fmt.Errorf("publish %s (msg id %s): %w", msg.Subject, msgID, ctx.Err())
+		case <-p.ack.Ok():
+			p.stored = true
+		default:
 		}
 	}
+	return p.stored
 }
 
 // PublishLog stores msg (a log batch on LogSubject) in the log stream, like Publish.

@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -119,7 +118,7 @@ func TestPublishAsyncKeepsOrderAndWaitsForAcks(t *testing.T) {
 	checkLeaks(t)
 	e := newTestEnv(t)
 	ctx := testCtx(t, 10*time.Second)
-	var waits []func(context.Context) error
+	var waits []*Pending
 	for i := range 50 {
 		m := nats.NewMsg(testSubject)
 		m.Data = []byte(fmt.Sprint(i))
@@ -129,9 +128,19 @@ func TestPublishAsyncKeepsOrderAndWaitsForAcks(t *testing.T) {
 	dup := nats.NewMsg(testSubject)
 	dup.Data = []byte("dup")
 	waits = append(waits, e.bus.PublishAsync(dup, "async-7", false))
+	// Stored takes the ack from the future (it is delivered once): Wait still returns after it.
+	for !waits[0].Stored() {
+		if ctx.Err() != nil {
+			t.Fatal("the first message was never stored")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	for i, w := range waits {
-		if err := w(ctx); err != nil {
+		if err := w.Wait(ctx); err != nil {
 			t.Fatalf("wait %d: %v", i, err)
+		}
+		if !w.Stored() {
+			t.Errorf("message %d: Stored after its Wait returned says no", i)
 		}
 	}
 	got := followN(t, e.bus, FollowOptions{DeliverAll: true}, 50)
@@ -141,7 +150,7 @@ func TestPublishAsyncKeepsOrderAndWaitsForAcks(t *testing.T) {
 		}
 	}
 	// An invalid message fails on wait, with the synchronous path's error.
-	if err := e.bus.PublishAsync(nats.NewMsg("bad subject"), "x", false)(ctx); err == nil {
+	if err := e.bus.PublishAsync(nats.NewMsg("bad subject"), "x", false).Wait(ctx); err == nil {
 		t.Error("PublishAsync of an invalid subject did not fail")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,17 +108,19 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	}
 	in.State = state
 	// Live events (progress, log lines) are pipelined: the handler does not wait for each ack,
-	// and every one is acknowledged before the handler's own events are published.
+	// and every one is acknowledged before the handler's own events are published. Those
+	// already stored are let go as new ones are sent, so a long phase does not keep all of
+	// its thousands of progress events in memory.
 	var pendingMu sync.Mutex
-	var pending []func(context.Context) error
+	var pending []*bus.Pending
 	in.Publish = func(ctx context.Context, em Emit) error {
 		ev, msg, err := r.encode(st, in, em)
 		if err != nil {
 			return err
 		}
-		wait := r.Bus.PublishAsync(msg, ev.ID(), events.Type(ev.Type()) == events.LogLines)
+		p := r.Bus.PublishAsync(msg, ev.ID(), events.Type(ev.Type()) == events.LogLines)
 		pendingMu.Lock()
-		pending = append(pending, wait)
+		pending = append(slices.DeleteFunc(pending, (*bus.Pending).Stored), p)
 		pendingMu.Unlock()
 		return nil
 	}
@@ -126,8 +129,8 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		waits := pending
 		pending = nil
 		pendingMu.Unlock()
-		for _, wait := range waits {
-			if err := wait(ctx); err != nil {
+		for _, p := range waits {
+			if err := p.Wait(ctx); err != nil {
 				return fmt.Errorf("%s: %w", st.Name, err)
 			}
 		}
