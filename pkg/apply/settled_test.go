@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,13 @@ func TestAppliedAlready(t *testing.T) {
 		l.SetResourceVersion("7")
 		return l
 	}
+	// edit is the deployment with old replaced by new.
+	edit := func(old, new string) string {
+		if !strings.Contains(deployment, old) {
+			t.Fatalf("the deployment has no %q", old)
+		}
+		return strings.Replace(deployment, old, new, 1)
+	}
 	apply := [3]string{"sealane", "Apply", deploymentFields}
 	status := [3]string{"kube-controller-manager", "Update", `{"f:status":{"f:replicas":{}}}`}
 	tests := []struct {
@@ -62,97 +70,12 @@ func TestAppliedAlready(t *testing.T) {
 		want    bool
 	}{
 		{"same body", deployment, [][3]string{apply, status}, true},
-		{"env var dropped: the apply would remove it", `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d1, labels: {app: d1}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: d1}}
-  template:
-    metadata: {labels: {app: d1}}
-    spec:
-      containers:
-      - name: app
-        image: x:1
-        command: [a, b]
-        ports: [{containerPort: 80, protocol: TCP}]
-      tolerations: [{key: k, operator: Exists}]
-`, [][3]string{apply}, false},
-		{"label dropped", `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d1}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: d1}}
-  template:
-    metadata: {labels: {app: d1}}
-    spec:
-      containers:
-      - name: app
-        image: x:1
-        command: [a, b]
-        ports: [{containerPort: 80, protocol: TCP}]
-        env: [{name: A, value: "1"}]
-      tolerations: [{key: k, operator: Exists}]
-`, [][3]string{apply}, false},
-		{"a field sealane does not own yet, live has its value", `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d1, labels: {app: d1}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: d1}}
-  template:
-    metadata: {labels: {app: d1}}
-    spec:
-      containers:
-      - name: app
-        image: x:1
-        imagePullPolicy: IfNotPresent
-        command: [a, b]
-        ports: [{containerPort: 80, protocol: TCP}]
-        env: [{name: A, value: "1"}]
-      tolerations: [{key: k, operator: Exists}]
-`, [][3]string{apply}, false},
-		{"a new value", `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d1, labels: {app: d1}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: d1}}
-  template:
-    metadata: {labels: {app: d1}}
-    spec:
-      containers:
-      - name: app
-        image: x:2
-        command: [a, b]
-        ports: [{containerPort: 80, protocol: TCP}]
-        env: [{name: A, value: "1"}]
-      tolerations: [{key: k, operator: Exists}]
-`, [][3]string{apply}, false},
-		{"a null", `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d1, labels: {app: d1}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: d1}}
-  template:
-    metadata: {labels: {app: d1}}
-    spec:
-      containers:
-      - name: app
-        image: x:1
-        command: [a, b]
-        ports: [{containerPort: 80, protocol: TCP}]
-        env: [{name: A, value: "1"}]
-      tolerations: [{key: k, operator: Exists}]
-      nodeSelector: null
-`, [][3]string{apply}, false},
+		{"env var dropped: the apply would remove it", edit(`        env: [{name: A, value: "1"}]
+`, ""), [][3]string{apply}, false},
+		{"label dropped", edit("namespace: ns, labels: {app: d1}}", "namespace: ns}"), [][3]string{apply}, false},
+		{"a field sealane does not own yet, live has its value", edit("command: [a, b]", "imagePullPolicy: IfNotPresent\n        command: [a, b]"), [][3]string{apply}, false},
+		{"a new value", edit("image: x:1", "image: x:2"), [][3]string{apply}, false},
+		{"a null", edit("operator: Exists}]", "operator: Exists}]\n      nodeSelector: null"), [][3]string{apply}, false},
 		{"sealane's client-side fields to take over", deployment, [][3]string{apply, {"sealane", "Update", `{"f:spec":{}}`}}, false},
 		{"Helm's client-side fields to take over", deployment, [][3]string{apply, {"helm", "Update", `{"f:spec":{}}`}}, false},
 		{"another manager's fields do not matter", deployment, [][3]string{apply, {"kubectl-edit", "Update", `{"f:spec":{"f:paused":{}}}`}}, true},
