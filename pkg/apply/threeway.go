@@ -154,10 +154,12 @@ func mergePatchJSON(doc, patch []byte) ([]byte, error) {
 	if err := json.Unmarshal(patch, &p); err != nil {
 		return nil, err
 	}
-	return json.Marshal(mergePatch(d, p))
+	return json.Marshal(MergePatch(d, p))
 }
 
-func mergePatch(target, patch any) any {
+// MergePatch applies a JSON merge patch (RFC 7386) to a decoded document; target is not
+// modified.
+func MergePatch(target, patch any) any {
 	pm, ok := patch.(map[string]any)
 	if !ok {
 		return patch
@@ -171,7 +173,7 @@ func mergePatch(target, patch any) any {
 		if v == nil {
 			delete(out, k)
 		} else {
-			out[k] = mergePatch(out[k], v)
+			out[k] = MergePatch(out[k], v)
 		}
 	}
 	return out

@@ -49,7 +49,7 @@ func MergeLocally(lastApplied, target, live *unstructured.Unstructured) (*unstru
 		if err := json.Unmarshal(patch, &p); err != nil {
 			return nil, fmt.Errorf("decode patch: %w", err)
 		}
-		if merged, err = json.Marshal(mergePatch(doc, p)); err != nil {
+		if merged, err = json.Marshal(apply.MergePatch(doc, p)); err != nil {
 			return nil, fmt.Errorf("encode merged: %w", err)
 		}
 	}
@@ -58,25 +58,4 @@ func MergeLocally(lastApplied, target, live *unstructured.Unstructured) (*unstru
 		return nil, fmt.Errorf("decode merged object: %w", err)
 	}
 	return out, nil
-}
-
-// mergePatch applies a JSON merge patch (RFC 7386) to a decoded document.
-func mergePatch(target, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	tm, _ := target.(map[string]any)
-	out := make(map[string]any, len(tm)+len(pm))
-	for k, v := range tm {
-		out[k] = v
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(out, k)
-		} else {
-			out[k] = mergePatch(out[k], v)
-		}
-	}
-	return out
 }
