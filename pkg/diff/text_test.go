@@ -1,40 +1,16 @@
 package diff
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sealane/sealane/pkg/golden"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
-
 // golden compares got with testdata/NAME.golden, rewriting it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run the test with -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, d)
-	}
-}
-
 func TestClean(t *testing.T) {
 	live := obj(t, `
 apiVersion: v1
@@ -170,7 +146,7 @@ data: {user: YWRtaW4=, password: ` + password + `}
 					t.Errorf("diff holds %s:\n%s", noise, got)
 				}
 			}
-			golden(t, "text-"+tt.name, got)
+			golden.Assert(t, filepath.Join("testdata", "text-"+tt.name+".golden"), got)
 		})
 	}
 }

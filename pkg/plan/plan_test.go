@@ -3,7 +3,6 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sealane/sealane/pkg/golden"
 	"github.com/sealane/sealane/pkg/manifest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // loadCase reads testdata/<name>.yaml: a manifest whose documents go to Input.CRDs when their
 // "# Source:" is under crds/, to Input.Previous when it starts with "previous/", else to
@@ -87,24 +85,6 @@ func dag(p *Plan) string {
 	return b.String()
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
-}
-
 // TestGolden builds the plan of every testdata/*.yaml case and compares its summary and DAG
 // with testdata/<case>.golden.
 func TestGolden(t *testing.T) {
@@ -122,7 +102,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
-			golden(t, name+".golden", p.Summary()+"\n---- operations ----\n"+dag(p))
+			golden.Assert(t, filepath.Join("testdata", name+".golden"), p.Summary()+"\n---- operations ----\n"+dag(p))
 		})
 	}
 }
@@ -132,7 +112,7 @@ func TestDOTGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "hooks.dot.golden", p.DOT())
+	golden.Assert(t, filepath.Join("testdata", "hooks.dot.golden"), p.DOT())
 }
 
 func TestJSONGolden(t *testing.T) {
@@ -146,7 +126,7 @@ func TestJSONGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".json.golden", string(data)+"\n")
+			golden.Assert(t, filepath.Join("testdata", name+".json.golden"), string(data)+"\n")
 
 			var back Plan
 			if err := json.Unmarshal(data, &back); err != nil {

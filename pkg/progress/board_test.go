@@ -1,22 +1,18 @@
 package progress
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
-	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -72,27 +68,6 @@ func play(t *testing.T, color bool, steps []step) string {
 	return out.String()
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, d)
-	}
-}
-
 var requested = events.RequestedData{Target: target, Chart: events.ChartSource{Name: "shop", Version: "1.0.0"}}
 
 func applied(phase int, waits ...events.Wait) events.PhaseAppliedData {
@@ -134,7 +109,7 @@ func TestBoardReadyWithPods(t *testing.T) {
 		render(15 * time.Second),
 		render(20 * time.Second),
 	})
-	golden(t, "ready-with-pods", got)
+	golden.Assert(t, filepath.Join("testdata", "ready-with-pods"+".golden"), got)
 }
 
 func crashLoop() events.ProgressedData {
@@ -153,7 +128,7 @@ func TestBoardCrashLoop(t *testing.T) {
 		render(35 * time.Second),
 		render(40 * time.Second), // a FAILED row stays
 	})
-	golden(t, "crash-loop", got)
+	golden.Assert(t, filepath.Join("testdata", "crash-loop"+".golden"), got)
 }
 
 func TestBoardColor(t *testing.T) {
@@ -171,7 +146,7 @@ func TestBoardColor(t *testing.T) {
 			t.Errorf("colored render lacks %q", want)
 		}
 	}
-	golden(t, "color", got)
+	golden.Assert(t, filepath.Join("testdata", "color"+".golden"), got)
 	if plain := play(t, false, []step{ev(0, events.ResourceProgressed, crashLoop()), render(time.Second)}); strings.Contains(plain, "\x1b") {
 		t.Errorf("render without color has escape codes:\n%s", plain)
 	}
@@ -201,7 +176,7 @@ func TestBoardConditions(t *testing.T) {
 		ev(6*time.Second, events.ResourceProgressed, gone),
 		render(10 * time.Second),
 	})
-	golden(t, "conditions", got)
+	golden.Assert(t, filepath.Join("testdata", "conditions"+".golden"), got)
 }
 
 func TestBoardNonBlocking(t *testing.T) {
@@ -219,7 +194,7 @@ func TestBoardNonBlocking(t *testing.T) {
 		ev(11*time.Second, events.DeploySucceeded, events.SucceededData{Target: target, Revision: 2}),
 		render(15 * time.Second), // the deploy ended and nothing changed: no table
 	})
-	golden(t, "non-blocking", got)
+	golden.Assert(t, filepath.Join("testdata", "non-blocking"+".golden"), got)
 }
 
 func TestBoardLogs(t *testing.T) {
@@ -254,7 +229,7 @@ func TestBoardLogs(t *testing.T) {
 		render(10 * time.Second),
 		render(15 * time.Second), // the logs were shown: only the table
 	})
-	golden(t, "logs", got)
+	golden.Assert(t, filepath.Join("testdata", "logs"+".golden"), got)
 }
 
 func TestBoardFailedDeploy(t *testing.T) {
@@ -279,7 +254,7 @@ func TestBoardFailedDeploy(t *testing.T) {
 		render(5*time.Minute + time.Second),
 		render(5*time.Minute + 5*time.Second), // ended, nothing new
 	})
-	golden(t, "failed-deploy", got)
+	golden.Assert(t, filepath.Join("testdata", "failed-deploy"+".golden"), got)
 }
 
 func TestBoardNewRequestStartsAfresh(t *testing.T) {

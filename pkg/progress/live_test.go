@@ -2,12 +2,14 @@ package progress
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/golden"
 )
 
 // syncBuffer is a bytes.Buffer the test may read while Live writes.
@@ -53,7 +55,7 @@ func TestLiveOrder(t *testing.T) {
 	}
 	l.Close()
 	l.Close()
-	golden(t, "live-order", out.String())
+	golden.Assert(t, filepath.Join("testdata", "live-order"+".golden"), out.String())
 	if strings.Count(out.String(), "Progress status") != 1 {
 		t.Errorf("want the table once:\n%s", out.String())
 	}
@@ -133,5 +135,5 @@ func TestLiveFailed(t *testing.T) {
 		l.Print(build(t, i, s))
 	}
 	l.Close()
-	golden(t, "live-failed", out.String())
+	golden.Assert(t, filepath.Join("testdata", "live-failed"+".golden"), out.String())
 }

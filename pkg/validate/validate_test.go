@@ -2,7 +2,6 @@ package validate
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,11 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/sealane/sealane/pkg/golden"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 func testSchema(t testing.TB) *Schema {
 	t.Helper()
@@ -81,20 +79,7 @@ func TestGolden(t *testing.T) {
 					t.Errorf("issue lacks a template, line or object: %s", i)
 				}
 			}
-			golden := strings.TrimSuffix(f, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", golden, diff)
-			}
+			golden.Assert(t, strings.TrimSuffix(f, ".yaml")+".golden", got)
 		})
 	}
 }
