@@ -15,157 +15,161 @@ import (
 
 // Line describes one event in one line of text, or "" when it is not worth showing.
 func Line(e cloudevents.Event) string {
-	switch events.Type(e.Type()) {
-	case events.DeployRequested:
-		var d events.RequestedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		what := fmt.Sprintf("chart %s %s", d.Chart.Name, d.Chart.Version)
-		switch d.Operation {
-		case events.OperationUninstall:
-			what = "uninstall"
-		case events.OperationTest:
-			what = "test run"
-		}
-		if d.Operation == events.OperationRollback {
-			what = "rollback to the previous revision"
-			if d.RollbackToDeployed {
-				what = "rollback to the last deployed revision"
-			}
-			if d.RollbackTo > 0 {
-				what = fmt.Sprintf("rollback to revision %d", d.RollbackTo)
-			}
-		}
-		return fmt.Sprintf("requested: %s → release %s, namespace %s, cluster %s", what, d.Target.Release, d.Target.Namespace, d.Target.Cluster)
-	case events.DeployRendered:
-		var d events.RenderedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		verb := "install"
-		switch {
-		case d.Description != "":
-			verb = strings.ToLower(d.Description[:1]) + d.Description[1:]
-		case d.IsUpgrade:
-			verb = "upgrade"
-		}
-		line := fmt.Sprintf("rendered: %d resources, revision %d (%s)", len(d.Resources), d.Revision, verb)
-		if d.Operation == events.OperationUninstall {
-			line = fmt.Sprintf("planned: uninstall of revision %d", d.Revision)
-		}
-		for _, w := range d.Warnings {
-			line += "\n  " + w
-		}
-		return line
-	case events.DeployStarted:
-		var d events.StartedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		return fmt.Sprintf("started: revision %d recorded as pending", d.Revision)
-	case events.PhaseApplied:
-		var d events.PhaseAppliedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		counts := map[events.Action]int{}
-		var b strings.Builder
-		for _, a := range d.Applied {
-			counts[a.Action]++
-			fmt.Fprintf(&b, "\n    %-11s %s", a.Action, a.Resource)
-		}
-		summary := fmt.Sprintf("%d created, %d configured, %d unchanged", counts[events.ActionCreated], counts[events.ActionConfigured], counts[events.ActionUnchanged])
-		for _, a := range []events.Action{events.ActionRecreated, events.ActionDeleted, events.ActionKept, events.ActionAbsent} {
-			if counts[a] > 0 {
-				summary += fmt.Sprintf(", %d %s", counts[a], a)
-			}
-		}
-		if len(d.Applied) == 0 {
-			summary = "nothing to apply"
-		}
-		if len(d.Waits) > 0 {
-			summary += fmt.Sprintf("; waiting for %d", len(d.Waits))
-		}
-		return fmt.Sprintf("applied phase %d/%d: %s%s", d.Phase+1, d.Phases, summary, b.String())
-	case events.ResourceProgressed:
-		var d events.ProgressedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		s := fmt.Sprintf("  %-8s %s", d.State, d.Resource)
-		if d.Desired > 0 {
-			s += fmt.Sprintf(" %d/%d", d.Ready, d.Desired)
-		}
-		if d.Message != "" {
-			s += "  " + d.Message
-		}
-		return s
-	case events.PhaseTracked:
-		var d events.PhaseTrackedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		if d.Ready {
-			return fmt.Sprintf("tracked phase %d/%d: all resources ready", d.Phase+1, d.Phases)
-		}
-		return fmt.Sprintf("tracked phase %d/%d: %d resource(s) failed", d.Phase+1, d.Phases, len(d.Failures))
-	case events.DeploySucceeded:
-		var d events.SucceededData
-		if events.DecodeData(e, &d) == nil && d.UpToDate {
-			return "up to date: nothing to change, no new revision"
-		}
-		return "succeeded"
-	case events.DeployFailed:
-		var d events.FailedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		return fmt.Sprintf("FAILED at %s: %s", d.Stage, d.Reason)
-	case events.DeployQueued:
-		var d events.QueuedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		line := fmt.Sprintf("queued: release %s is busy, position %d", d.Target.Release, d.Position)
-		if d.Holder != "" {
-			line = fmt.Sprintf("queued behind deploy %s (release %s is busy), position %d", d.Holder, d.Target.Release, d.Position)
-		}
-		if len(d.Superseded) > 0 {
-			line += fmt.Sprintf("; superseded the queued deploys %s", strings.Join(d.Superseded, ", "))
-		}
-		return line
-	case events.LogLines:
-		var d events.LogLinesData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		from := d.Resource.String()
-		if d.Pod != "" {
-			from += ", pod " + d.Pod
-		}
-		if d.Container != "" {
-			from += ", container " + d.Container
-		}
-		s := fmt.Sprintf("logs: %s: %d line(s)", from, len(d.Lines))
-		if d.Dropped > 0 {
-			s += fmt.Sprintf(", %d dropped", d.Dropped)
-		}
-		return s
-	case events.ReleaseRecorded:
-		var d events.RecordedData
-		if events.DecodeData(e, &d) != nil {
-			return ""
-		}
-		if d.Revision == 0 {
-			return fmt.Sprintf("release %s: no revision written", d.Target.Release)
-		}
-		if d.UpToDate {
-			return fmt.Sprintf("release %s revision %d: %s, up to date", d.Target.Release, d.Revision, d.Status)
-		}
-		return fmt.Sprintf("release %s revision %d: %s", d.Target.Release, d.Revision, d.Status)
+	if f, ok := lineFormats[events.Type(e.Type())]; ok {
+		return f(e)
 	}
 	return ""
+}
+
+// lineFormats holds the formatter of each event type that has a line.
+var lineFormats = map[events.Type]func(cloudevents.Event) string{
+	events.DeployRequested: lineOf(requestedLine),
+	events.DeployRendered:  lineOf(renderedLine),
+	events.DeployStarted: lineOf(func(d events.StartedData) string {
+		return fmt.Sprintf("started: revision %d recorded as pending", d.Revision)
+	}),
+	events.PhaseApplied:       lineOf(appliedLine),
+	events.ResourceProgressed: lineOf(progressedLine),
+	events.PhaseTracked:       lineOf(trackedLine),
+	events.DeploySucceeded:    succeededLine,
+	events.DeployFailed:       lineOf(func(d events.FailedData) string { return fmt.Sprintf("FAILED at %s: %s", d.Stage, d.Reason) }),
+	events.DeployQueued:       lineOf(queuedLine),
+	events.LogLines:           lineOf(logLinesLine),
+	events.ReleaseRecorded:    lineOf(recordedLine),
+}
+
+// lineOf decodes an event's data as D and formats it with f; data that does not decode has no
+// line.
+func lineOf[D any](f func(D) string) func(cloudevents.Event) string {
+	return func(e cloudevents.Event) string {
+		var d D
+		if events.DecodeData(e, &d) != nil {
+			return ""
+		}
+		return f(d)
+	}
+}
+
+func requestedLine(d events.RequestedData) string {
+	what := fmt.Sprintf("chart %s %s", d.Chart.Name, d.Chart.Version)
+	switch d.Operation {
+	case events.OperationUninstall:
+		what = "uninstall"
+	case events.OperationTest:
+		what = "test run"
+	case events.OperationRollback:
+		what = "rollback to the previous revision"
+		if d.RollbackToDeployed {
+			what = "rollback to the last deployed revision"
+		}
+		if d.RollbackTo > 0 {
+			what = fmt.Sprintf("rollback to revision %d", d.RollbackTo)
+		}
+	}
+	return fmt.Sprintf("requested: %s → release %s, namespace %s, cluster %s", what, d.Target.Release, d.Target.Namespace, d.Target.Cluster)
+}
+
+func renderedLine(d events.RenderedData) string {
+	verb := "install"
+	switch {
+	case d.Description != "":
+		verb = strings.ToLower(d.Description[:1]) + d.Description[1:]
+	case d.IsUpgrade:
+		verb = "upgrade"
+	}
+	line := fmt.Sprintf("rendered: %d resources, revision %d (%s)", len(d.Resources), d.Revision, verb)
+	if d.Operation == events.OperationUninstall {
+		line = fmt.Sprintf("planned: uninstall of revision %d", d.Revision)
+	}
+	for _, w := range d.Warnings {
+		line += "\n  " + w
+	}
+	return line
+}
+
+func appliedLine(d events.PhaseAppliedData) string {
+	counts := map[events.Action]int{}
+	var b strings.Builder
+	for _, a := range d.Applied {
+		counts[a.Action]++
+		fmt.Fprintf(&b, "\n    %-11s %s", a.Action, a.Resource)
+	}
+	summary := fmt.Sprintf("%d created, %d configured, %d unchanged", counts[events.ActionCreated], counts[events.ActionConfigured], counts[events.ActionUnchanged])
+	for _, a := range []events.Action{events.ActionRecreated, events.ActionDeleted, events.ActionKept, events.ActionAbsent} {
+		if counts[a] > 0 {
+			summary += fmt.Sprintf(", %d %s", counts[a], a)
+		}
+	}
+	if len(d.Applied) == 0 {
+		summary = "nothing to apply"
+	}
+	if len(d.Waits) > 0 {
+		summary += fmt.Sprintf("; waiting for %d", len(d.Waits))
+	}
+	return fmt.Sprintf("applied phase %d/%d: %s%s", d.Phase+1, d.Phases, summary, b.String())
+}
+
+func progressedLine(d events.ProgressedData) string {
+	s := fmt.Sprintf("  %-8s %s", d.State, d.Resource)
+	if d.Desired > 0 {
+		s += fmt.Sprintf(" %d/%d", d.Ready, d.Desired)
+	}
+	if d.Message != "" {
+		s += "  " + d.Message
+	}
+	return s
+}
+
+func trackedLine(d events.PhaseTrackedData) string {
+	if d.Ready {
+		return fmt.Sprintf("tracked phase %d/%d: all resources ready", d.Phase+1, d.Phases)
+	}
+	return fmt.Sprintf("tracked phase %d/%d: %d resource(s) failed", d.Phase+1, d.Phases, len(d.Failures))
+}
+
+// succeededLine says "succeeded" even when the data does not decode.
+func succeededLine(e cloudevents.Event) string {
+	var d events.SucceededData
+	if events.DecodeData(e, &d) == nil && d.UpToDate {
+		return "up to date: nothing to change, no new revision"
+	}
+	return "succeeded"
+}
+
+func queuedLine(d events.QueuedData) string {
+	line := fmt.Sprintf("queued: release %s is busy, position %d", d.Target.Release, d.Position)
+	if d.Holder != "" {
+		line = fmt.Sprintf("queued behind deploy %s (release %s is busy), position %d", d.Holder, d.Target.Release, d.Position)
+	}
+	if len(d.Superseded) > 0 {
+		line += fmt.Sprintf("; superseded the queued deploys %s", strings.Join(d.Superseded, ", "))
+	}
+	return line
+}
+
+func logLinesLine(d events.LogLinesData) string {
+	from := d.Resource.String()
+	if d.Pod != "" {
+		from += ", pod " + d.Pod
+	}
+	if d.Container != "" {
+		from += ", container " + d.Container
+	}
+	s := fmt.Sprintf("logs: %s: %d line(s)", from, len(d.Lines))
+	if d.Dropped > 0 {
+		s += fmt.Sprintf(", %d dropped", d.Dropped)
+	}
+	return s
+}
+
+func recordedLine(d events.RecordedData) string {
+	switch {
+	case d.Revision == 0:
+		return fmt.Sprintf("release %s: no revision written", d.Target.Release)
+	case d.UpToDate:
+		return fmt.Sprintf("release %s revision %d: %s, up to date", d.Target.Release, d.Revision, d.Status)
+	}
+	return fmt.Sprintf("release %s revision %d: %s", d.Target.Release, d.Revision, d.Status)
 }
 
 // Printer writes Line for each event it is given.
