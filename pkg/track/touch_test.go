@@ -11,7 +11,7 @@ import (
 
 // What an informer's news touches decides which targets an evaluation observes again: a pod's
 // news reaches the Deployment through its ReplicaSet, an Event's the object it is about.
-func TestTouchesAffect(t *testing.T) {
+func TestTouchesMakeDue(t *testing.T) {
 	yes := true
 	pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod"}}
 	pod.SetNamespace("ns")
@@ -24,6 +24,7 @@ func TestTouchesAffect(t *testing.T) {
 	event.SetName("job.123")
 	event.SetUID("event-uid")
 	goneObj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone", UID: "gone-uid"}}
+	oldRS := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-old", UID: "old-rs-uid"}}
 	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "config", UID: "cm-uid"}}
 
 	deployment := &tracked{key: "ns/web", deps: []types.UID{"deploy-uid", "rs-uid"}}
@@ -40,6 +41,7 @@ func TestTouchesAffect(t *testing.T) {
 	}{
 		{"nothing", nil, nil},
 		{"a pod of the deployment's ReplicaSet", []any{pod}, []*tracked{deployment}},
+		{"a ReplicaSet the deployment no longer reads", []any{oldRS}, nil},
 		{"an Event about the Job", []any{event}, []*tracked{job}},
 		{"a metadata-only object under its key", []any{meta}, []*tracked{config}},
 		{"a deletion's tombstone", []any{cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: goneObj}}, []*tracked{gone}},
@@ -47,23 +49,47 @@ func TestTouchesAffect(t *testing.T) {
 		{"something that is no object", []any{42}, all},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &watcher{}
+			w := &watcher{byKey: map[string][]*tracked{}, byDep: map[types.UID]map[*tracked]bool{}}
+			for _, target := range all {
+				w.byKey[target.key] = append(w.byKey[target.key], target)
+				w.observed(target, nil)
+			}
 			for _, n := range tc.news {
 				w.touch(n)
 			}
 			news := w.takeTouched()
+			due := w.due(news)
 			for _, target := range all {
 				want := false
 				for _, x := range tc.want {
 					want = want || x == target
 				}
-				if got := news.affects(target); got != want {
-					t.Errorf("affects(%s) = %v, want %v", target.key, got, want)
+				if got := news.all || due[target]; got != want {
+					t.Errorf("due(%s) = %v, want %v", target.key, got, want)
 				}
 			}
-			if again := w.takeTouched(); again.affects(deployment) || again.affects(config) {
+			if again := w.takeTouched(); again.all || len(w.due(again)) > 0 {
 				t.Error("takeTouched returned the same news twice")
 			}
 		})
+	}
+}
+
+// An observation that reads other UIDs than the last one moves the target in the index.
+func TestObservedReindexes(t *testing.T) {
+	w := &watcher{byKey: map[string][]*tracked{}, byDep: map[types.UID]map[*tracked]bool{}}
+	target := &tracked{key: "ns/web", deps: []types.UID{"rs-1"}}
+	w.observed(target, nil)
+	old := target.deps
+	target.deps = []types.UID{"rs-2"}
+	w.observed(target, old)
+	if due := w.due(touches{uids: map[types.UID]bool{"rs-1": true}}); due[target] {
+		t.Error("news about the ReplicaSet it no longer reads makes it due")
+	}
+	if due := w.due(touches{uids: map[types.UID]bool{"rs-2": true}}); !due[target] {
+		t.Error("news about its current ReplicaSet does not make it due")
+	}
+	if len(w.byDep) != 1 {
+		t.Errorf("index keeps %d UIDs, want 1", len(w.byDep))
 	}
 }

@@ -239,18 +239,25 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 }
 
 // evaluate recomputes the targets at now — all of them, or (all false) those the informers'
-// news since the last evaluation is about (touches.affects) and those still waiting for a
+// news since the last evaluation is about (watcher.due) and those still waiting for a
 // first list; the others keep their last observation — applies the fail and termination modes
 // (decide), calls changed for those whose reported status changed, and says whether tracking
 // is over.
 func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Outcome, bool) {
 	news := w.takeTouched()
+	all = all || news.all
+	var due map[*tracked]bool
+	if !all {
+		due = w.due(news)
+	}
 	js := make([]judged, len(w.targets))
 	observed := make([]Status, len(w.targets))
 	for i, t := range w.targets {
 		st := t.observed
-		if all || !t.seen || t.volatile || news.affects(t) {
+		if all || !t.seen || t.volatile || due[t] {
+			old := t.deps
 			st = w.observe(t, now)
+			w.observed(t, old)
 		}
 		if !t.seen || !st.Equal(t.observed) {
 			t.observed, t.changed, t.seen = st, now, true

@@ -190,17 +190,39 @@ type touches struct {
 	all  bool // something changed that cannot be placed: observe every target
 }
 
-// affects says whether t must be observed again after these changes.
-func (c touches) affects(t *tracked) bool {
-	if c.all || c.keys[t.key] {
-		return true
-	}
-	for _, uid := range t.deps {
-		if c.uids[uid] {
-			return true
+// due returns the targets these changes are about: those stored under a changed key, and
+// those whose last observation read a changed UID (watcher.byDep).
+func (w *watcher) due(c touches) map[*tracked]bool {
+	out := map[*tracked]bool{}
+	for key := range c.keys {
+		for _, t := range w.byKey[key] {
+			out[t] = true
 		}
 	}
-	return false
+	for uid := range c.uids {
+		for t := range w.byDep[uid] {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// observed re-indexes t's dependencies after an observation replaced old with t.deps.
+func (w *watcher) observed(t *tracked, old []types.UID) {
+	for _, uid := range old {
+		if ts := w.byDep[uid]; ts != nil {
+			delete(ts, t)
+			if len(ts) == 0 {
+				delete(w.byDep, uid)
+			}
+		}
+	}
+	for _, uid := range t.deps {
+		if w.byDep[uid] == nil {
+			w.byDep[uid] = map[*tracked]bool{}
+		}
+		w.byDep[uid][t] = true
+	}
 }
 
 // failureDetection reports whether t's errors are counted and judged: objects waited for until
@@ -262,9 +284,12 @@ type watcher struct {
 	errs    chan error
 	wg      sync.WaitGroup
 
-	// touched collects what the informers' handlers see change; evaluate takes it.
+	// touched collects what the informers' handlers see change; evaluate takes it. byKey
+	// finds the targets of a store key, byDep those whose last observation read a UID.
 	touchMu sync.Mutex
 	touched touches
+	byKey   map[string][]*tracked
+	byDep   map[types.UID]map[*tracked]bool
 }
 
 // touch records that obj (an informer's item, or a deletion's tombstone) changed.
@@ -324,6 +349,8 @@ func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target, since ti
 		log:       log,
 		signal:    make(chan struct{}, 1),
 		errs:      make(chan error, 1),
+		byKey:     map[string][]*tracked{},
+		byDep:     map[types.UID]map[*tracked]bool{},
 	}
 	type group struct {
 		gvr schema.GroupVersionResource
@@ -366,6 +393,7 @@ func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target, since ti
 			w.workloads[g.ns]++
 		}
 		w.targets = append(w.targets, t)
+		w.byKey[t.key] = append(w.byKey[t.key], t)
 	}
 	for i, t := range w.targets {
 		g := groups[i]
@@ -481,7 +509,7 @@ func (w *watcher) stop(cancel context.CancelFunc) {
 // kind's rules (with its pods for workloads), its pods, and the errors counted so far. It
 // refreshes t.settings from the live object.
 func (w *watcher) observe(t *tracked, now time.Time) Status {
-	t.volatile, t.deps = true, t.deps[:0]
+	t.volatile, t.deps = true, nil
 	if !t.inf.HasSynced() {
 		return Status{State: Waiting, Message: "waiting for the first list from the cluster"}
 	}
