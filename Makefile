@@ -14,9 +14,12 @@ GO_PACKAGES := ./... ./events/... ./examples/audit-consumer/...
 
 include $(REPO)/Makefile.sandbox.mk
 
+# Binaries are built static (CGO_ENABLED=0), as the image is: a cgo build links dynamically and,
+# because a dependency imports "plugin", exports every symbol — 12-14 MB more resident memory
+# per process for the dynamic symbol tables and the loader's work.
 build:
-	go build -o $(BIN)/sealane ./cmd/sealane
-	for s in renderer applier tracker recorder; do go build -o $(BIN)/sealane-$$s ./services/$$s || exit 1; done
+	CGO_ENABLED=0 go build -o $(BIN)/sealane ./cmd/sealane
+	for s in renderer applier tracker recorder; do CGO_ENABLED=0 go build -o $(BIN)/sealane-$$s ./services/$$s || exit 1; done
 
 demo: sandbox-up build
 	$(BIN)/sealane deploy examples/demo --env demo --kubeconfig $(SANDBOX_KUBECONFIG) \

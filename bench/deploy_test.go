@@ -349,6 +349,7 @@ func sealaneBinary(b *testing.B) string {
 	}
 	bin := filepath.Join(b.TempDir(), "sealane")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/sealane")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as shipped (Makefile: build)
 	cmd.Dir = repoFile("..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build ./cmd/sealane: %v\n%s", err, out)

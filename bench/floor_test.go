@@ -95,10 +95,13 @@ func BenchmarkFloor(b *testing.B) {
 						if what == "change" {
 							gen = 2
 						}
+						busy0, all0 := machineCPU(b)
 						took, rss := ct.deploy(b, ns, dataDir, gen)
+						busy1, all1 := machineCPU(b)
 						total[ct.name+"/"+what] += took
 						peak[ct.name] = max(peak[ct.name], rss)
-						b.Logf("%s %s %s: %s, peak RSS %d MB", c.name, ct.name, what, took.Round(time.Millisecond), rss>>20)
+						b.Logf("%s %s %s: %s, peak RSS %d MB, machine CPU %.2f s busy (%.0f %%)", c.name, ct.name, what,
+							took.Round(time.Millisecond), rss>>20, busy1-busy0, 100*(busy1-busy0)/(all1-all0))
 					}
 					b.StopTimer()
 					deleteNamespaces(b, cluster, true, ns)
@@ -122,6 +125,28 @@ func BenchmarkFloor(b *testing.B) {
 			}
 		})
 	}
+}
+
+// machineCPU returns the CPU-seconds the whole machine (every CPU) has spent busy and in all
+// since boot, from /proc/stat: the difference around a case says how much of the machine the
+// contender and the cluster used together.
+func machineCPU(b *testing.B) (busy, all float64) {
+	b.Helper()
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 1
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	for i, f := range fields[1:] {
+		var v float64
+		fmt.Sscan(f, &v)
+		all += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy / 100, all / 100 // USER_HZ
 }
 
 // floorRuns counts the runs of each chart's benchmark (to rotate who goes first); floorSettle
@@ -221,6 +246,7 @@ func (f *floor) deploy(b *testing.B, chart, ns string, gen int) time.Duration {
 	if applyErr != nil {
 		b.Fatal(applyErr)
 	}
+	b.Logf("floor %s gen %d: applied in %s", ns, gen, time.Since(start).Round(time.Millisecond))
 	for {
 		list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {

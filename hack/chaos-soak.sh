@@ -17,7 +17,7 @@ if [ ! -f "$SEALANE_KUBECONFIG" ]; then
 fi
 echo "chaos soak: $N runs, logs in $SOAK_DIR"
 # One build of the CLI and of the test binary for every run.
-go build -o "$SOAK_DIR/sealane" ./cmd/sealane || exit 100
+CGO_ENABLED=0 go build -o "$SOAK_DIR/sealane" ./cmd/sealane || exit 100
 go test -c -o "$SOAK_DIR/chaos.test" ./test/chaos || exit 100
 export SEALANE_CHAOS_SEALANE="$SOAK_DIR/sealane"
 failed=0

@@ -73,7 +73,7 @@ func (a applier) prefetch(ctx context.Context, objs []manifest.Object) {
 // served (yet).
 func (a applier) groupOf(obj *unstructured.Unstructured) (liveGroup, bool) {
 	gvk := kube.RefOf(obj).GroupVersionKind()
-	m, err := a.c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version) // cached; no discovery reset
+	m, err := a.c.Lookup(gvk) // no discovery reset
 	if err != nil {
 		return liveGroup{}, false
 	}

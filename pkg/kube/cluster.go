@@ -200,18 +200,8 @@ func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
 // Mapping returns the REST mapping of gvk. On a no-match error it resets the discovery cache
 // once (at most one reset for a burst of concurrent misses) and asks again.
 func (c *Cluster) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	c.mu.Lock()
-	gen, m := c.resetGen, c.mappings[gvk]
-	c.mu.Unlock()
-	if m != nil {
-		return m, nil
-	}
-	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err == nil {
-		c.remember(gen, gvk, m)
-		return m, nil
-	}
-	if !meta.IsNoMatchError(err) {
+	m, gen, err := c.lookup(gvk)
+	if err == nil || !meta.IsNoMatchError(err) {
 		return m, err
 	}
 	c.mu.Lock()
@@ -220,12 +210,37 @@ func (c *Cluster) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 		c.resetGen++
 		c.mappings = nil
 	}
-	gen = c.resetGen
 	c.mu.Unlock()
-	if m, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+	m, _, err = c.lookup(gvk)
+	return m, err
+}
+
+// Lookup returns the REST mapping of gvk (an empty version: the preferred one) as the discovery
+// cache knows it, without resetting the cache on a miss.
+func (c *Cluster) Lookup(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, _, err := c.lookup(gvk)
+	return m, err
+}
+
+// lookup returns gvk's cached mapping or asks the mapper (and caches the answer), with the
+// discovery generation it read.
+func (c *Cluster) lookup(gvk schema.GroupVersionKind) (*meta.RESTMapping, uint64, error) {
+	c.mu.Lock()
+	gen, m := c.resetGen, c.mappings[gvk]
+	c.mu.Unlock()
+	if m != nil {
+		return m, gen, nil
+	}
+	var err error
+	if gvk.Version == "" {
+		m, err = c.Mapper.RESTMapping(gvk.GroupKind())
+	} else {
+		m, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err == nil {
 		c.remember(gen, gvk, m)
 	}
-	return m, err
+	return m, gen, err
 }
 
 // remember caches m for gvk unless discovery was reset since gen.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
@@ -48,5 +49,23 @@ func TestResourceFor(t *testing.T) {
 				t.Errorf("mapping = %v %v, want %s %s", m.Resource, m.Scope.Name(), tt.wantResource, tt.wantScope)
 			}
 		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	c := kubetest.Cluster(t)
+	m, err := c.Lookup(schema.GroupVersionKind{Group: "apps", Kind: "Deployment"})
+	if err != nil {
+		t.Fatalf("Lookup without a version: %v", err)
+	}
+	if m.Resource.Resource != "deployments" || m.Resource.Version != "v1" {
+		t.Errorf("Lookup(apps Deployment) = %v, want the preferred version apps/v1 deployments", m.Resource)
+	}
+	again, err := c.Lookup(schema.GroupVersionKind{Group: "apps", Kind: "Deployment"})
+	if err != nil || again != m {
+		t.Errorf("second Lookup = %p, %v; want the cached mapping %p", again, err, m)
+	}
+	if _, err := c.Lookup(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}); !meta.IsNoMatchError(err) {
+		t.Errorf("Lookup of a kind the cluster does not serve: %v, want a no-match error", err)
 	}
 }

@@ -81,7 +81,7 @@ func parseBundle(b *RenderBundle) (crds, objs, previous []manifest.Object, err e
 // cluster-scoped; kinds the cluster does not serve yet count as namespaced.
 func clusterScoped(c *kube.Cluster) func(schema.GroupKind) bool {
 	return func(gk schema.GroupKind) bool {
-		m, err := c.Mapper.RESTMapping(gk)
+		m, err := c.Lookup(gk.WithVersion(""))
 		return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
 	}
 }

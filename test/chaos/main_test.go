@@ -64,6 +64,7 @@ func TestMain(m *testing.M) {
 	if sealaneBin = os.Getenv("SEALANE_CHAOS_SEALANE"); sealaneBin == "" {
 		sealaneBin = filepath.Join(dir, "sealane")
 		build := exec.Command("go", "build", "-o", sealaneBin, "./cmd/sealane")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as shipped (Makefile: build)
 		build.Dir = repoRoot
 		if out, err := build.CombinedOutput(); err != nil {
 			fail("build sealane: %v\n%s", err, out)

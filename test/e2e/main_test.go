@@ -56,6 +56,7 @@ func TestMain(m *testing.M) {
 	}
 	sealaneBin = filepath.Join(dir, "sealane")
 	build := exec.Command("go", "build", "-o", sealaneBin, "./cmd/sealane")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as shipped (Makefile: build)
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: build sealane: %v\n%s", err, out)
