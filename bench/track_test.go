@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -120,7 +121,7 @@ func applyAll(ctx context.Context, b *testing.B, c *kube.Cluster, objs []*unstru
 	g.SetLimit(32)
 	for _, o := range objs {
 		g.Go(func() error {
-			ri, _, err := c.ResourceFor(kube.RefOf(o))
+			ri, _, err := c.ResourceFor(manifest.RefOf(o))
 			if err != nil {
 				return err
 			}
@@ -205,7 +206,7 @@ func benchTrack(b *testing.B, shape trackShape) {
 		c, counter := countingCluster(b, base.Config)
 		targets := make([]track.Target, len(objs))
 		for j, o := range objs {
-			targets[j] = track.Target{Ref: kube.RefOf(o), Condition: track.UntilReady}
+			targets[j] = track.Target{Ref: manifest.RefOf(o), Condition: track.UntilReady}
 		}
 		resetPeakRSS() // VmHWM := the current RSS
 		before := selfPeakRSS()

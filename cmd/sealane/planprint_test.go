@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sealane/sealane/pkg/diff"
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/plan"
@@ -49,14 +48,14 @@ metadata: {name: hook, annotations: {helm.sh/hook: post-upgrade}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(kind, name string) kube.Ref {
-		return kube.Ref{APIVersion: "v1", Kind: kind, Namespace: "shop", Name: name}
+	ref := func(kind, name string) manifest.Ref {
+		return manifest.Ref{APIVersion: "v1", Kind: kind, Namespace: "shop", Name: name}
 	}
 	changes := []diff.Change{
 		{Ref: ref("ConfigMap", "cfg"), Source: "demo/templates/cm.yaml", Type: diff.Update, Drift: true,
 			Diff:      "--- live\n+++ planned\n@@ -1 +1 @@\n-a: edited\n+a: \"1\"\n",
 			DriftDiff: "--- live\n+++ last applied\n@@ -1 +1 @@\n-a: edited\n+a: \"1\"\n"},
-		{Ref: kube.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "shop", Name: "migrate"}, Source: "demo/templates/job.yaml",
+		{Ref: manifest.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "shop", Name: "migrate"}, Source: "demo/templates/job.yaml",
 			Type: diff.Recreate, Reason: "immutable field spec.template changes",
 			Diff: "--- live\n+++ planned\n@@ -1 +1 @@\n-image: busybox:1\n+image: busybox:2\n"},
 		{Ref: ref("ConfigMap", "hook"), Source: "demo/templates/hook.yaml", Type: diff.Recreate, Hook: true,

@@ -20,6 +20,7 @@ import (
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/validate"
 	"github.com/sealane/sealane/pkg/version"
@@ -150,7 +151,7 @@ func (cr *chartRender) onCluster(ctx context.Context, cluster *kube.Cluster) err
 	if cr.req.Capabilities, err = chart.ClusterCapabilities(cluster.Typed.Discovery()); err != nil {
 		return fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
-	if cr.req.Schema, err = validate.FromCluster(ctx, cluster.Typed.Discovery()); err != nil {
+	if cr.req.Schema, err = pipeline.ClusterSchema(ctx, cluster); err != nil {
 		return fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	cr.req.Cluster = cluster.Config
@@ -263,7 +264,7 @@ func withMetadata(out string, md render.Metadata) (string, error) {
 		for _, o := range objs {
 			y, err := yaml.Marshal(o.Obj.Object)
 			if err != nil {
-				return "", fmt.Errorf("encode %s: %w", kube.RefOf(o.Obj), err)
+				return "", fmt.Errorf("encode %s: %w", manifest.RefOf(o.Obj), err)
 			}
 			fmt.Fprintf(&b, "---\n# Source: %s\n%s", d.source, y)
 		}

@@ -77,8 +77,8 @@ func TestApplyAdoption(t *testing.T) {
 				t.Fatalf("Apply with the adoption annotation: %v", err)
 			}
 			want := []apply.Result{
-				{Ref: kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "fresh"}, Action: apply.Created},
-				{Ref: kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "orphan"}, Action: apply.Configured, Adopted: true},
+				{Ref: manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "fresh"}, Action: apply.Created},
+				{Ref: manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "orphan"}, Action: apply.Configured, Adopted: true},
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
 // Action says what applying (or deleting) one object did to the cluster.
@@ -32,7 +33,7 @@ const (
 
 // Result is the outcome of applying one object; Ref carries the namespace actually used.
 type Result struct {
-	Ref    kube.Ref
+	Ref    manifest.Ref
 	Action Action
 	// Adopted is set when the object existed without belonging to the release and was adopted
 	// (werf.io/allow-adoption-by-release or Options.TakeOwnership).
@@ -104,7 +105,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Apply writes objs to the cluster in Helm's kind order: objects of one KindOrder rank in
+// Apply writes objs to the cluster in Helm's kind order: objects of one resource.KindOrder rank in
 // parallel, ranks one after the other. New objects are created (server-side apply, or a plain
 // create with ThreeWayMerge) with their on-creation fields; existing ones are updated by
 // opts.Method, leaving on-creation fields as they are live. Before writing anything it checks
@@ -122,7 +123,7 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	}
 	opts = opts.withDefaults()
 	sorted := append([]manifest.Object(nil), objs...)
-	SortForInstall(sorted)
+	resource.SortForInstall(sorted)
 	a := applier{c: c, opts: opts, waitMapping: hasCRD(sorted), previous: indexPrevious(opts.Previous, opts.DefaultNamespace), lives: &lives{}}
 	a.prefetch(ctx, sorted)
 	if err := a.preflight(ctx, sorted); err != nil {
@@ -160,7 +161,7 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 }
 
 // wrapObject names the object, and its template when known, in err.
-func wrapObject(ref kube.Ref, o manifest.Object, verb string, err error) error {
+func wrapObject(ref manifest.Ref, o manifest.Object, verb string, err error) error {
 	if o.Source != "" {
 		return fmt.Errorf("%s %s (from %s): %w", verb, ref, o.Source, err)
 	}
@@ -168,13 +169,13 @@ func wrapObject(ref kube.Ref, o manifest.Object, verb string, err error) error {
 }
 
 // eachGroup calls fn for every index of objs, which are in install order: the objects of one
-// KindOrder rank concurrently (at most concurrency at once), ranks one after the other —
+// resource.KindOrder rank concurrently (at most concurrency at once), ranks one after the other —
 // last rank first when reverse is set. It stops starting new calls when ctx is done.
 func eachGroup(ctx context.Context, objs []manifest.Object, concurrency int, reverse bool, fn func(ctx context.Context, i int)) {
 	var groups [][2]int
 	for start := 0; start < len(objs); {
 		end := start + 1
-		for end < len(objs) && KindOrder(objs[end].Obj.GetKind()) == KindOrder(objs[start].Obj.GetKind()) {
+		for end < len(objs) && resource.KindOrder(objs[end].Obj.GetKind()) == resource.KindOrder(objs[start].Obj.GetKind()) {
 			end++
 		}
 		groups = append(groups, [2]int{start, end})

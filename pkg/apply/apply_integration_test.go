@@ -185,7 +185,7 @@ func TestApplyCreatesDefaultNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	want := []apply.Result{{Ref: kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "a"}, Action: apply.Created}}
+	want := []apply.Result{{Ref: manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "a"}, Action: apply.Created}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
@@ -283,8 +283,8 @@ spec:
 		t.Fatalf("Apply: %v", err)
 	}
 	want := []apply.Result{
-		{Ref: kube.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets." + group}, Action: apply.Created},
-		{Ref: kube.Ref{APIVersion: group + "/v1", Kind: "Widget", Namespace: ns, Name: "w"}, Action: apply.Created},
+		{Ref: manifest.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets." + group}, Action: apply.Created},
+		{Ref: manifest.Ref{APIVersion: group + "/v1", Kind: "Widget", Namespace: ns, Name: "w"}, Action: apply.Created},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)

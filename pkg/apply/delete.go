@@ -67,7 +67,7 @@ func (o DeleteOptions) withDefaults() DeleteOptions {
 
 // DeleteResult is the outcome of deleting one object.
 type DeleteResult struct {
-	Ref kube.Ref
+	Ref manifest.Ref
 	// Action is Deleted, Kept or Absent.
 	Action Action
 	// Reason says why a Kept object was kept.
@@ -109,7 +109,7 @@ func Delete(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts D
 	}
 	opts = opts.withDefaults()
 	sorted := append([]manifest.Object(nil), objs...)
-	SortForInstall(sorted)
+	resource.SortForInstall(sorted)
 	results := make([]*DeleteResult, len(sorted))
 	errs := make([]error, len(sorted))
 	eachGroup(ctx, sorted, opts.Concurrency, true, func(ctx context.Context, i int) {
@@ -138,7 +138,7 @@ func Delete(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts D
 
 func deleteOne(ctx context.Context, c *kube.Cluster, in *unstructured.Unstructured, opts DeleteOptions) (DeleteResult, error) {
 	obj := in.DeepCopy()
-	res := DeleteResult{Ref: kube.RefOf(obj)}
+	res := DeleteResult{Ref: manifest.RefOf(obj)}
 	propagation, err := propagationOf(obj, opts.Propagation)
 	if err != nil {
 		return res, err
@@ -154,7 +154,7 @@ func deleteOne(ctx context.Context, c *kube.Cluster, in *unstructured.Unstructur
 	if err := settleNamespace(obj, m, opts.DefaultNamespace); err != nil {
 		return res, err
 	}
-	res.Ref = kube.RefOf(obj)
+	res.Ref = manifest.RefOf(obj)
 	ri, _, err := c.ResourceFor(res.Ref)
 	if err != nil {
 		return res, err

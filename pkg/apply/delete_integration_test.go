@@ -14,6 +14,7 @@ import (
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 // TestDelete deletes the objects of a release, in reverse install order: plain ones are deleted and gone when Delete
@@ -62,11 +63,11 @@ spec:
 	if err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	ref := func(apiVersion, kind, name string) kube.Ref {
-		return kube.Ref{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
+	ref := func(apiVersion, kind, name string) manifest.Ref {
+		return manifest.Ref{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
 	}
 	want := []apply.DeleteResult{
-		{Ref: kube.Ref{APIVersion: "example.com/v1", Kind: "Widget", Name: "w"}, Action: apply.Absent},
+		{Ref: manifest.Ref{APIVersion: "example.com/v1", Kind: "Widget", Name: "w"}, Action: apply.Absent},
 		{Ref: ref("apps/v1", "Deployment", "web"), Action: apply.Deleted},
 		{Ref: ref("v1", "ConfigMap", "adopted-elsewhere"), Action: apply.Kept,
 			Reason: `live object belongs to release "other" (namespace "` + ns + `"), not to release "demo" (namespace "` + ns + `")`},

@@ -72,7 +72,7 @@ func (a applier) prefetch(ctx context.Context, objs []manifest.Object) {
 // groupOf returns the resource and namespace obj is applied to; false when its kind is not
 // served (yet).
 func (a applier) groupOf(obj *unstructured.Unstructured) (liveGroup, bool) {
-	gvk := kube.RefOf(obj).GroupVersionKind()
+	gvk := manifest.RefOf(obj).GroupVersionKind()
 	m, err := a.c.Lookup(gvk) // no discovery reset
 	if err != nil {
 		return liveGroup{}, false
@@ -139,7 +139,7 @@ func Live(ctx context.Context, c *kube.Cluster, objs []manifest.Object, defaultN
 			return // not served: absent
 		}
 		if out[i], err = a.live(ctx, ri, obj); err != nil {
-			errs[i] = wrapObject(kube.RefOf(obj), objs[i], "read", err)
+			errs[i] = wrapObject(manifest.RefOf(obj), objs[i], "read", err)
 		}
 	})
 	if err := errors.Join(errs...); err != nil {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/csaupgrade"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 // maxConflictRetries bounds how often an update is computed again after the object changed
@@ -29,9 +30,9 @@ const maxConflictRetries = 10
 // used) even when an error is returned.
 func (a applier) one(ctx context.Context, in *unstructured.Unstructured) (Result, error) {
 	obj := PrepareForApply(in.DeepCopy())
-	res := Result{Ref: kube.RefOf(obj)}
+	res := Result{Ref: manifest.RefOf(obj)}
 	ri, err := a.locate(ctx, obj, a.waitMapping)
-	res.Ref = kube.RefOf(obj)
+	res.Ref = manifest.RefOf(obj)
 	if err != nil {
 		return res, err
 	}
@@ -94,7 +95,7 @@ func (a applier) update(ctx context.Context, ri dynamic.ResourceInterface, obj, 
 // locate settles obj's namespace in place (DefaultNamespace for a namespaced object that
 // names none; none for a cluster-scoped one) and returns the client for its resource.
 func (a applier) locate(ctx context.Context, obj *unstructured.Unstructured, waitMapping bool) (dynamic.ResourceInterface, error) {
-	ref := kube.RefOf(obj)
+	ref := manifest.RefOf(obj)
 	m, err := a.mapping(ctx, ref, waitMapping)
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func (a applier) locate(ctx context.Context, obj *unstructured.Unstructured, wai
 	if err := settleNamespace(obj, m, a.opts.DefaultNamespace); err != nil {
 		return nil, err
 	}
-	ri, _, err := a.c.ResourceFor(kube.RefOf(obj))
+	ri, _, err := a.c.ResourceFor(manifest.RefOf(obj))
 	return ri, err
 }
 
@@ -292,7 +293,7 @@ func contentChanged(before, after *unstructured.Unstructured) bool {
 
 // mapping resolves ref's kind. With wait (this Apply also applies CRDs), a kind that is not
 // served yet is asked for again every 500ms until opts.MappingWait has passed.
-func (a applier) mapping(ctx context.Context, ref kube.Ref, wait bool) (*meta.RESTMapping, error) {
+func (a applier) mapping(ctx context.Context, ref manifest.Ref, wait bool) (*meta.RESTMapping, error) {
 	gvk := ref.GroupVersionKind()
 	if gvk.Version == "" {
 		return nil, fmt.Errorf("invalid apiVersion %q", ref.APIVersion)

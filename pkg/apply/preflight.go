@@ -52,7 +52,7 @@ func (a applier) check(ctx context.Context, o manifest.Object) error {
 	obj := o.Obj.DeepCopy()
 	// Not served (so absent), or unusable (applying the object reports it): not read.
 	ri, locateErr := a.locate(ctx, obj, false)
-	ref := kube.RefOf(obj)
+	ref := manifest.RefOf(obj)
 	if _, err := OnCreationOf(obj); err != nil {
 		return wrapObject(ref, o, "apply", err)
 	}

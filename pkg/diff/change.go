@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/sealane/sealane/pkg/apply"
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
@@ -29,7 +28,7 @@ const (
 // Change is what a deploy would do to one object, and whether it drifted.
 type Change struct {
 	// Ref names the object with the namespace it is deployed to.
-	Ref kube.Ref `json:"ref"`
+	Ref manifest.Ref `json:"ref"`
 	// Source is the template the object comes from ("" when unknown).
 	Source string `json:"source,omitempty"`
 	Type   Type   `json:"type"`

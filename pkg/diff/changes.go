@@ -45,9 +45,9 @@ func changes(ctx context.Context, c cluster, objs, previous []manifest.Object, o
 	}
 	opts = opts.withDefaults()
 	sorted := append([]manifest.Object(nil), objs...)
-	apply.SortForInstall(sorted)
+	resource.SortForInstall(sorted)
 	dels := append([]manifest.Object(nil), opts.Delete...)
-	apply.SortForInstall(dels)
+	resource.SortForInstall(dels)
 	p := &planner{c: c, opts: opts, previous: indexObjects(previous, opts.DefaultNamespace), crds: crdKinds(objs)}
 	out := make([]Change, len(sorted)+len(dels))
 	errs := make([]error, len(out))
@@ -104,9 +104,9 @@ type planner struct {
 func (p *planner) deploy(ctx context.Context, o manifest.Object) (Change, error) {
 	obj := apply.PrepareForApply(o.Obj.DeepCopy())
 	// With a Problem, Type is what the deploy would have tried.
-	ch := Change{Ref: kube.RefOf(obj), Source: o.Source, Hook: isHook(obj), Type: Create}
+	ch := Change{Ref: manifest.RefOf(obj), Source: o.Source, Hook: isHook(obj), Type: Create}
 	served, err := p.settle(obj)
-	ch.Ref = kube.RefOf(obj)
+	ch.Ref = manifest.RefOf(obj)
 	if err != nil {
 		return ch, err
 	}
@@ -213,7 +213,7 @@ func (p *planner) dryRunThreeWay(ctx context.Context, last, target, live *unstru
 	if err != nil || patch == nil {
 		return live, err
 	}
-	return p.c.dryRunPatch(ctx, kube.RefOf(target), pt, patch, p.opts.FieldManager)
+	return p.c.dryRunPatch(ctx, manifest.RefOf(target), pt, patch, p.opts.FieldManager)
 }
 
 // clientSideFields reports whether live has fields sealane or Helm set client-side, which the
@@ -226,7 +226,7 @@ func (p *planner) clientSideFields(live *unstructured.Unstructured) bool {
 // drift dry-runs the previous revision's object over live (the repair patch) and records
 // whether the result differs from live.
 func (p *planner) drift(ctx context.Context, ch *Change, prev, live *unstructured.Unstructured, oc apply.OnCreation, sens Sensitivity) error {
-	last := p.asLastApplied(prev, live, kube.RefOf(live))
+	last := p.asLastApplied(prev, live, manifest.RefOf(live))
 	var result *unstructured.Unstructured
 	var err error
 	if p.opts.Method == apply.ThreeWayMerge || p.clientSideFields(live) {
@@ -249,7 +249,7 @@ func (p *planner) drift(ctx context.Context, ch *Change, prev, live *unstructure
 // asLastApplied returns prev ready to be dry-run over live as the object ref names: the same
 // apiVersion, namespace and name, null fields dropped, and the volatile annotations and labels
 // at their live values.
-func (p *planner) asLastApplied(prev, live *unstructured.Unstructured, ref kube.Ref) *unstructured.Unstructured {
+func (p *planner) asLastApplied(prev, live *unstructured.Unstructured, ref manifest.Ref) *unstructured.Unstructured {
 	out := apply.PrepareForApply(prev.DeepCopy())
 	out.SetAPIVersion(ref.APIVersion)
 	out.SetNamespace(ref.Namespace)
@@ -283,9 +283,9 @@ func volatile(m, live map[string]string, keys []string) map[string]string {
 // delete is the change of an object the plan deletes.
 func (p *planner) delete(ctx context.Context, o manifest.Object) (Change, error) {
 	obj := apply.PrepareForApply(o.Obj.DeepCopy())
-	ch := Change{Ref: kube.RefOf(obj), Source: o.Source, Hook: isHook(obj), Type: Unchanged}
+	ch := Change{Ref: manifest.RefOf(obj), Source: o.Source, Hook: isHook(obj), Type: Unchanged}
 	served, err := p.settle(obj)
-	ch.Ref = kube.RefOf(obj)
+	ch.Ref = manifest.RefOf(obj)
 	if err != nil && !errors.Is(err, errNotServed) {
 		return ch, err
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 // cluster is what Changes asks of a cluster: reads and dry-run writes, nothing that changes
@@ -20,11 +21,11 @@ import (
 type cluster interface {
 	mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 	// get returns the live object, or nil when it does not exist.
-	get(ctx context.Context, ref kube.Ref) (*unstructured.Unstructured, error)
+	get(ctx context.Context, ref manifest.Ref) (*unstructured.Unstructured, error)
 	dryRunApply(ctx context.Context, body *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error)
-	dryRunPatch(ctx context.Context, ref kube.Ref, pt types.PatchType, patch []byte, manager string) (*unstructured.Unstructured, error)
+	dryRunPatch(ctx context.Context, ref manifest.Ref, pt types.PatchType, patch []byte, manager string) (*unstructured.Unstructured, error)
 	dryRunCreate(ctx context.Context, body *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error)
-	dryRunDelete(ctx context.Context, ref kube.Ref, uid types.UID, propagation metav1.DeletionPropagation) error
+	dryRunDelete(ctx context.Context, ref manifest.Ref, uid types.UID, propagation metav1.DeletionPropagation) error
 }
 
 // kubeCluster is cluster over a *kube.Cluster.
@@ -36,7 +37,7 @@ func (k kubeCluster) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, er
 	return k.c.Mapping(gvk)
 }
 
-func (k kubeCluster) get(ctx context.Context, ref kube.Ref) (*unstructured.Unstructured, error) {
+func (k kubeCluster) get(ctx context.Context, ref manifest.Ref) (*unstructured.Unstructured, error) {
 	ri, _, err := k.c.ResourceFor(ref)
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func (k kubeCluster) get(ctx context.Context, ref kube.Ref) (*unstructured.Unstr
 }
 
 func (k kubeCluster) dryRunApply(ctx context.Context, body *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	ri, _, err := k.c.ResourceFor(kube.RefOf(body))
+	ri, _, err := k.c.ResourceFor(manifest.RefOf(body))
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (k kubeCluster) dryRunApply(ctx context.Context, body *unstructured.Unstruc
 	return ri.Patch(ctx, body.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager, Force: &force, DryRun: dryRunAll})
 }
 
-func (k kubeCluster) dryRunPatch(ctx context.Context, ref kube.Ref, pt types.PatchType, patch []byte, manager string) (*unstructured.Unstructured, error) {
+func (k kubeCluster) dryRunPatch(ctx context.Context, ref manifest.Ref, pt types.PatchType, patch []byte, manager string) (*unstructured.Unstructured, error) {
 	ri, _, err := k.c.ResourceFor(ref)
 	if err != nil {
 		return nil, err
@@ -73,14 +74,14 @@ func (k kubeCluster) dryRunPatch(ctx context.Context, ref kube.Ref, pt types.Pat
 }
 
 func (k kubeCluster) dryRunCreate(ctx context.Context, body *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	ri, _, err := k.c.ResourceFor(kube.RefOf(body))
+	ri, _, err := k.c.ResourceFor(manifest.RefOf(body))
 	if err != nil {
 		return nil, err
 	}
 	return ri.Create(ctx, body, metav1.CreateOptions{FieldManager: manager, DryRun: dryRunAll})
 }
 
-func (k kubeCluster) dryRunDelete(ctx context.Context, ref kube.Ref, uid types.UID, propagation metav1.DeletionPropagation) error {
+func (k kubeCluster) dryRunDelete(ctx context.Context, ref manifest.Ref, uid types.UID, propagation metav1.DeletionPropagation) error {
 	ri, _, err := k.c.ResourceFor(ref)
 	if err != nil {
 		return err

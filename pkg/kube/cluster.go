@@ -1,3 +1,5 @@
+// Package kube holds the Kubernetes clients of one cluster (and the discovery they need: REST
+// mappings, the OpenAPI document). It knows nothing about charts, releases or the event bus.
 package kube
 
 import (
@@ -21,6 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 // ErrNamespaceRequired is returned by ResourceFor for a namespaced kind referenced without a
@@ -258,7 +262,7 @@ func (c *Cluster) remember(gen uint64, gvk schema.GroupVersionKind, m *meta.REST
 
 // ResourceFor returns the dynamic client for ref's resource, scoped to ref's namespace when the
 // kind is namespaced (the namespace of a cluster-scoped ref is ignored), and the mapping used.
-func (c *Cluster) ResourceFor(ref Ref) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+func (c *Cluster) ResourceFor(ref manifest.Ref) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil || ref.APIVersion == "" {
 		return nil, nil, fmt.Errorf("%s: invalid apiVersion %q", ref, ref.APIVersion)

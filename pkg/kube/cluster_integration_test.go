@@ -10,22 +10,23 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 func TestResourceFor(t *testing.T) {
 	c := kubetest.Cluster(t)
 	tests := []struct {
 		name         string
-		ref          kube.Ref
+		ref          manifest.Ref
 		wantResource string
 		wantScope    meta.RESTScopeName
 		wantErr      error
 		errHas       string
 	}{
-		{"namespaced", kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}, "deployments", meta.RESTScopeNameNamespace, nil, ""},
-		{"cluster-scoped ignores namespace", kube.Ref{APIVersion: "v1", Kind: "Namespace", Namespace: "x", Name: "demo"}, "namespaces", meta.RESTScopeNameRoot, nil, ""},
-		{"namespaced without namespace", kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}, "", "", kube.ErrNamespaceRequired, "ConfigMap/cfg"},
-		{"unknown kind", kube.Ref{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default", Name: "w"}, "", "", nil, "default/Widget/w: cluster sandbox: no matches for kind"},
+		{"namespaced", manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}, "deployments", meta.RESTScopeNameNamespace, nil, ""},
+		{"cluster-scoped ignores namespace", manifest.Ref{APIVersion: "v1", Kind: "Namespace", Namespace: "x", Name: "demo"}, "namespaces", meta.RESTScopeNameRoot, nil, ""},
+		{"namespaced without namespace", manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}, "", "", kube.ErrNamespaceRequired, "ConfigMap/cfg"},
+		{"unknown kind", manifest.Ref{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default", Name: "w"}, "", "", nil, "default/Widget/w: cluster sandbox: no matches for kind"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

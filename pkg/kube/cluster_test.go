@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 const kubeconfig = `apiVersion: v1
@@ -89,7 +91,7 @@ func TestConnectKeepsTuning(t *testing.T) {
 	if c.Config.QPS != 5 || c.Config.Burst != 7 || c.Config.Timeout != time.Second {
 		t.Errorf("config QPS/Burst/Timeout = %v/%d/%s, want 5/7/1s", c.Config.QPS, c.Config.Burst, c.Config.Timeout)
 	}
-	_, _, err = c.ResourceFor(Ref{APIVersion: "", Kind: "ConfigMap", Name: "x"})
+	_, _, err = c.ResourceFor(manifest.Ref{APIVersion: "", Kind: "ConfigMap", Name: "x"})
 	if err == nil || !strings.Contains(err.Error(), "ConfigMap/x: invalid apiVersion") {
 		t.Errorf("ResourceFor with empty apiVersion: %v", err)
 	}

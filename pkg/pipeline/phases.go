@@ -97,7 +97,7 @@ func newObjectIndex(namespace string, lists ...[]manifest.Object) *objectIndex {
 	ix := &objectIndex{byKey: map[resource.Key]manifest.Object{}, namespace: namespace}
 	for _, l := range lists {
 		for _, o := range l {
-			ix.byKey[resource.KeyOf(kube.RefOf(o.Obj))] = o
+			ix.byKey[resource.KeyOf(manifest.RefOf(o.Obj))] = o
 		}
 	}
 	return ix
@@ -189,7 +189,7 @@ func Prepare(target events.Target, b *RenderBundle) (*Prepared, error) {
 	decorate := func(o manifest.Object, res *resource.Resource) {
 		one := []manifest.Object{o}
 		apply.WithMetadata(one, b.Metadata.Annotations, b.Metadata.Labels)
-		if msg, ok := b.ValidationMessages[kube.RefOf(o.Obj).String()]; ok {
+		if msg, ok := b.ValidationMessages[manifest.RefOf(o.Obj).String()]; ok {
 			apply.WithMetadata(one, map[string]string{validate.AnnotationValidationMessages: msg}, nil)
 		}
 		if res.Lifecycle.Ownership == resource.OwnershipRelease {
@@ -334,7 +334,7 @@ func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedReso
 		return nil
 	}
 	if r.deployID != "" {
-		var done []kube.Ref
+		var done []manifest.Ref
 		var err error
 		if toRecreate, done, err = r.notYetRecreated(ctx, toRecreate); err != nil {
 			return nil, err
@@ -381,11 +381,11 @@ func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedReso
 // notYetRecreated splits the objects to recreate into those this deploy has not created yet
 // and (as refs) those whose live object carries this deploy's id: already (re)created by an
 // earlier delivery of the same phase, they must not be deleted and created again.
-func (r *phaseRun) notYetRecreated(ctx context.Context, objs []manifest.Object) ([]manifest.Object, []kube.Ref, error) {
+func (r *phaseRun) notYetRecreated(ctx context.Context, objs []manifest.Object) ([]manifest.Object, []manifest.Ref, error) {
 	var todo []manifest.Object
-	var done []kube.Ref
+	var done []manifest.Ref
 	for _, o := range objs {
-		ref := kube.RefOf(o.Obj)
+		ref := manifest.RefOf(o.Obj)
 		if ref.Namespace == "" {
 			ref.Namespace = r.target.Namespace // ignored for cluster-scoped kinds
 		}
@@ -450,10 +450,10 @@ func (r *phaseRun) wait(id string) (events.Wait, error) {
 
 // externalRef resolves an external dependency ("deployment/db", "deployments.v1.apps/db") to
 // an object reference with the cluster's REST mapping.
-func (r *phaseRun) externalRef(d resource.ExternalDependency) (kube.Ref, error) {
+func (r *phaseRun) externalRef(d resource.ExternalDependency) (manifest.Ref, error) {
 	gvk, err := r.cluster.Mapper.KindFor(schema.GroupVersionResource{Group: d.Group, Version: d.Version, Resource: strings.ToLower(d.Type)})
 	if err != nil {
-		return kube.Ref{}, fmt.Errorf("external dependency %s: the cluster serves no such resource type: %w", d, err)
+		return manifest.Ref{}, fmt.Errorf("external dependency %s: the cluster serves no such resource type: %w", d, err)
 	}
 	ns := d.Namespace
 	if ns == "" {
@@ -462,7 +462,7 @@ func (r *phaseRun) externalRef(d resource.ExternalDependency) (kube.Ref, error) 
 	if m, err := r.cluster.Mapping(gvk); err == nil && m.Scope.Name() == meta.RESTScopeNameRoot {
 		ns = ""
 	}
-	return kube.Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: ns, Name: d.Name}, nil
+	return manifest.Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: ns, Name: d.Name}, nil
 }
 
 // CRDFiles turns a chart's CRDs into bundle files.
@@ -494,7 +494,7 @@ func BuildPlan(kind plan.Kind, target events.Target, c *kube.Cluster, crds []CRD
 }
 
 // refKey identifies an object across apply and delete results (the API version may differ).
-func refKey(r kube.Ref) string {
+func refKey(r manifest.Ref) string {
 	return r.GroupVersionKind().Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
@@ -111,7 +112,7 @@ type RenderBundle struct {
 	// Metadata is added to every object at apply time (auto annotations, --add-annotation,
 	// --add-label); the release manifest stays as the chart rendered it.
 	Metadata render.Metadata `json:"metadata,omitempty"`
-	// ValidationMessages are the validation warnings per object (kube.Ref string), recorded
+	// ValidationMessages are the validation warnings per object (manifest.Ref string), recorded
 	// in its debug.werf.io/validation-messages annotation.
 	ValidationMessages map[string]string `json:"validationMessages,omitempty"`
 	// CRDs are the files of the charts' crds/ directories, applied first (not part of Manifest,
@@ -154,10 +155,10 @@ func decode(in stage.Input, v any) error {
 	return nil
 }
 
-func toEventRef(r kube.Ref) events.ResourceRef {
+func toEventRef(r manifest.Ref) events.ResourceRef {
 	return events.ResourceRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
-func toKubeRef(r events.ResourceRef) kube.Ref {
-	return kube.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+func toKubeRef(r events.ResourceRef) manifest.Ref {
+	return manifest.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }

@@ -196,7 +196,7 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 	}
 	resources := make([]events.ResourceRef, 0, len(rr.objects))
 	for _, o := range rr.objects {
-		ref := kube.RefOf(o.Obj)
+		ref := manifest.RefOf(o.Obj)
 		if ref.Namespace == "" && namespacedGuess(o.Obj.GetKind()) {
 			ref.Namespace = in.Target.Namespace
 		}

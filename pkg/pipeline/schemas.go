@@ -51,7 +51,7 @@ func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate
 			done := make(chan struct{})
 			c.inflight[cluster.Name] = done
 			c.mu.Unlock()
-			s, err := validate.FromCluster(ctx, cluster.Typed.Discovery())
+			s, err := ClusterSchema(ctx, cluster)
 			c.mu.Lock()
 			if err == nil {
 				c.m[cluster.Name] = cachedSchema{schema: s, fetched: time.Now()}
@@ -79,11 +79,21 @@ func (c *SchemaCache) Warm(clusters Clusters, names ...string) {
 			continue // the deploy reports it
 		}
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), validate.DefaultFetchTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), kube.OpenAPIFetchTimeout)
 			defer cancel()
 			_, _ = c.get(ctx, cluster)
 		}()
 	}
+}
+
+// ClusterSchema fetches cluster's OpenAPI schema for validation (custom resources of the CRDs
+// installed there included).
+func ClusterSchema(ctx context.Context, cluster *kube.Cluster) (*validate.Schema, error) {
+	doc, err := kube.OpenAPIV2(ctx, cluster.Typed.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	return validate.FromDocument(doc, "the schema of cluster "+cluster.Name)
 }
 
 // warningLines formats validation warnings for the rendered event.

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/track"
@@ -70,7 +70,7 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		defer publishMu.Unlock()
 		return in.Publish(ctx, e)
 	}
-	changed := map[kube.Ref]bool{}
+	changed := map[manifest.Ref]bool{}
 	for _, a := range d.Applied {
 		if a.Action != events.ActionUnchanged {
 			changed[toKubeRef(a.Resource)] = true
@@ -109,7 +109,7 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		}
 		return stage.Output{}, fmt.Errorf("track phase %d: %w", d.Phase, err)
 	}
-	failed := make([]kube.Ref, 0, len(outcome.Failures))
+	failed := make([]manifest.Ref, 0, len(outcome.Failures))
 	for _, f := range outcome.Failures {
 		failed = append(failed, f.Ref)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/podlogs"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
@@ -36,15 +36,15 @@ type logRelay struct {
 	streamer *podlogs.Streamer
 
 	mu       sync.Mutex
-	settings map[kube.Ref]resource.LogSettings
-	chosen   map[kube.Ref][]string // pod names streamed per resource
-	recent   map[kube.Ref][]events.LogLine
-	warned   map[kube.Ref]bool
+	settings map[manifest.Ref]resource.LogSettings
+	chosen   map[manifest.Ref][]string // pod names streamed per resource
+	recent   map[manifest.Ref][]events.LogLine
+	warned   map[manifest.Ref]bool
 	// delivered are the pods whose logs have delivered lines.
 	delivered map[string]bool
 	// changed are the resources the phase created or changed; fresh are the followed pods of
 	// those, the ones whose first lines the end of the phase waits for (closeGrace).
-	changed map[kube.Ref]bool
+	changed map[manifest.Ref]bool
 	fresh   map[string]bool
 	// sent are the ids (steps) of the log_lines events published: their number is
 	// PhaseTrackedData.LogBatches (a batch sent twice is stored once).
@@ -55,10 +55,10 @@ type logRelay struct {
 // lines of pods that ran before it are not shown); changed are the resources the phase created
 // or changed.
 func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, base events.LogLinesData,
-	since time.Time, changed map[kube.Ref]bool, log *zap.Logger) *logRelay {
+	since time.Time, changed map[manifest.Ref]bool, log *zap.Logger) *logRelay {
 	r := &logRelay{ctx: ctx, publish: publish, base: base, log: log,
-		settings: map[kube.Ref]resource.LogSettings{}, chosen: map[kube.Ref][]string{},
-		recent: map[kube.Ref][]events.LogLine{}, warned: map[kube.Ref]bool{}, delivered: map[string]bool{}, sent: map[string]bool{},
+		settings: map[manifest.Ref]resource.LogSettings{}, chosen: map[manifest.Ref][]string{},
+		recent: map[manifest.Ref][]events.LogLine{}, warned: map[manifest.Ref]bool{}, delivered: map[string]bool{}, sent: map[string]bool{},
 		changed: changed, fresh: map[string]bool{}}
 	opts := podlogs.DefaultOptions()
 	opts.Since, opts.Logger = since, log
@@ -121,7 +121,7 @@ func (r *logRelay) pods(p track.PodsSeen) {
 
 // event shows a Kubernetes event about ref at once with werf.io/show-service-messages, and
 // keeps the latest ones to show if ref fails the deploy.
-func (r *logRelay) event(ref kube.Ref, e track.Event) {
+func (r *logRelay) event(ref manifest.Ref, e track.Event) {
 	line := events.LogLine{Time: e.Time, Stream: events.LogEvent, Text: fmt.Sprintf("%s %s %s: %s", e.Object, e.Type, e.Reason, e.Message)}
 	if e.Count > 1 {
 		line.Text += fmt.Sprintf(" (×%d)", e.Count)
@@ -141,7 +141,7 @@ func (r *logRelay) event(ref kube.Ref, e track.Event) {
 
 // failed shows the kept Kubernetes events of resources that failed the deploy, unless they were
 // shown already.
-func (r *logRelay) failed(refs []kube.Ref) {
+func (r *logRelay) failed(refs []manifest.Ref) {
 	for _, ref := range refs {
 		r.mu.Lock()
 		lines, shown := r.recent[ref], r.settings[ref].ShowServiceMessages
@@ -158,7 +158,7 @@ func (r *logRelay) failed(refs []kube.Ref) {
 const failureLogGrace = 2 * time.Second
 
 // settle waits failureLogGrace when a failed resource has pods whose logs are followed.
-func (r *logRelay) settle(ctx context.Context, failed []kube.Ref) {
+func (r *logRelay) settle(ctx context.Context, failed []manifest.Ref) {
 	r.mu.Lock()
 	streamed := false
 	for _, ref := range failed {
@@ -214,7 +214,7 @@ func (r *logRelay) deliver(b podlogs.Batch) {
 
 // send publishes one batch; its id hashes the batch, so a phase tracked again after a tracker
 // restart does not show the same lines twice.
-func (r *logRelay) send(ref kube.Ref, pod, container string, lines []events.LogLine, dropped int) {
+func (r *logRelay) send(ref manifest.Ref, pod, container string, lines []events.LogLine, dropped int) {
 	if len(lines) == 0 && dropped == 0 {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sealane/sealane/pkg/apply"
+	"github.com/sealane/sealane/pkg/resource"
 )
 
 // graph is the DAG under construction; vertices are indices into nodes.
@@ -24,8 +24,8 @@ type node struct {
 
 const checkpointRank = -1
 
-func applyRank(kind string) int  { return apply.KindOrder(kind) }
-func deleteRank(kind string) int { return apply.UnknownKindOrder - apply.KindOrder(kind) }
+func applyRank(kind string) int  { return resource.KindOrder(kind) }
+func deleteRank(kind string) int { return resource.UnknownKindOrder - resource.KindOrder(kind) }
 
 func (g *graph) add(op Operation, rank int, name string) int {
 	g.nodes = append(g.nodes, node{op: op, rank: rank, name: name})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/podlogs"
 	"github.com/sealane/sealane/pkg/resource"
 )
@@ -208,7 +209,7 @@ func TestLiveLogAnnotations(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if err := s.Add(podlogs.Target{Owner: kube.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}, Pod: p, Settings: settings}); err != nil {
+		if err := s.Add(podlogs.Target{Owner: manifest.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}, Pod: p, Settings: settings}); err != nil {
 			t.Fatalf("%s: Add: %v", tt.name, err)
 		}
 		for c, lines := range map[string][]string{"app": tt.app, "sidecar": tt.sidecar} {
@@ -313,7 +314,7 @@ func TestLiveShowLogsOnlyForNumberOfReplicas(t *testing.T) {
 		if again := podlogs.SelectPods(pods, chosen[tc.name], settings.OnlyReplicas); !cmp.Equal(again, chosen[tc.name]) {
 			t.Errorf("%s: choice changed from %v to %v", tc.name, chosen[tc.name], again)
 		}
-		owner := kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: tc.name}
+		owner := manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: tc.name}
 		for _, p := range pods {
 			if contains(chosen[tc.name], p.Name) {
 				if err := s.Add(podlogs.Target{Owner: owner, Pod: p, Settings: settings}); err != nil {

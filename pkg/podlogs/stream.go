@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -27,7 +27,7 @@ import (
 // (unknown): with timestamps the API interleaves stdout and stderr without saying which is which.
 type Batch struct {
 	// Owner is the tracked resource the pod belongs to, as given to Add.
-	Owner     kube.Ref
+	Owner     manifest.Ref
 	Namespace string
 	Pod       string
 	Container string
@@ -112,7 +112,7 @@ func (o Options) withDefaults() Options {
 
 // Target is a pod to follow, the resource it belongs to and that resource's log settings.
 type Target struct {
-	Owner    kube.Ref
+	Owner    manifest.Ref
 	Pod      *corev1.Pod
 	Settings resource.LogSettings
 }
@@ -167,7 +167,7 @@ type podKey struct{ namespace, name string }
 type podStream struct {
 	key      podKey
 	uid      types.UID
-	owner    kube.Ref
+	owner    manifest.Ref
 	settings resource.LogSettings
 	since    time.Time // zero: from the containers' start
 	ctx      context.Context

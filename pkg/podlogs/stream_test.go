@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -241,7 +241,7 @@ func TestStreamerFiltersAndBatches(t *testing.T) {
 	settings.SkipContainers = map[string]bool{"istio": true}
 	settings.RegexSkip = regexp.MustCompile("debug")
 	settings.RegexFor = map[string]*regexp.Regexp{"sidecar": regexp.MustCompile("error")}
-	owner := kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web"}
+	owner := manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web"}
 	if err := s.Add(Target{Owner: owner, Pod: p, Settings: settings}); err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +550,7 @@ func TestStreamerFirstLinesGoOutAtOnce(t *testing.T) {
 	opts.FlushInterval = time.Hour
 	s := New(client, got.add, opts)
 	defer s.Close()
-	if err := s.Add(Target{Owner: kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web"}, Pod: p,
+	if err := s.Add(Target{Owner: manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web"}, Pod: p,
 		Settings: resource.DefaultLogSettings()}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sealane/sealane/pkg/chart"
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/secret"
 	"github.com/sealane/sealane/pkg/validate"
@@ -40,7 +39,7 @@ type Request struct {
 	// Cluster, when set, is what `lookup` reads; without it `lookup` finds nothing.
 	Cluster *rest.Config
 	// Schema checks the objects against the target's OpenAPI (validate.Bundled offline,
-	// validate.FromCluster live); nil runs the hard checks only.
+	// validate.FromDocument of kube.OpenAPIV2); nil runs the hard checks only.
 	Schema *validate.Schema
 }
 
@@ -73,12 +72,12 @@ type Result struct {
 }
 
 // ValidationMessages returns the debug.werf.io/validation-messages value of each object with
-// warnings, keyed by its kube.Ref as written in the manifest.
+// warnings, keyed by its manifest.Ref as written in the manifest.
 func (r *Result) ValidationMessages() map[string]string {
 	if len(r.Warnings) == 0 {
 		return nil
 	}
-	byRef := map[kube.Ref][]validate.Issue{}
+	byRef := map[manifest.Ref][]validate.Issue{}
 	for _, w := range r.Warnings {
 		byRef[w.Object] = append(byRef[w.Object], w)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 // Key is the identity of an object in a release: API group, kind, namespace and name (the
@@ -17,7 +17,7 @@ type Key struct {
 }
 
 // KeyOf returns the key of ref.
-func KeyOf(ref kube.Ref) Key {
+func KeyOf(ref manifest.Ref) Key {
 	return Key{Group: ref.GroupVersionKind().Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
 }
 

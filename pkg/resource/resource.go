@@ -12,7 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
@@ -32,7 +31,7 @@ const (
 type Resource struct {
 	// Ref names the object as it will be deployed: the release namespace is set on namespaced
 	// objects that name none, and the namespace is cleared on cluster-scoped ones.
-	Ref kube.Ref `json:"ref"`
+	Ref manifest.Ref `json:"ref"`
 	// Key is the identity of Ref.
 	Key Key `json:"key"`
 	// Location is where the chart wrote the object, for messages.
@@ -143,7 +142,7 @@ var ErrInvalidAnnotation = errors.New("invalid annotation")
 
 // AnnotationError is an annotation whose value cannot be used.
 type AnnotationError struct {
-	Ref      kube.Ref
+	Ref      manifest.Ref
 	Location Location
 	// Key and Value are the annotation's.
 	Key   string
@@ -158,7 +157,7 @@ type AnnotationError struct {
 // errors) it starts at "annotation".
 func (e *AnnotationError) Error() string {
 	msg := fmt.Sprintf("annotation %s: invalid value %q: %v", e.Key, e.Value, e.Err)
-	if e.Ref == (kube.Ref{}) && e.Location == (Location{}) {
+	if e.Ref == (manifest.Ref{}) && e.Location == (Location{}) {
 		return msg
 	}
 	return fmt.Sprintf("%s: %s: %s", e.Location, e.Ref, msg)
@@ -218,8 +217,8 @@ func Parse(obj manifest.Object, origin Origin, opts Options) (*Resource, error) 
 // Identify returns the reference and key obj is deployed under (the release namespace set on
 // namespaced objects without one, the namespace cleared on cluster-scoped ones), without reading
 // its annotations.
-func Identify(obj manifest.Object, opts Options) (kube.Ref, Key) {
-	ref := kube.RefOf(obj.Obj)
+func Identify(obj manifest.Object, opts Options) (manifest.Ref, Key) {
+	ref := manifest.RefOf(obj.Obj)
 	gvk := ref.GroupVersionKind()
 	if opts.Scopes.ClusterScoped(gvk.GroupKind()) {
 		ref.Namespace = ""

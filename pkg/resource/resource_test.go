@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
@@ -49,7 +48,7 @@ kind: ConfigMap
 metadata: {name: cfg}
 `,
 			want: Resource{
-				Ref:       kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg"},
+				Ref:       manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg"},
 				Key:       Key{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"},
 				Location:  Location{Source: "shop/templates/cm.yaml", Doc: 1, Line: 1},
 				Origin:    FromTemplates,
@@ -99,7 +98,7 @@ metadata:
     werf.io/sensitive: "true"
 `,
 			want: Resource{
-				Ref:      kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: "web"},
+				Ref:      manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: "web"},
 				Key:      Key{Group: "apps", Kind: "Deployment", Namespace: "other", Name: "web"},
 				Location: Location{Source: "shop/templates/web.yaml", Doc: 1, Line: 1},
 				Origin:   FromTemplates,
@@ -153,7 +152,7 @@ metadata:
     werf.io/weight: "100"
 `,
 			want: Resource{
-				Ref:       kube.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "shop", Name: "migrate"},
+				Ref:       manifest.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "shop", Name: "migrate"},
 				Key:       Key{Group: "batch", Kind: "Job", Namespace: "shop", Name: "migrate"},
 				Location:  Location{Source: "shop/templates/migrate.yaml", Doc: 1, Line: 1},
 				Origin:    FromTemplates,
@@ -178,7 +177,7 @@ metadata:
     werf.io/ownership: release
 `,
 			want: Resource{
-				Ref:       kube.Ref{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "t"},
+				Ref:       manifest.Ref{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "t"},
 				Key:       Key{Kind: "Pod", Namespace: "shop", Name: "t"},
 				Location:  Location{Source: "shop/templates/t.yaml", Doc: 1, Line: 1},
 				Origin:    FromTemplates,
@@ -196,7 +195,7 @@ kind: CustomResourceDefinition
 metadata: {name: widgets.example.com, namespace: ignored}
 `,
 			want: Resource{
-				Ref:       kube.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
+				Ref:       manifest.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
 				Key:       Key{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
 				Location:  Location{Source: "crds/widgets.yaml", Doc: 1, Line: 1},
 				Origin:    FromCRDsDir,
@@ -213,7 +212,7 @@ kind: Namespace
 metadata: {name: shop}
 `,
 			want: Resource{
-				Ref:       kube.Ref{APIVersion: "v1", Kind: "Namespace", Name: "shop"},
+				Ref:       manifest.Ref{APIVersion: "v1", Kind: "Namespace", Name: "shop"},
 				Key:       Key{Kind: "Namespace", Name: "shop"},
 				Location:  Location{Source: "shop/templates/ns.yaml", Doc: 1, Line: 1},
 				Origin:    FromTemplates,
@@ -376,7 +375,7 @@ func TestKeyText(t *testing.T) {
 			t.Errorf("round trip of %s: got %+v, want %+v", data, back, k)
 		}
 	}
-	if got := KeyOf(kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}); got != (Key{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}) {
+	if got := KeyOf(manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}); got != (Key{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}) {
 		t.Errorf("KeyOf = %+v", got)
 	}
 	var k Key
@@ -386,7 +385,7 @@ func TestKeyText(t *testing.T) {
 }
 
 func TestDependencyMatches(t *testing.T) {
-	r := &Resource{Ref: kube.Ref{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: "shop", Name: "db"},
+	r := &Resource{Ref: manifest.Ref{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: "shop", Name: "db"},
 		Key: Key{Group: "apps", Kind: "StatefulSet", Namespace: "shop", Name: "db"}}
 	tests := []struct {
 		dep  Dependency

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -36,7 +36,7 @@ func TestOnPodsComesBeforeOnEvent(t *testing.T) {
 	if _, err := c.Typed.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ref := kube.Ref{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "lb"}
+	ref := manifest.Ref{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "lb"}
 	var mu sync.Mutex
 	var calls []string
 	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -52,7 +52,7 @@ func TestOnPodsComesBeforeOnEvent(t *testing.T) {
 				defer mu.Unlock()
 				calls = append(calls, "pods:"+p.Ref.Name)
 			},
-			OnEvent: func(r kube.Ref, e track.Event) {
+			OnEvent: func(r manifest.Ref, e track.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				calls = append(calls, "event:"+e.Reason)

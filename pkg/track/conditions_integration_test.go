@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -30,8 +30,8 @@ func TestTrackConditions(t *testing.T) {
 	ctx := testCtx(t)
 	noLeaks(t)
 	cms := c.Typed.CoreV1().ConfigMaps(ns)
-	cmRef := func(name string) kube.Ref {
-		return kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name}
+	cmRef := func(name string) manifest.Ref {
+		return manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name}
 	}
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -53,8 +53,8 @@ func TestTrackConditions(t *testing.T) {
 	targets := []track.Target{
 		{Ref: cmRef("late"), Condition: track.UntilPresent},
 		{Ref: cmRef("doomed"), Condition: track.UntilAbsent},
-		{Ref: kube.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "migrate"}, Condition: track.UntilComplete},
-		{Ref: kube.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: "seed"}, Condition: track.UntilComplete},
+		{Ref: manifest.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "migrate"}, Condition: track.UntilComplete},
+		{Ref: manifest.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: "seed"}, Condition: track.UntilComplete},
 	}
 	var rec recorder
 	out, err := track.TrackTargets(ctx, c, targets, track.Options{Timeout: time.Minute}, rec.add)
@@ -72,7 +72,7 @@ func TestTrackConditions(t *testing.T) {
 	if _, err := c.Typed.CoreV1().Pods(ns).Create(ctx, hookPod(ns, "broken", map[string]string{"sealane.dev/test-fail": "true"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out, err = track.TrackTargets(ctx, c, []track.Target{{Ref: kube.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "broken"}, Condition: track.UntilComplete}},
+	out, err = track.TrackTargets(ctx, c, []track.Target{{Ref: manifest.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "broken"}, Condition: track.UntilComplete}},
 		track.Options{Timeout: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -95,7 +96,7 @@ func (r *liveRecorder) find(ok func(track.Progress) bool) (track.Progress, bool)
 }
 
 // last returns the latest report about ref.
-func (r *liveRecorder) last(ref kube.Ref) track.Status {
+func (r *liveRecorder) last(ref manifest.Ref) track.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.got) - 1; i >= 0; i-- {
@@ -122,7 +123,7 @@ type background struct {
 	rec  liveRecorder
 }
 
-func trackInBackground(ctx context.Context, c *kube.Cluster, refs []kube.Ref, opts track.Options) *background {
+func trackInBackground(ctx context.Context, c *kube.Cluster, refs []manifest.Ref, opts track.Options) *background {
 	b := &background{done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
@@ -173,7 +174,7 @@ func (b *background) waitFor(t *testing.T, what string, limit time.Duration, ok 
 	return track.Progress{}
 }
 
-func onlyFailure(t *testing.T, out track.Outcome, ref kube.Ref, prefix string, contains ...string) {
+func onlyFailure(t *testing.T, out track.Outcome, ref manifest.Ref, prefix string, contains ...string) {
 	t.Helper()
 	if out.Ready || len(out.Failures) != 1 || out.Failures[0].Ref != ref {
 		t.Fatalf("outcome = %+v, want one failure for %s", out, ref)
@@ -200,7 +201,7 @@ func TestFailCrashLoopExceedsAllowedFailures(t *testing.T) {
 	// CrashLoopBackOff is one error, which the 1 replica × 1 allowed failure tolerates.
 	// (Timestamps have whole seconds: start in a later second than the pod's creation.)
 	time.Sleep(time.Until(pod.CreationTimestamp.Add(time.Second)))
-	b := trackInBackground(ctx, c, []kube.Ref{ref}, track.Options{Timeout: time.Minute, Since: time.Now()})
+	b := trackInBackground(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: time.Minute, Since: time.Now()})
 	p := b.waitFor(t, "with 1 error", 20*time.Second, func(p track.Progress) bool { return p.Status.Errors == 1 })
 	if p.Status.State != track.Waiting || len(p.Status.Pods) != 1 || p.Status.Pods[0].Restarts != 5 ||
 		!strings.Contains(p.Status.LastError, "container app: CrashLoopBackOff") {
@@ -230,7 +231,7 @@ func TestFailFailuresAllowedPerReplica(t *testing.T) {
 	kubeletEvent(t, c, pod, "Failed", "Failed to pull image \"x\": rpc error", time.Now())
 	kubeletEvent(t, c, pod, "FailedMount", "MountVolume.SetUp failed for volume \"cfg\"", time.Now().Add(time.Second))
 	var rec recorder
-	out, err := track.Track(ctx, c, []kube.Ref{ref}, track.Options{Timeout: 4 * time.Second, Since: since}, rec.add)
+	out, err := track.Track(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: 4 * time.Second, Since: since}, rec.add)
 	if err != nil {
 		t.Fatalf("Track: %v", err)
 	}
@@ -255,7 +256,7 @@ func TestFailIgnoreAndContinue(t *testing.T) {
 
 	t.Run("errors do not fail it; the deploy waits for it until the timeout, then ignores it", func(t *testing.T) {
 		var rec recorder
-		out, err := track.Track(ctx, c, []kube.Ref{web, ignored}, track.Options{Timeout: 5 * time.Second, Since: since}, rec.add)
+		out, err := track.Track(ctx, c, []manifest.Ref{web, ignored}, track.Options{Timeout: 5 * time.Second, Since: since}, rec.add)
 		if err != nil {
 			t.Fatalf("Track: %v", err)
 		}
@@ -279,7 +280,7 @@ func TestFailIgnoreAndContinue(t *testing.T) {
 	t.Run("no activity gives it up as a warning, before the timeout", func(t *testing.T) {
 		var rec recorder
 		start := time.Now()
-		out, err := track.Track(ctx, c, []kube.Ref{web, quiet}, track.Options{Timeout: time.Minute, Since: since}, rec.add)
+		out, err := track.Track(ctx, c, []manifest.Ref{web, quiet}, track.Options{Timeout: time.Minute, Since: since}, rec.add)
 		if err != nil {
 			t.Fatalf("Track: %v", err)
 		}
@@ -303,9 +304,9 @@ func TestFailHopeUntilEndOfDeployProcess(t *testing.T) {
 	noLeaks(t)
 	hoper := createDeployment(t, c, annotated(deployment(ns, "hoper", 1, crashLoop),
 		map[string]string{"werf.io/fail-mode": "HopeUntilEndOfDeployProcess"}))
-	late := kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "late"}
+	late := manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "late"}
 	start := time.Now()
-	b := trackInBackground(ctx, c, []kube.Ref{hoper, late}, track.Options{Timeout: time.Minute, Since: start})
+	b := trackInBackground(ctx, c, []manifest.Ref{hoper, late}, track.Options{Timeout: time.Minute, Since: start})
 	// hoper is in error at once (5 crash-loop restarts > 1 allowed) but late is still awaited.
 	p := b.waitFor(t, "of hoper hoping", 20*time.Second, func(p track.Progress) bool {
 		return p.Ref == hoper && strings.Contains(p.Status.Message, "HopeUntilEndOfDeployProcess")
@@ -335,7 +336,7 @@ func TestFailNonBlockingDoesNotHold(t *testing.T) {
 		map[string]string{"werf.io/track-termination-mode": "NonBlocking"}))
 	var rec recorder
 	start := time.Now()
-	out, err := track.Track(ctx, c, []kube.Ref{side, web}, track.Options{Timeout: time.Minute}, rec.add)
+	out, err := track.Track(ctx, c, []manifest.Ref{side, web}, track.Options{Timeout: time.Minute}, rec.add)
 	if err != nil {
 		t.Fatalf("Track: %v", err)
 	}
@@ -367,7 +368,7 @@ func TestFailNoActivityTimeout(t *testing.T) {
 	ref := createDeployment(t, c, annotated(deployment(ns, "stuck", 1, unready),
 		map[string]string{"werf.io/no-activity-timeout": "3s"}))
 	start := time.Now()
-	out, err := track.Track(ctx, c, []kube.Ref{ref}, track.Options{Timeout: time.Minute}, nil)
+	out, err := track.Track(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: time.Minute}, nil)
 	if err != nil {
 		t.Fatalf("Track: %v", err)
 	}
@@ -398,7 +399,7 @@ func TestFailReadinessProbeIgnoreWindow(t *testing.T) {
 		ref := createDeployment(t, c, probed("probed", map[string]string{"werf.io/failures-allowed-per-replica": "0"}))
 		pod := runningPod(t, c, ns, "probed")
 		startedAt := pod.Status.ContainerStatuses[0].State.Running.StartedAt.Time
-		b := trackInBackground(ctx, c, []kube.Ref{ref}, track.Options{Timeout: time.Minute, Since: since})
+		b := trackInBackground(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: time.Minute, Since: since})
 		inside := startedAt.Add(time.Second)
 		kubeletEvent(t, c, pod, "Unhealthy", readinessFailed, inside)
 		time.Sleep(2 * time.Second)
@@ -426,7 +427,7 @@ func TestFailReadinessProbeIgnoreWindow(t *testing.T) {
 		startedAt := pod.Status.ContainerStatuses[0].State.Running.StartedAt.Time
 		kubeletEvent(t, c, pod, "Unhealthy", readinessFailed, startedAt.Add(10*time.Second))
 		var rec recorder
-		out, err := track.Track(ctx, c, []kube.Ref{ref}, track.Options{Timeout: 4 * time.Second, Since: since}, rec.add)
+		out, err := track.Track(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: 4 * time.Second, Since: since}, rec.add)
 		if err != nil {
 			t.Fatalf("Track: %v", err)
 		}

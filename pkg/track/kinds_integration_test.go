@@ -19,6 +19,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -72,7 +73,7 @@ func startTrack(t *testing.T, c *kube.Cluster, targets ...track.Target) *liveTra
 // await returns once the latest status reported for ref (already read or read now) has state
 // and a message containing msg; it fails the test if Track ends first or nothing matching comes
 // within 45s.
-func (l *liveTrack) await(t *testing.T, ref kube.Ref, state track.State, msg string) track.Status {
+func (l *liveTrack) await(t *testing.T, ref manifest.Ref, state track.State, msg string) track.Status {
 	t.Helper()
 	for i := len(l.seen) - 1; i >= 0; i-- {
 		if p := l.seen[i]; p.Ref == ref {
@@ -122,7 +123,7 @@ func (l *liveTrack) log() string {
 }
 
 // statesOf lists the states reported for ref, in order.
-func (l *liveTrack) statesOf(ref kube.Ref) []track.State {
+func (l *liveTrack) statesOf(ref manifest.Ref) []track.State {
 	var out []track.State
 	for _, p := range l.seen {
 		if p.Ref == ref {
@@ -133,7 +134,7 @@ func (l *liveTrack) statesOf(ref kube.Ref) []track.State {
 }
 
 // patchStatus merge-patches obj's status subresource with the JSON patch.
-func patchStatus(t *testing.T, c *kube.Cluster, ref kube.Ref, patch string) {
+func patchStatus(t *testing.T, c *kube.Cluster, ref manifest.Ref, patch string) {
 	t.Helper()
 	ri, _, err := c.ResourceFor(ref)
 	if err != nil {
@@ -168,8 +169,8 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 		"node":     {Type: corev1.ServiceTypeNodePort, Ports: port, Selector: map[string]string{"app": "web"}},
 		"external": {Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"},
 	}
-	svcRef := func(name string) kube.Ref {
-		return kube.Ref{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: name}
+	svcRef := func(name string) manifest.Ref {
+		return manifest.Ref{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: name}
 	}
 	targets := []track.Target{}
 	for name, spec := range services {
@@ -202,8 +203,8 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 			t.Fatalf("create ingress %s: %v", name, err)
 		}
 	}
-	ingRef := kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ns, Name: "web"}
-	orphanRef := kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ns, Name: "orphan"}
+	ingRef := manifest.Ref{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ns, Name: "web"}
+	orphanRef := manifest.Ref{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ns, Name: "orphan"}
 	targets = append(targets, track.Target{Ref: ingRef}, track.Target{Ref: orphanRef})
 
 	l := startTrack(t, c, targets...)
@@ -286,7 +287,7 @@ func TestTrackPVCBinds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create pvc: %v", err)
 	}
-	ref := kube.Ref{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data"}
+	ref := manifest.Ref{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data"}
 	l := startTrack(t, c, track.Target{Ref: ref})
 	l.await(t, ref, track.Waiting, "waiting for a volume of storage class "+class+" to bind")
 
@@ -351,7 +352,7 @@ func TestTrackCRDAndCustomResources(t *testing.T) {
 	if _, err := crds.Create(ctx, widgetCRD(group), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create crd: %v", err)
 	}
-	crdRef := kube.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets." + group}
+	crdRef := manifest.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets." + group}
 	l := startTrack(t, c, track.Target{Ref: crdRef})
 	l.await(t, crdRef, track.Ready, "established")
 	wantReady(t, l.finish(t))
@@ -369,7 +370,7 @@ func TestTrackCRDAndCustomResources(t *testing.T) {
 	if _, err := crds.Create(ctx, clash, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create clashing crd: %v", err)
 	}
-	clashRef := kube.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "gadgets." + group}
+	clashRef := manifest.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "gadgets." + group}
 	l = startTrack(t, c, track.Target{Ref: clashRef})
 	st := l.await(t, clashRef, track.Failed, "names not accepted: ")
 	if out := l.finish(t); out.Ready || len(out.Failures) != 1 || out.Failures[0].Reason != st.Message {
@@ -377,7 +378,7 @@ func TestTrackCRDAndCustomResources(t *testing.T) {
 	}
 
 	widgets := c.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}).Namespace(ns)
-	widget := func(name string) kube.Ref {
+	widget := func(name string) manifest.Ref {
 		obj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": name}, "spec": map[string]any{"size": int64(1)},
@@ -392,7 +393,7 @@ func TestTrackCRDAndCustomResources(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create widget %s: %v", name, err)
 		}
-		return kube.Ref{APIVersion: group + "/v1", Kind: "Widget", Namespace: ns, Name: name}
+		return manifest.Ref{APIVersion: group + "/v1", Kind: "Widget", Namespace: ns, Name: name}
 	}
 
 	t.Run("conditions drive readiness", func(t *testing.T) {

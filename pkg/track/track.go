@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -41,7 +42,7 @@ const (
 // ignore-readiness-probe-fails-for-<container>, track-termination-mode) are read from the live
 // object as Track sees it (SettingsOf).
 type Target struct {
-	Ref       kube.Ref
+	Ref       manifest.Ref
 	Condition Condition
 	// Termination, when set, overrides the live object's werf.io/track-termination-mode: the
 	// caller has decided whether the deploy waits for the object (e.g. the plan must wait for a
@@ -51,14 +52,14 @@ type Target struct {
 
 // Progress reports that the status of one tracked object changed.
 type Progress struct {
-	Ref    kube.Ref
+	Ref    manifest.Ref
 	Status Status
 	Time   time.Time
 }
 
 // Failure is an object that failed or did not become ready in time, and why.
 type Failure struct {
-	Ref    kube.Ref
+	Ref    manifest.Ref
 	Reason string
 }
 
@@ -96,12 +97,12 @@ type Options struct {
 	// OnEvent, if set, gets every Kubernetes Event about a target not yet ready, its pods and
 	// ReplicaSets once per occurrence (an Event whose count grew comes again), for
 	// werf.io/show-service-messages. Called from Track's goroutine.
-	OnEvent func(kube.Ref, Event)
+	OnEvent func(manifest.Ref, Event)
 }
 
 // PodsSeen is a target's live object and its current pods.
 type PodsSeen struct {
-	Ref    kube.Ref
+	Ref    manifest.Ref
 	Object *unstructured.Unstructured
 	Pods   []*unstructured.Unstructured
 }
@@ -166,7 +167,7 @@ const syncGrace = 10 * time.Second
 // Failure per blocking target not ready ("not ready after 5m0s: ..."), not an error; errors are
 // for unknown kinds, refused watches (ErrWatch) and ctx ending. Every informer is stopped
 // before Track returns.
-func Track(ctx context.Context, c *kube.Cluster, refs []kube.Ref, opts Options, onProgress func(Progress)) (Outcome, error) {
+func Track(ctx context.Context, c *kube.Cluster, refs []manifest.Ref, opts Options, onProgress func(Progress)) (Outcome, error) {
 	targets := make([]Target, len(refs))
 	for i, r := range refs {
 		targets[i] = Target{Ref: r, Condition: UntilReady}

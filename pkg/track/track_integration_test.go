@@ -15,6 +15,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -57,12 +58,12 @@ func deployment(ns, name string, replicas int32, podLabels map[string]string) *a
 	}
 }
 
-func createDeployment(t *testing.T, c *kube.Cluster, d *appsv1.Deployment) kube.Ref {
+func createDeployment(t *testing.T, c *kube.Cluster, d *appsv1.Deployment) manifest.Ref {
 	t.Helper()
 	if _, err := c.Typed.AppsV1().Deployments(d.Namespace).Create(testCtx(t), d, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create deployment: %v", err)
 	}
-	return kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}
+	return manifest.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}
 }
 
 // recorder collects progress reports.
@@ -73,7 +74,7 @@ func (r *recorder) add(p track.Progress) { r.got = append(r.got, p) }
 // checkReports verifies that consecutive reports for one object always differ.
 func (r *recorder) checkReports(t *testing.T) {
 	t.Helper()
-	last := map[kube.Ref]track.Status{}
+	last := map[manifest.Ref]track.Status{}
 	for _, p := range r.got {
 		if prev, ok := last[p.Ref]; ok && prev.Equal(p.Status) {
 			t.Errorf("%s reported twice in a row with the same status %+v", p.Ref, p.Status)
@@ -90,7 +91,7 @@ func TestTrackDeploymentBecomesReady(t *testing.T) {
 	ref := createDeployment(t, c, deployment(ns, "web", 2, nil))
 	var rec recorder
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	out, err := track.Track(ctx, c, []kube.Ref{ref}, track.Options{Timeout: time.Minute, Clock: func() time.Time { return now }}, rec.add)
+	out, err := track.Track(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: time.Minute, Clock: func() time.Time { return now }}, rec.add)
 	if err != nil {
 		t.Fatalf("Track: %v", err)
 	}
@@ -122,7 +123,7 @@ func TestTrackUnreadyDeploymentTimesOut(t *testing.T) {
 	noLeaks(t)
 	ref := createDeployment(t, c, deployment(ns, "stuck", 1, map[string]string{"sealane.dev/test-unready": "true"}))
 	var rec recorder
-	out, err := track.Track(ctx, c, []kube.Ref{ref}, track.Options{Timeout: 3 * time.Second}, rec.add)
+	out, err := track.Track(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: 3 * time.Second}, rec.add)
 	if err != nil {
 		t.Fatalf("Track: %v", err)
 	}
@@ -152,11 +153,11 @@ func TestTrackCrashLoop(t *testing.T) {
 	if _, err := c.Typed.CoreV1().Pods(ns).Create(testCtx(t), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	podRef := kube.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "crasher"}
+	podRef := manifest.Ref{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "crasher"}
 	deployRef := createDeployment(t, c, deployment(ns, "crashing", 1, crash))
 	tests := []struct {
 		name       string
-		ref        kube.Ref
+		ref        manifest.Ref
 		wantPrefix string
 	}{
 		{"pod", podRef, "allowed failures (0) exceeded: container app: CrashLoopBackOff"},
@@ -165,7 +166,7 @@ func TestTrackCrashLoop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var rec recorder
-			out, err := track.Track(ctx, c, []kube.Ref{tt.ref}, track.Options{Timeout: time.Minute, Since: since}, rec.add)
+			out, err := track.Track(ctx, c, []manifest.Ref{tt.ref}, track.Options{Timeout: time.Minute, Since: since}, rec.add)
 			if err != nil {
 				t.Fatalf("Track: %v", err)
 			}
@@ -195,16 +196,16 @@ func TestTrackSeveralKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cm := func(name string) kube.Ref {
-		return kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name}
+	cm := func(name string) manifest.Ref {
+		return manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name}
 	}
-	nsRef := kube.Ref{APIVersion: "v1", Kind: "Namespace", Name: ns}
+	nsRef := manifest.Ref{APIVersion: "v1", Kind: "Namespace", Name: ns}
 	web := createDeployment(t, c, deployment(ns, "web", 1, nil))
 	api := createDeployment(t, c, deployment(ns, "api", 1, nil))
 
 	t.Run("all ready", func(t *testing.T) {
 		var rec recorder
-		out, err := track.Track(ctx, c, []kube.Ref{cm("a"), cm("b"), nsRef, web, api}, track.Options{Timeout: time.Minute}, rec.add)
+		out, err := track.Track(ctx, c, []manifest.Ref{cm("a"), cm("b"), nsRef, web, api}, track.Options{Timeout: time.Minute}, rec.add)
 		if err != nil {
 			t.Fatalf("Track: %v", err)
 		}
@@ -214,7 +215,7 @@ func TestTrackSeveralKinds(t *testing.T) {
 		rec.checkReports(t)
 	})
 	t.Run("a missing object times out as not found", func(t *testing.T) {
-		out, err := track.Track(ctx, c, []kube.Ref{cm("a"), cm("missing")}, track.Options{Timeout: 2 * time.Second}, nil)
+		out, err := track.Track(ctx, c, []manifest.Ref{cm("a"), cm("missing")}, track.Options{Timeout: 2 * time.Second}, nil)
 		if err != nil {
 			t.Fatalf("Track: %v", err)
 		}
@@ -224,7 +225,7 @@ func TestTrackSeveralKinds(t *testing.T) {
 		}
 	})
 	t.Run("a timeout shorter than the first list still takes one look", func(t *testing.T) {
-		out, err := track.Track(ctx, c, []kube.Ref{cm("a"), nsRef}, track.Options{Timeout: time.Nanosecond}, nil)
+		out, err := track.Track(ctx, c, []manifest.Ref{cm("a"), nsRef}, track.Options{Timeout: time.Nanosecond}, nil)
 		if err != nil {
 			t.Fatalf("Track: %v", err)
 		}
@@ -233,8 +234,8 @@ func TestTrackSeveralKinds(t *testing.T) {
 		}
 	})
 	t.Run("unknown kind is an error naming the target", func(t *testing.T) {
-		ref := kube.Ref{APIVersion: "example.com/v1", Kind: "Widget", Namespace: ns, Name: "w"}
-		_, err := track.Track(ctx, c, []kube.Ref{cm("a"), ref}, track.Options{}, nil)
+		ref := manifest.Ref{APIVersion: "example.com/v1", Kind: "Widget", Namespace: ns, Name: "w"}
+		_, err := track.Track(ctx, c, []manifest.Ref{cm("a"), ref}, track.Options{}, nil)
 		if err == nil || !strings.Contains(err.Error(), "track "+ref.String()) {
 			t.Errorf("Track error = %v, want one naming %s", err, ref)
 		}
@@ -242,7 +243,7 @@ func TestTrackSeveralKinds(t *testing.T) {
 	t.Run("canceled context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := track.Track(ctx, c, []kube.Ref{cm("missing")}, track.Options{}, nil)
+		_, err := track.Track(ctx, c, []manifest.Ref{cm("missing")}, track.Options{}, nil)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Track error = %v, want context.Canceled", err)
 		}

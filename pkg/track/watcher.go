@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -83,7 +84,7 @@ var statusless = map[schema.GroupKind]bool{
 }
 
 // metadataOnly says whether tracking ref until cond needs only the object's metadata.
-func metadataOnly(ref kube.Ref, cond Condition) bool {
+func metadataOnly(ref manifest.Ref, cond Condition) bool {
 	if cond == UntilPresent || cond == UntilAbsent {
 		return true
 	}
@@ -137,7 +138,7 @@ func (t *tracked) converted(item any) (obj *unstructured.Unstructured, same bool
 
 // tracked is one target and what Track last reported for it.
 type tracked struct {
-	ref      kube.Ref
+	ref      manifest.Ref
 	cond     Condition
 	inf      cache.SharedIndexInformer
 	key      string // store key: "ns/name" or "name"
@@ -279,7 +280,7 @@ type watcher struct {
 	metadata metadata.Interface
 	// onPods and onEvent are Options.OnPods and Options.OnEvent (may be nil).
 	onPods  func(PodsSeen)
-	onEvent func(kube.Ref, Event)
+	onEvent func(manifest.Ref, Event)
 	signal  chan struct{}
 	errs    chan error
 	wg      sync.WaitGroup

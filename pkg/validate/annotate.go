@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
@@ -21,7 +20,7 @@ func (r *Result) Annotate(objs []manifest.Object) int {
 	if r == nil || len(r.Warnings) == 0 {
 		return 0
 	}
-	byRef := map[kube.Ref][]Issue{}
+	byRef := map[manifest.Ref][]Issue{}
 	for _, w := range r.Warnings {
 		byRef[w.Object] = append(byRef[w.Object], w)
 	}
@@ -30,7 +29,7 @@ func (r *Result) Annotate(objs []manifest.Object) int {
 		if o.Obj == nil {
 			continue
 		}
-		ws := byRef[kube.RefOf(o.Obj)]
+		ws := byRef[manifest.RefOf(o.Obj)]
 		if len(ws) == 0 {
 			continue
 		}

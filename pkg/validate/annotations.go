@@ -10,7 +10,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -284,7 +284,7 @@ func (c *checker) droppedHooks() {
 			c.res.add(Issue{
 				Severity:     SeverityError,
 				Code:         CodeInvalidAnnotationValue,
-				Object:       kube.Ref{APIVersion: id.apiVersion, Kind: id.kind, Namespace: id.namespace, Name: id.name},
+				Object:       manifest.Ref{APIVersion: id.apiVersion, Kind: id.kind, Namespace: id.namespace, Name: id.name},
 				Source:       src,
 				TemplateLine: lineOf(n, p),
 				Field:        p.String(),

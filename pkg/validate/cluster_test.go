@@ -1,16 +1,10 @@
 package validate
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -19,72 +13,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
+	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
-// openAPIServer serves the bundled schema at /openapi/v2 the way kube-apiserver does.
-func openAPIServer(t *testing.T, delay time.Duration) *httptest.Server {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(bundledSchema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/openapi/v2" || !strings.Contains(r.Header.Get("Accept"), "protobuf") {
-			http.NotFound(w, r)
-			return
-		}
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream") // as kube-apiserver answers
-		_, _ = w.Write(doc)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func TestFromConfig(t *testing.T) {
-	srv := openAPIServer(t, 0)
-	s, err := FromConfig(context.Background(), &rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !s.Knows(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) {
-		t.Error("schema from the server lacks apps/v1 Deployment")
-	}
-	if want := "the schema of cluster " + srv.URL; s.Source() != want {
-		t.Errorf("Source = %q, want %q", s.Source(), want)
-	}
-}
-
-func TestFromConfigHonoursContext(t *testing.T) {
-	srv := openAPIServer(t, time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := FromConfig(ctx, &rest.Config{Host: srv.URL})
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
-		t.Fatalf("FromConfig = %v, want a deadline error", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("FromConfig took %v despite a 200ms deadline", d)
-	}
-}
-
-// TestFromClusterSandbox loads the schema of the sandbox cluster (make sandbox-up, or
+// TestClusterSchemaSandbox loads the schema of the sandbox cluster (make sandbox-up, or
 // SEALANE_KUBECONFIG), with a CRD installed for the test, and checks that built-in kinds and
 // the custom resource are both validated against it.
-func TestFromClusterSandbox(t *testing.T) {
+func TestClusterSchemaSandbox(t *testing.T) {
 	c := kubetest.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -142,9 +80,12 @@ spec:
 	gadget := schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Gadget"}
 	var s *Schema
 	for {
-		s, err = FromCluster(ctx, c.Typed.Discovery())
+		doc, err := kube.OpenAPIV2(ctx, c.Typed.Discovery())
 		if err != nil {
-			t.Fatalf("FromCluster: %v", err)
+			t.Fatalf("OpenAPIV2: %v", err)
+		}
+		if s, err = FromDocument(doc, "the cluster's schema"); err != nil {
+			t.Fatalf("FromDocument: %v", err)
 		}
 		if s.Knows(gadget) {
 			break

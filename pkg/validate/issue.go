@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/manifest"
 )
 
 // Severity says what a problem means for the deploy.
@@ -82,7 +82,7 @@ type Issue struct {
 	Code Code
 	// Object is the object as written in the manifest (no namespace defaulting); Kind or Name
 	// are empty when the object lacks them.
-	Object kube.Ref
+	Object manifest.Ref
 	// Source is the template the object was rendered from, as in the manifest's "# Source:"
 	// comments ("" when there are none).
 	Source string
@@ -146,7 +146,7 @@ func (i Issue) String() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(string(i.Severity))
-	if i.Object != (kube.Ref{}) {
+	if i.Object != (manifest.Ref{}) {
 		b.WriteString(": ")
 		b.WriteString(objectName(i.Object))
 	}
@@ -163,8 +163,8 @@ func (i Issue) String() string {
 	return b.String()
 }
 
-// objectName is kube.Ref's form, with placeholders for what the object lacks.
-func objectName(r kube.Ref) string {
+// objectName is manifest.Ref's form, with placeholders for what the object lacks.
+func objectName(r manifest.Ref) string {
 	if r.Kind == "" {
 		r.Kind = "<no kind>"
 	}

@@ -3,20 +3,16 @@ package validate
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	_ "embed"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	kproto "k8s.io/kube-openapi/pkg/util/proto"
 )
 
@@ -30,12 +26,11 @@ var (
 )
 
 const (
-	openAPIV2Proto = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-	gvkExtension   = "x-kubernetes-group-version-kind"
+	gvkExtension = "x-kubernetes-group-version-kind"
 )
 
-// Schema is the OpenAPI schema of a Kubernetes API, indexed by kind. Load it with Bundled,
-// FromCluster, FromConfig or FromDocument and pass it in Options.Schema. It is immutable and
+// Schema is the OpenAPI schema of a Kubernetes API, indexed by kind. Load it with Bundled or
+// FromDocument (a cluster's document: kube.OpenAPIV2) and pass it in Options.Schema. It is immutable and
 // safe for concurrent use; a nil *Schema knows no kinds.
 type Schema struct {
 	source   string
@@ -88,57 +83,6 @@ func loadBundled() (*Schema, error) {
 // BundledKubernetesVersion), for validating without a cluster. It is parsed once per process;
 // every call returns the same schema.
 func Bundled() (*Schema, error) { return bundled() }
-
-// DefaultFetchTimeout bounds FromCluster and FromConfig when ctx has no deadline.
-const DefaultFetchTimeout = 30 * time.Second
-
-// FromCluster fetches the OpenAPI v2 schema of the cluster behind d (/openapi/v2, as
-// d.OpenAPISchema does, but honouring ctx), so that custom resources of the CRDs installed
-// there are checked too. Load it once per cluster and deploy (fetching and parsing take about
-// 100 ms, more with many CRDs) and validate with it as often as needed.
-func FromCluster(ctx context.Context, d discovery.DiscoveryInterface) (*Schema, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultFetchTimeout)
-		defer cancel()
-	}
-	var (
-		doc *openapi_v2.Document
-		err error
-	)
-	if rc := restClientOf(d); rc != nil {
-		var raw []byte
-		raw, err = rc.Get().AbsPath("/openapi/v2").SetHeader("Accept", openAPIV2Proto).Do(ctx).Raw()
-		if err == nil {
-			doc = &openapi_v2.Document{}
-			err = proto.Unmarshal(raw, doc)
-		}
-	} else {
-		// Fakes have no REST client; their OpenAPISchema does no I/O.
-		doc, err = d.OpenAPISchema()
-	}
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
-	}
-	return FromDocument(doc, "the cluster's schema")
-}
-
-// FromConfig is FromCluster for the cluster cfg points at.
-func FromConfig(ctx context.Context, cfg *rest.Config) (*Schema, error) {
-	d, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("discovery client for %s: %w", cfg.Host, err)
-	}
-	v, err := FromCluster(ctx, d)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", cfg.Host, err)
-	}
-	v.source = "the schema of cluster " + cfg.Host
-	return v, nil
-}
 
 // FromDocument builds a schema from an OpenAPI v2 document; source names it in messages
 // ("Kubernetes v1.34.2 (bundled)", "the cluster's schema").
@@ -209,15 +153,6 @@ func gvksOf(s kproto.Schema) []schema.GroupVersionKind {
 		}
 	}
 	return out
-}
-
-// restClientOf returns d's REST client, nil when it has none (fakes return a typed nil).
-func restClientOf(d discovery.DiscoveryInterface) rest.Interface {
-	rc := d.RESTClient()
-	if c, ok := rc.(*rest.RESTClient); rc == nil || ok && c == nil {
-		return nil
-	}
-	return rc
 }
 
 // checkSchema validates obj against the schema of its kind, appending to fs. Kinds the schema

@@ -15,8 +15,8 @@
 //     schema does not have (custom resources) are skipped silently, as kubeconform does, and
 //     listed in Result.Unchecked.
 //
-// The schema comes from the target cluster (FromCluster, FromConfig: CRDs installed there are
-// covered) or, offline, from the schema embedded in the binary (Bundled). A Schema is immutable
+// The schema comes from the target cluster (FromDocument of kube.OpenAPIV2: CRDs installed
+// there are covered) or, offline, from the schema embedded in the binary (Bundled). A Schema is immutable
 // and safe for concurrent use: load it once and validate many manifests with it.
 //
 // Every issue names the object, the template it came from and the line of the offending field:
@@ -35,7 +35,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
@@ -162,7 +161,7 @@ func (c *checker) objects(objs []manifest.Object) {
 // place returns an issue naming o and the lines of path in it. occur is the number of earlier
 // objects of o's template with o's identity.
 func (c *checker) place(o manifest.Object, occur int, path fieldPath) Issue {
-	i := Issue{Object: kube.RefOf(o.Obj), Source: o.Source, Doc: o.Doc, Line: o.Line}
+	i := Issue{Object: manifest.RefOf(o.Obj), Source: o.Source, Doc: o.Doc, Line: o.Line}
 	if o.Line > 0 {
 		if root := c.manifest.at(o.Line); root != nil {
 			if line := lineOf(itemOf(root, identityOf(o)), path); line > 0 {

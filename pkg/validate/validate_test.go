@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sealane/sealane/pkg/golden"
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
@@ -266,11 +265,11 @@ func TestIssueString(t *testing.T) {
 		{Issue{}, "", ""},
 		{
 			Issue{Severity: SeverityWarning, Source: "a/templates/x.yaml", TemplateLine: 3, Field: "data.port", Message: "m", Hint: "h",
-				Object: kube.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "c"}},
+				Object: manifest.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "c"}},
 			"a/templates/x.yaml:3 (rendered)", "a/templates/x.yaml:3 (rendered): warning: ns/ConfigMap/c: data.port: m; h",
 		},
 		{Issue{Severity: SeverityError, Message: "m"}, "", "error: m"},
-		{Issue{Severity: SeverityError, Message: "m", Object: kube.Ref{APIVersion: "v1"}}, "", "error: <no kind>/<no name>: m"},
+		{Issue{Severity: SeverityError, Message: "m", Object: manifest.Ref{APIVersion: "v1"}}, "", "error: <no kind>/<no name>: m"},
 	}
 	for _, tt := range tests {
 		if got := tt.issue.Where(); got != tt.where {

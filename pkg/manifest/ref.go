@@ -1,6 +1,4 @@
-// Package kube holds the Kubernetes clients of one cluster and the reference type every engine
-// package uses to name an object. It knows nothing about charts, releases or the event bus.
-package kube
+package manifest
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

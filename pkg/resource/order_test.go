@@ -1,4 +1,4 @@
-package apply
+package resource
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 	"github.com/sealane/sealane/pkg/manifest"
 )
 
-func obj(kind, name string) manifest.Object {
+func kindObject(kind, name string) manifest.Object {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind(kind)
@@ -57,11 +57,11 @@ func TestSortForInstall(t *testing.T) {
 		{
 			name: "helm install order",
 			in: []manifest.Object{
-				obj("Ingress", "ing"), obj("Deployment", "web"), obj("Service", "web"), obj("ConfigMap", "cfg"),
-				obj("Secret", "sec"), obj("ServiceAccount", "sa"), obj("Namespace", "ns"), obj("Job", "migrate"),
-				obj("CustomResourceDefinition", "crd"), obj("RoleBinding", "rb"), obj("Role", "r"),
-				obj("ClusterRole", "cr"), obj("StatefulSet", "db"), obj("HorizontalPodAutoscaler", "hpa"),
-				obj("PriorityClass", "pc"), obj("ValidatingWebhookConfiguration", "vwc"),
+				kindObject("Ingress", "ing"), kindObject("Deployment", "web"), kindObject("Service", "web"), kindObject("ConfigMap", "cfg"),
+				kindObject("Secret", "sec"), kindObject("ServiceAccount", "sa"), kindObject("Namespace", "ns"), kindObject("Job", "migrate"),
+				kindObject("CustomResourceDefinition", "crd"), kindObject("RoleBinding", "rb"), kindObject("Role", "r"),
+				kindObject("ClusterRole", "cr"), kindObject("StatefulSet", "db"), kindObject("HorizontalPodAutoscaler", "hpa"),
+				kindObject("PriorityClass", "pc"), kindObject("ValidatingWebhookConfiguration", "vwc"),
 			},
 			want: []string{
 				"PriorityClass/pc", "Namespace/ns", "ServiceAccount/sa", "Secret/sec", "ConfigMap/cfg",
@@ -73,14 +73,14 @@ func TestSortForInstall(t *testing.T) {
 		{
 			name: "unknown kinds last, alphabetically by kind",
 			in: []manifest.Object{
-				obj("Widget", "w1"), obj("Certificate", "c1"), obj("ConfigMap", "cfg"), obj("Alpha", "a"), obj("Widget", "w0"),
+				kindObject("Widget", "w1"), kindObject("Certificate", "c1"), kindObject("ConfigMap", "cfg"), kindObject("Alpha", "a"), kindObject("Widget", "w0"),
 			},
 			want: []string{"ConfigMap/cfg", "Alpha/a", "Certificate/c1", "Widget/w1", "Widget/w0"},
 		},
 		{
 			name: "stable within a kind",
 			in: []manifest.Object{
-				obj("ConfigMap", "z"), obj("Deployment", "b"), obj("ConfigMap", "a"), obj("Deployment", "a"), obj("ConfigMap", "m"),
+				kindObject("ConfigMap", "z"), kindObject("Deployment", "b"), kindObject("ConfigMap", "a"), kindObject("Deployment", "a"), kindObject("ConfigMap", "m"),
 			},
 			want: []string{"ConfigMap/z", "ConfigMap/a", "ConfigMap/m", "Deployment/b", "Deployment/a"},
 		},
