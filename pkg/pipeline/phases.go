@@ -20,8 +20,8 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/plan"
+	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/resource"
-	"github.com/sealane/sealane/pkg/track"
 	"github.com/sealane/sealane/pkg/validate"
 )
 
@@ -414,14 +414,14 @@ func (r *phaseRun) notYetRecreated(ctx context.Context, objs []manifest.Object) 
 
 // readyWhenApplied reports whether the tracker operation id waits for the readiness of an
 // object that is ready once applied (a ConfigMap, a Secret, a ClusterIP Service...: see
-// track.ReadyWhenApplied): its phase applied it, so there is nothing to wait for or show.
+// readiness.ReadyWhenApplied): its phase applied it, so there is nothing to wait for or show.
 func (r *phaseRun) readyWhenApplied(id string) bool {
 	op := r.op(id)
 	if op == nil || op.Type != plan.OpWaitReady {
 		return false
 	}
 	o, ok := r.objects.get(op.Resource)
-	return ok && track.ReadyWhenApplied(o.Obj)
+	return ok && readiness.ReadyWhenApplied(o.Obj)
 }
 
 // wait turns a tracker operation into what the tracker waits for.

@@ -15,6 +15,7 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -96,7 +97,7 @@ func (r *liveRecorder) find(ok func(track.Progress) bool) (track.Progress, bool)
 }
 
 // last returns the latest report about ref.
-func (r *liveRecorder) last(ref manifest.Ref) track.Status {
+func (r *liveRecorder) last(ref manifest.Ref) readiness.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.got) - 1; i >= 0; i-- {
@@ -104,7 +105,7 @@ func (r *liveRecorder) last(ref manifest.Ref) track.Status {
 			return r.got[i].Status
 		}
 	}
-	return track.Status{}
+	return readiness.Status{}
 }
 
 func (r *liveRecorder) log(t *testing.T) {
@@ -203,7 +204,7 @@ func TestFailCrashLoopExceedsAllowedFailures(t *testing.T) {
 	time.Sleep(time.Until(pod.CreationTimestamp.Add(time.Second)))
 	b := trackInBackground(ctx, c, []manifest.Ref{ref}, track.Options{Timeout: time.Minute, Since: time.Now()})
 	p := b.waitFor(t, "with 1 error", 20*time.Second, func(p track.Progress) bool { return p.Status.Errors == 1 })
-	if p.Status.State != track.Waiting || len(p.Status.Pods) != 1 || p.Status.Pods[0].Restarts != 5 ||
+	if p.Status.State != readiness.Waiting || len(p.Status.Pods) != 1 || p.Status.Pods[0].Restarts != 5 ||
 		!strings.Contains(p.Status.LastError, "container app: CrashLoopBackOff") {
 		t.Errorf("status with 1 error = %+v, want WAITING with its crash-looping pod (5 restarts)", p.Status)
 	}
@@ -214,7 +215,7 @@ func TestFailCrashLoopExceedsAllowedFailures(t *testing.T) {
 	kubeletEvent(t, c, pod, "Failed", "Error: failed to start container \"app\": exit status 1", time.Now())
 	out := b.wait(t, 30*time.Second)
 	onlyFailure(t, out, ref, "allowed failures (1) exceeded: pod "+pod.Name+": Failed: Error: failed to start container")
-	if last := b.rec.last(ref); last.State != track.Failed || last.Errors != 2 {
+	if last := b.rec.last(ref); last.State != readiness.Failed || last.Errors != 2 {
 		t.Errorf("last status = %+v, want FAILED with 2 errors", last)
 	}
 }
@@ -268,7 +269,7 @@ func TestFailIgnoreAndContinue(t *testing.T) {
 		for _, p := range rec.got {
 			if p.Ref == ignored {
 				errs = max(errs, p.Status.Errors)
-				if p.Status.State == track.Failed {
+				if p.Status.State == readiness.Failed {
 					t.Errorf("IgnoreAndContinue target reported FAILED on errors: %+v", p.Status)
 				}
 			}
@@ -291,7 +292,7 @@ func TestFailIgnoreAndContinue(t *testing.T) {
 			t.Errorf("took %s, want the no-activity timeout (3s) to end it", took)
 		}
 		last := rec.got[len(rec.got)-1]
-		if last.Ref != quiet || last.Status.State != track.Failed || !strings.Contains(last.Status.Message, "ignored: IgnoreAndContinueDeployProcess") {
+		if last.Ref != quiet || last.Status.State != readiness.Failed || !strings.Contains(last.Status.Message, "ignored: IgnoreAndContinueDeployProcess") {
 			t.Errorf("last report = %+v, want quiet FAILED and marked ignored", last)
 		}
 	})
@@ -311,7 +312,7 @@ func TestFailHopeUntilEndOfDeployProcess(t *testing.T) {
 	p := b.waitFor(t, "of hoper hoping", 20*time.Second, func(p track.Progress) bool {
 		return p.Ref == hoper && strings.Contains(p.Status.Message, "HopeUntilEndOfDeployProcess")
 	})
-	if p.Status.State != track.Waiting || !strings.HasPrefix(p.Status.Message, "allowed failures (1) exceeded: ") {
+	if p.Status.State != readiness.Waiting || !strings.HasPrefix(p.Status.Message, "allowed failures (1) exceeded: ") {
 		t.Errorf("hoping status = %+v, want WAITING, saying why it is in error", p.Status)
 	}
 	time.Sleep(2 * time.Second)
@@ -321,7 +322,7 @@ func TestFailHopeUntilEndOfDeployProcess(t *testing.T) {
 	createDeployment(t, c, deployment(ns, "late", 1, nil))
 	out := b.wait(t, 30*time.Second)
 	onlyFailure(t, out, hoper, "allowed failures (1) exceeded: pod hoper-", "CrashLoopBackOff")
-	if last := b.rec.last(late); last.State != track.Ready {
+	if last := b.rec.last(late); last.State != readiness.Ready {
 		t.Errorf("late = %+v, want READY before hoper failed", last)
 	}
 }
@@ -350,7 +351,7 @@ func TestFailNonBlockingDoesNotHold(t *testing.T) {
 	for _, p := range rec.got {
 		if p.Ref == side && p.Status.NonBlocking {
 			sawSide = true
-			if p.Status.State == track.Ready {
+			if p.Status.State == readiness.Ready {
 				t.Errorf("side reported ready: %+v", p.Status)
 			}
 		}

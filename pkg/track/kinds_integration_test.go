@@ -20,6 +20,7 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -73,7 +74,7 @@ func startTrack(t *testing.T, c *kube.Cluster, targets ...track.Target) *liveTra
 // await returns once the latest status reported for ref (already read or read now) has state
 // and a message containing msg; it fails the test if Track ends first or nothing matching comes
 // within 45s.
-func (l *liveTrack) await(t *testing.T, ref manifest.Ref, state track.State, msg string) track.Status {
+func (l *liveTrack) await(t *testing.T, ref manifest.Ref, state readiness.State, msg string) readiness.Status {
 	t.Helper()
 	for i := len(l.seen) - 1; i >= 0; i-- {
 		if p := l.seen[i]; p.Ref == ref {
@@ -123,8 +124,8 @@ func (l *liveTrack) log() string {
 }
 
 // statesOf lists the states reported for ref, in order.
-func (l *liveTrack) statesOf(ref manifest.Ref) []track.State {
-	var out []track.State
+func (l *liveTrack) statesOf(ref manifest.Ref) []readiness.State {
+	var out []readiness.State
 	for _, p := range l.seen {
 		if p.Ref == ref {
 			out = append(out, p.Status.State)
@@ -208,27 +209,27 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 	targets = append(targets, track.Target{Ref: ingRef}, track.Target{Ref: orphanRef})
 
 	l := startTrack(t, c, targets...)
-	l.await(t, svcRef("lb"), track.Waiting, "no load-balancer controller has assigned an address yet (none may run in this cluster)")
+	l.await(t, svcRef("lb"), readiness.Waiting, "no load-balancer controller has assigned an address yet (none may run in this cluster)")
 	patchStatus(t, c, svcRef("lb"), `{"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.10","ipMode":"VIP"}]}}}`)
-	if st := l.await(t, svcRef("lb"), track.Ready, ""); st.Message != "load balancer 203.0.113.10" {
+	if st := l.await(t, svcRef("lb"), readiness.Ready, ""); st.Message != "load balancer 203.0.113.10" {
 		t.Errorf("lb ready with message %q, want %q", st.Message, "load balancer 203.0.113.10")
 	}
-	l.await(t, ingRef, track.Waiting, "waiting for an ingress address")
+	l.await(t, ingRef, readiness.Waiting, "waiting for an ingress address")
 	patchStatus(t, c, ingRef, `{"status":{"loadBalancer":{"ingress":[{"hostname":"lb.h-kinds.example.com"}]}}}`)
-	l.await(t, ingRef, track.Ready, "address lb.h-kinds.example.com")
+	l.await(t, ingRef, readiness.Ready, "address lb.h-kinds.example.com")
 	wantReady(t, l.finish(t))
 	for name := range services {
 		if name == "lb" {
 			continue
 		}
-		if got := l.statesOf(svcRef(name)); len(got) != 1 || got[0] != track.Ready {
+		if got := l.statesOf(svcRef(name)); len(got) != 1 || got[0] != readiness.Ready {
 			t.Errorf("service %s reported %v, want only READY", name, got)
 		}
 	}
-	if got := l.statesOf(orphanRef); len(got) != 1 || got[0] != track.Ready {
+	if got := l.statesOf(orphanRef); len(got) != 1 || got[0] != readiness.Ready {
 		t.Errorf("ingress orphan (class without controller) reported %v, want only READY", got)
 	}
-	if got := l.statesOf(svcRef("lb")); len(got) != 2 || got[0] != track.Waiting || got[1] != track.Ready {
+	if got := l.statesOf(svcRef("lb")); len(got) != 2 || got[0] != readiness.Waiting || got[1] != readiness.Ready {
 		t.Errorf("service lb reported %v, want WAITING then READY", got)
 	}
 
@@ -245,11 +246,11 @@ func TestTrackServiceAndIngressAddresses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("get ingress orphan: %v", err)
 	}
-	if got := track.Compute(orphan); got.State != track.Waiting {
+	if got := readiness.ComputeAt(orphan, time.Now()); got.State != readiness.Waiting {
 		t.Errorf("Compute(orphan) = %+v, want WAITING (classes unknown)", got)
 	}
 	want := "no ingress controller for class " + class + ": not waiting for an address"
-	if got := track.IngressStatus(orphan, classes); got.State != track.Ready || got.Message != want {
+	if got := readiness.IngressStatus(orphan, classes); got.State != readiness.Ready || got.Message != want {
 		t.Errorf("IngressStatus(orphan, %d live classes) = %+v, want READY %q", len(classes), got, want)
 	}
 }
@@ -289,7 +290,7 @@ func TestTrackPVCBinds(t *testing.T) {
 	}
 	ref := manifest.Ref{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data"}
 	l := startTrack(t, c, track.Target{Ref: ref})
-	l.await(t, ref, track.Waiting, "waiting for a volume of storage class "+class+" to bind")
+	l.await(t, ref, readiness.Waiting, "waiting for a volume of storage class "+class+" to bind")
 
 	pvName := ns + "-pv"
 	t.Cleanup(func() { cleanup(t, "persistentvolume", pvName, c.Typed.CoreV1().PersistentVolumes().Delete) })
@@ -308,7 +309,7 @@ func TestTrackPVCBinds(t *testing.T) {
 	if _, err := c.Typed.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pv: %v", err)
 	}
-	l.await(t, ref, track.Ready, "bound to volume "+pvName)
+	l.await(t, ref, readiness.Ready, "bound to volume "+pvName)
 	wantReady(t, l.finish(t))
 }
 
@@ -354,7 +355,7 @@ func TestTrackCRDAndCustomResources(t *testing.T) {
 	}
 	crdRef := manifest.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets." + group}
 	l := startTrack(t, c, track.Target{Ref: crdRef})
-	l.await(t, crdRef, track.Ready, "established")
+	l.await(t, crdRef, readiness.Ready, "established")
 	wantReady(t, l.finish(t))
 
 	// A second definition claiming the kind Widget in the same group: the API server refuses
@@ -372,7 +373,7 @@ func TestTrackCRDAndCustomResources(t *testing.T) {
 	}
 	clashRef := manifest.Ref{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "gadgets." + group}
 	l = startTrack(t, c, track.Target{Ref: clashRef})
-	st := l.await(t, clashRef, track.Failed, "names not accepted: ")
+	st := l.await(t, clashRef, readiness.Failed, "names not accepted: ")
 	if out := l.finish(t); out.Ready || len(out.Failures) != 1 || out.Failures[0].Reason != st.Message {
 		t.Errorf("outcome = %+v, want one failure for %s: %q", out, clashRef, st.Message)
 	}
@@ -399,24 +400,24 @@ func TestTrackCRDAndCustomResources(t *testing.T) {
 	t.Run("conditions drive readiness", func(t *testing.T) {
 		good := widget("good")
 		l := startTrack(t, c, track.Target{Ref: good})
-		l.await(t, good, track.Waiting, "waiting for a controller to report status")
+		l.await(t, good, readiness.Waiting, "waiting for a controller to report status")
 		patchStatus(t, c, good, `{"status":{"observedGeneration":1,"conditions":[{"type":"Ready","status":"False","reason":"Provisioning","message":"creating the widget"}]}}`)
-		l.await(t, good, track.Waiting, "Ready=False (Provisioning): creating the widget")
+		l.await(t, good, readiness.Waiting, "Ready=False (Provisioning): creating the widget")
 		if _, err := widgets.Patch(ctx, "good", types.MergePatchType, []byte(`{"spec":{"size":2}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatalf("patch spec: %v", err)
 		}
-		l.await(t, good, track.Waiting, "waiting for the controller to observe generation 2 (seen 1)")
+		l.await(t, good, readiness.Waiting, "waiting for the controller to observe generation 2 (seen 1)")
 		patchStatus(t, c, good, `{"status":{"observedGeneration":2,"conditions":[{"type":"Ready","status":"True","reason":"Provisioned","message":"widget is up"}]}}`)
-		l.await(t, good, track.Ready, "Ready=True (Provisioned): widget is up")
+		l.await(t, good, readiness.Ready, "Ready=True (Provisioned): widget is up")
 		wantReady(t, l.finish(t))
 	})
 	t.Run("stalled fails", func(t *testing.T) {
 		bad := widget("bad")
 		l := startTrack(t, c, track.Target{Ref: bad})
-		l.await(t, bad, track.Waiting, "")
+		l.await(t, bad, readiness.Waiting, "")
 		patchStatus(t, c, bad, `{"status":{"observedGeneration":1,"conditions":[{"type":"Stalled","status":"True","reason":"InvalidSpec","message":"size 1 is below the minimum"}]}}`)
 		want := "stalled: InvalidSpec: size 1 is below the minimum"
-		l.await(t, bad, track.Failed, want)
+		l.await(t, bad, readiness.Failed, want)
 		out := l.finish(t)
 		if out.Ready || len(out.Failures) != 1 || out.Failures[0].Ref != bad || out.Failures[0].Reason != want {
 			t.Errorf("outcome = %+v, want one failure for %s: %q", out, bad, want)

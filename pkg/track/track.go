@@ -14,6 +14,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -53,7 +54,7 @@ type Target struct {
 // Progress reports that the status of one tracked object changed.
 type Progress struct {
 	Ref    manifest.Ref
-	Status Status
+	Status readiness.Status
 	Time   time.Time
 }
 
@@ -78,7 +79,8 @@ type Outcome struct {
 type Options struct {
 	// Timeout bounds the wait for readiness (default 5m).
 	Timeout time.Duration
-	// Clock stamps Progress reports (default time.Now).
+	// Clock is the time the rules judge by (no-activity timeouts, grace periods) and stamps
+	// Progress reports (default time.Now).
 	Clock func() time.Time
 	// Tick is how often every target is judged again without news from the cluster, so that
 	// time-based rules (no-activity timeouts, readiness grace periods) fire (default 1s).
@@ -145,7 +147,7 @@ func (o Options) withDefaults() Options {
 		o.Tick = d.Tick
 	}
 	if o.Since.IsZero() {
-		o.Since = time.Now()
+		o.Since = o.Clock()
 	}
 	if o.Log == nil {
 		o.Log = d.Log
@@ -160,8 +162,8 @@ const syncGrace = 10 * time.Second
 // Track watches targets (with informers, no polling) until all are Ready, one fails the deploy,
 // or opts.Timeout passes; onProgress (may be nil; called from Track's goroutine, so keep it
 // quick) gets every change of a target's Status, starting with the first status of each.
-// Workloads are judged with their pods (ComputeWithPods). Errors of each target are counted and
-// judged by werf's rules (see decide and inError): more errors than
+// Workloads are judged with their pods (readiness.ComputeWithPodsAt). Errors of each target
+// are counted and judged by werf's rules (readiness.Decide and readiness.InError): more errors than
 // werf.io/failures-allowed-per-replica allows, or no change for werf.io/no-activity-timeout,
 // puts it in error, and werf.io/fail-mode says what that does. A timeout is an Outcome with a
 // Failure per blocking target not ready ("not ready after 5m0s: ..."), not an error; errors are
@@ -204,7 +206,7 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 	// all of them); one on news from the informers observes the targets the news is about.
 	all := true
 	report := func() (Outcome, bool) {
-		return w.evaluate(time.Now(), all, func(t *tracked) {
+		return w.evaluate(opts.Clock(), all, func(t *tracked) {
 			onProgress(Progress{Ref: t.ref, Status: t.last, Time: opts.Clock()})
 		})
 	}
@@ -242,7 +244,7 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 // evaluate recomputes the targets at now — all of them, or (all false) those the informers'
 // news since the last evaluation is about (watcher.due) and those still waiting for a
 // first list; the others keep their last observation — applies the fail and termination modes
-// (decide), calls changed for those whose reported status changed, and says whether tracking
+// (Decide), calls changed for those whose reported status changed, and says whether tracking
 // is over.
 func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Outcome, bool) {
 	news := w.takeTouched()
@@ -251,8 +253,8 @@ func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Out
 	if !all {
 		due = w.due(news)
 	}
-	js := make([]judged, len(w.targets))
-	observed := make([]Status, len(w.targets))
+	js := make([]readiness.Judged, len(w.targets))
+	observed := make([]readiness.Status, len(w.targets))
 	for i, t := range w.targets {
 		st := t.observed
 		if all || !t.seen || t.volatile || due[t] {
@@ -266,28 +268,28 @@ func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Out
 		t.reason = ""
 		state := st.State
 		if t.failureDetection() {
-			if reason, bad := inError(st, t.settings, now.Sub(t.changed)); bad {
-				t.reason, state = reason, Failed
+			if reason, bad := readiness.InError(st, t.settings, now.Sub(t.changed)); bad {
+				t.reason, state = reason, readiness.Failed
 			}
-		} else if state == Failed {
+		} else if state == readiness.Failed {
 			t.reason = st.Message
 		}
-		js[i] = judged{state: state, mode: t.settings.FailMode, nonBlocking: st.NonBlocking}
+		js[i] = readiness.Judged{State: state, Mode: t.settings.FailMode, NonBlocking: st.NonBlocking}
 		observed[i] = st
 	}
-	roles, done := decide(js)
+	roles, done := readiness.Decide(js)
 	var out Outcome
 	for i, t := range w.targets {
 		t.role = roles[i]
-		st := presented(observed[i], t.role, t.reason)
+		st := readiness.Presented(observed[i], t.role, t.reason)
 		if !t.reported || !st.Equal(t.last) {
 			t.last, t.reported = st, true
 			changed(t)
 		}
 		switch t.role {
-		case roleFailed:
+		case readiness.RoleFailed:
 			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: t.reason})
-		case roleIgnored:
+		case readiness.RoleIgnored:
 			out.Ignored = append(out.Ignored, Failure{Ref: t.ref, Reason: t.reason})
 		}
 	}
@@ -298,21 +300,6 @@ func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Out
 	return out, true
 }
 
-// presented is the status reported for a target with the given role: a failed target shows
-// why; a hoping one is still Waiting, saying it is in error; an ignored one is Failed, saying
-// the deploy goes on.
-func presented(st Status, r role, reason string) Status {
-	switch r {
-	case roleFailed:
-		st.State, st.Message = Failed, reason
-	case roleHoping:
-		st.State, st.Message = Waiting, reason+" (HopeUntilEndOfDeployProcess: tracked on while other resources are awaited)"
-	case roleIgnored:
-		st.State, st.Message = Failed, reason+" (ignored: IgnoreAndContinueDeployProcess)"
-	}
-	return st
-}
-
 // timedOut is the outcome when opts.Timeout passes: every blocking target not ready fails,
 // except those with IgnoreAndContinueDeployProcess, which are ignored; a hoping target fails
 // with its error.
@@ -320,12 +307,12 @@ func (w *watcher) timedOut(timeout time.Duration) Outcome {
 	var out Outcome
 	for _, t := range w.targets {
 		switch t.role {
-		case roleReady, roleTracked:
+		case readiness.RoleReady, readiness.RoleTracked:
 			continue
-		case roleIgnored:
+		case readiness.RoleIgnored:
 			out.Ignored = append(out.Ignored, Failure{Ref: t.ref, Reason: t.reason})
 			continue
-		case roleFailed, roleHoping:
+		case readiness.RoleFailed, readiness.RoleHoping:
 			out.Failures = append(out.Failures, Failure{Ref: t.ref, Reason: t.reason})
 			continue
 		}

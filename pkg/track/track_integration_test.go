@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -74,7 +75,7 @@ func (r *recorder) add(p track.Progress) { r.got = append(r.got, p) }
 // checkReports verifies that consecutive reports for one object always differ.
 func (r *recorder) checkReports(t *testing.T) {
 	t.Helper()
-	last := map[manifest.Ref]track.Status{}
+	last := map[manifest.Ref]readiness.Status{}
 	for _, p := range r.got {
 		if prev, ok := last[p.Ref]; ok && prev.Equal(p.Status) {
 			t.Errorf("%s reported twice in a row with the same status %+v", p.Ref, p.Status)
@@ -108,7 +109,7 @@ func TestTrackDeploymentBecomesReady(t *testing.T) {
 		}
 	}
 	rec.checkReports(t)
-	want := track.Status{State: track.Ready, Ready: 2, Desired: 2, Message: "2/2 replicas available"}
+	want := readiness.Status{State: readiness.Ready, Ready: 2, Desired: 2, Message: "2/2 replicas available"}
 	got := rec.got[len(rec.got)-1].Status
 	got.Pods = nil // the pods as far as the pod informer has them yet (lazily started)
 	if !got.Equal(want) {
@@ -178,7 +179,7 @@ func TestTrackCrashLoop(t *testing.T) {
 			if !strings.HasPrefix(r, tt.wantPrefix) || !strings.Contains(r, "container app: CrashLoopBackOff") {
 				t.Errorf("reason = %q, want it to start with %q and name container app's CrashLoopBackOff", r, tt.wantPrefix)
 			}
-			if last := rec.got[len(rec.got)-1].Status; last.State != track.Failed || last.Message != r {
+			if last := rec.got[len(rec.got)-1].Status; last.State != readiness.Failed || last.Message != r {
 				t.Errorf("last progress = %+v, want FAILED with the failure's reason", last)
 			}
 		})

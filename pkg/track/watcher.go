@@ -24,6 +24,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -55,7 +56,7 @@ func ownerIndexFunc(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if uid := ControllerUID(u); uid != "" {
+	if uid := readiness.ControllerUID(u); uid != "" {
 		return []string{string(uid)}, nil
 	}
 	return nil, nil
@@ -143,20 +144,20 @@ type tracked struct {
 	inf      cache.SharedIndexInformer
 	key      string // store key: "ns/name" or "name"
 	withPods bool
-	last     Status
+	last     readiness.Status
 	reported bool
 
 	// termination is the Target's; "" reads the live object's annotation.
 	termination resource.TrackTermination
 	// settings are the failure-detection settings of the live object as last seen;
 	// settingsErr the invalid annotations last logged.
-	settings    Settings
+	settings    readiness.Settings
 	settingsErr string
-	errs        *errorLog
+	errs        *readiness.ErrorLog
 	// observed is the last status computed from the cluster (before the fail modes are
 	// applied) and changed when it last changed: no change for the no-activity timeout fails
 	// the target.
-	observed Status
+	observed readiness.Status
 	changed  time.Time
 	seen     bool
 	// item is the store item last read and obj its unstructured form: an informer replaces an
@@ -169,7 +170,7 @@ type tracked struct {
 	// ready says obj, a plain object (no pods, no Ingress), was judged ready: unchanged, it stays.
 	ready bool
 	// role and reason are the verdict of the last evaluation (reason: why it is in error).
-	role   role
+	role   readiness.Role
 	reason string
 	// podsSig is the pods last passed to OnPods (names and resource versions); eventsSeen
 	// the occurrence count of each Event last passed to OnEvent.
@@ -382,8 +383,8 @@ func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target, since ti
 			cond = UntilReady
 		}
 		t := &tracked{ref: ref, cond: cond, key: ref.Name, termination: target.Termination,
-			withPods: hasPods(ref.Kind) && g.ns != "" && (cond == UntilReady || cond == UntilComplete),
-			settings: DefaultSettings(), errs: newErrorLog(since)}
+			withPods: readiness.HasPods(ref.Kind) && g.ns != "" && (cond == UntilReady || cond == UntilComplete),
+			settings: readiness.DefaultSettings(), errs: readiness.NewErrorLog(since)}
 		if target.Termination == resource.NonBlocking {
 			t.settings.NonBlocking = true
 		}
@@ -509,10 +510,10 @@ func (w *watcher) stop(cancel context.CancelFunc) {
 // observe computes t's current Status at now from the informer caches: its readiness by its
 // kind's rules (with its pods for workloads), its pods, and the errors counted so far. It
 // refreshes t.settings from the live object.
-func (w *watcher) observe(t *tracked, now time.Time) Status {
+func (w *watcher) observe(t *tracked, now time.Time) readiness.Status {
 	t.volatile, t.deps = true, nil
 	if !t.inf.HasSynced() {
-		return Status{State: Waiting, Message: "waiting for the first list from the cluster"}
+		return readiness.Status{State: readiness.Waiting, Message: "waiting for the first list from the cluster"}
 	}
 	t.volatile = false
 	item, exists, err := t.inf.GetStore().GetByKey(t.key)
@@ -521,59 +522,59 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 	switch t.cond {
 	case UntilAbsent:
 		if !present {
-			return Status{State: Ready, Message: "gone"}
+			return readiness.Status{State: readiness.Ready, Message: "gone"}
 		}
 		if obj.GetDeletionTimestamp() != nil {
-			return Status{State: Waiting, Message: "being deleted (finalizers: " + strings.Join(obj.GetFinalizers(), ", ") + ")"}
+			return readiness.Status{State: readiness.Waiting, Message: "being deleted (finalizers: " + strings.Join(obj.GetFinalizers(), ", ") + ")"}
 		}
-		return Status{State: Waiting, Message: "still exists"}
+		return readiness.Status{State: readiness.Waiting, Message: "still exists"}
 	case UntilPresent:
 		if !present {
-			return Status{State: Waiting, Message: "does not exist yet"}
+			return readiness.Status{State: readiness.Waiting, Message: "does not exist yet"}
 		}
-		return Status{State: Ready, Message: "exists"}
+		return readiness.Status{State: readiness.Ready, Message: "exists"}
 	}
 	if !present {
-		st := ComputeAt(nil, now)
-		st.NonBlocking, st.Errors, st.LastError = t.settings.NonBlocking, t.errs.count, t.errs.last
+		st := readiness.ComputeAt(nil, now)
+		st.NonBlocking, st.Errors, st.LastError = t.settings.NonBlocking, t.errs.Count(), t.errs.Last()
 		return st
 	}
 	if !same {
 		w.refreshSettings(t, obj)
 	}
-	var st Status
+	var st readiness.Status
 	var pods []*unstructured.Unstructured
 	owners := []types.UID{obj.GetUID()}
 	isPod := obj.GetKind() == "Pod" && obj.GroupVersionKind().Group == ""
 	switch {
 	case isPod && t.cond == UntilComplete:
-		st, pods = PodCompletion(obj), []*unstructured.Unstructured{obj}
+		st, pods = readiness.PodCompletion(obj), []*unstructured.Unstructured{obj}
 	case isPod:
-		st, pods = ComputeAt(obj, now), []*unstructured.Unstructured{obj}
-		if st.State == Failed && softPodFailure(obj) {
-			st.State = Waiting // a crash loop or image pull trouble: counted as errors
+		st, pods = readiness.ComputeAt(obj, now), []*unstructured.Unstructured{obj}
+		if st.State == readiness.Failed && readiness.SoftPodFailure(obj) {
+			st.State = readiness.Waiting // a crash loop or image pull trouble: counted as errors
 		}
 	case t.withPods:
 		src := w.podSource(obj)
 		if !src.synced() {
 			// Judged without its pods, a workload could look ready before they are known.
 			t.volatile = true
-			return Status{State: Waiting, Message: "waiting for the first list of pods", NonBlocking: t.settings.NonBlocking,
-				Errors: t.errs.count, LastError: t.errs.last}
+			return readiness.Status{State: readiness.Waiting, Message: "waiting for the first list of pods", NonBlocking: t.settings.NonBlocking,
+				Errors: t.errs.Count(), LastError: t.errs.Last()}
 		}
-		pods = PodsOf(obj, src.owned)
-		st = ComputeWithPodsAt(obj, pods, now)
-		st.Pods = podStatuses(pods)
-		owners = append(owners, currentReplicaSets(obj, src.owned)...)
+		pods = readiness.PodsOf(obj, src.owned)
+		st = readiness.ComputeWithPodsAt(obj, pods, now)
+		st.Pods = readiness.PodStatuses(pods)
+		owners = append(owners, readiness.CurrentReplicaSets(obj, src.owned)...)
 		for _, o := range src.owned(obj.GetUID()) {
 			t.deps = append(t.deps, o.GetUID()) // every ReplicaSet (or pod) it controls
 		}
 	case isIngress(obj):
-		st = IngressStatus(obj, w.ingressClasses())
+		st = readiness.IngressStatus(obj, w.ingressClasses())
 	case same && t.ready:
 		return t.observed // a plain object judged ready does not change unless it does
 	default:
-		st = ComputeAt(obj, now)
+		st = readiness.ComputeAt(obj, now)
 	}
 	st.NonBlocking = t.settings.NonBlocking
 	// Every object is reported once, pods or not: what it is annotated with (its log and
@@ -584,14 +585,14 @@ func (w *watcher) observe(t *tracked, now time.Time) Status {
 	for _, p := range pods {
 		t.deps = append(t.deps, p.GetUID()) // Events about its pods
 	}
-	st.Errors, st.LastError = t.errs.count, t.errs.last
-	t.ready = !isPod && !t.withPods && !isIngress(obj) && st.State == Ready && t.cond == UntilReady
+	st.Errors, st.LastError = t.errs.Count(), t.errs.Last()
+	t.ready = !isPod && !t.withPods && !isIngress(obj) && st.State == readiness.Ready && t.cond == UntilReady
 	return st
 }
 
 // refreshSettings reads t's settings from its live object, logging invalid annotations once.
 func (w *watcher) refreshSettings(t *tracked, obj *unstructured.Unstructured) {
-	s, err := SettingsOf(obj)
+	s, err := readiness.SettingsOf(obj)
 	if err != nil && err.Error() != t.settingsErr {
 		w.log.Warn("invalid tracking annotations; their defaults apply", zap.Stringer("resource", t.ref), zap.Error(err))
 	}
@@ -608,14 +609,14 @@ func (w *watcher) refreshSettings(t *tracked, obj *unstructured.Unstructured) {
 // countErrors adds to t's error log what is new about obj: container failures of its pods, and
 // Events about obj, its ReplicaSets (owners) and its pods. The namespace's Event informer is
 // started the first time a target there is not ready.
-func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod bool, pods []*unstructured.Unstructured, owners []types.UID, state State, now time.Time) {
+func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod bool, pods []*unstructured.Unstructured, owners []types.UID, state readiness.State, now time.Time) {
 	byUID := make(map[types.UID]*unstructured.Unstructured, len(pods))
 	for _, p := range pods {
 		prefix := "pod " + p.GetName() + ": "
 		if isPod {
 			prefix = ""
 		}
-		t.errs.observePod(p, prefix, now)
+		t.errs.ObservePod(p, prefix, now)
 		if _, ok := byUID[p.GetUID()]; !ok {
 			byUID[p.GetUID()] = p
 			if p.GetUID() != obj.GetUID() {
@@ -629,7 +630,7 @@ func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod 
 	}
 	evInf := w.events[ns]
 	if evInf == nil {
-		if state == Ready {
+		if state == readiness.Ready {
 			return
 		}
 		evInf = w.informer(informerKey{gvr: eventsGVR, namespace: ns})
@@ -639,12 +640,12 @@ func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod 
 		t.volatile = true // its errors are counted once the Events are listed
 		return
 	}
-	var evs []eventInfo
+	var evs []readiness.EventInfo
 	for _, uid := range owners {
 		items, _ := evInf.GetIndexer().ByIndex(involvedIndex, string(uid))
 		for _, it := range items {
 			if u, ok := it.(*unstructured.Unstructured); ok {
-				evs = append(evs, eventInfoOf(u))
+				evs = append(evs, readiness.EventInfoOf(u))
 			}
 		}
 	}
@@ -654,7 +655,7 @@ func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod 
 		}
 		return evs[i].UID < evs[j].UID
 	})
-	never := func(eventInfo) bool { return false }
+	never := func(readiness.EventInfo) bool { return false }
 	for _, ev := range evs {
 		prefix := ""
 		if ev.InvolvedUID != obj.GetUID() {
@@ -662,9 +663,9 @@ func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod 
 		}
 		counts := never // a readiness failure of something that is not a pod we know
 		if p := byUID[ev.InvolvedUID]; p != nil {
-			counts = t.errs.readinessCounter(p, t.settings)
+			counts = t.errs.ReadinessCounter(p, t.settings)
 		}
-		t.errs.observeEvent(ev, prefix, counts)
+		t.errs.ObserveEvent(ev, prefix, counts)
 	}
 	w.seenEvents(t, evInf, owners)
 }
@@ -701,7 +702,7 @@ func (w *watcher) seenEvents(t *tracked, evInf cache.SharedIndexInformer, owners
 			if !ok {
 				continue
 			}
-			ev := eventInfoOf(u)
+			ev := readiness.EventInfoOf(u)
 			if ev.Last.Before(w.since.Truncate(time.Second)) {
 				continue
 			}
@@ -712,8 +713,8 @@ func (w *watcher) seenEvents(t *tracked, evInf cache.SharedIndexInformer, owners
 				continue
 			}
 			t.eventsSeen[ev.UID] = ev.Count
-			fresh = append(fresh, Event{Time: ev.Last, Object: ev.InvolvedKind + "/" + ev.InvolvedName, Type: str(u.Object, "type"),
-				Reason: ev.Reason, Message: clip(ev.Message), Count: ev.Count})
+			fresh = append(fresh, Event{Time: ev.Last, Object: ev.InvolvedKind + "/" + ev.InvolvedName, Type: ev.Type,
+				Reason: ev.Reason, Message: readiness.Clip(ev.Message), Count: ev.Count})
 		}
 	}
 	sort.SliceStable(fresh, func(i, j int) bool { return fresh[i].Time.Before(fresh[j].Time) })

@@ -161,7 +161,7 @@ func checkOrder(t *testing.T, l *eventLog, extNS string) {
 		t.Errorf("state=present dependency waited for readiness: %v after %v", needsPresent, r)
 	}
 	appliedBefore(t, "state=present dependency on Service api", a("Service", "api"), needsTwo)
-	// A ConfigMap is ready once applied (track.ReadyWhenApplied: the tracker does not wait for
+	// A ConfigMap is ready once applied (readiness.ReadyWhenApplied: the tracker does not wait for
 	// it): the dependency is met by its apply in an earlier phase.
 	phaseBefore(t, "state=ready dependency on ConfigMap w-pos", a("ConfigMap", "w-pos"), needsTwo)
 

@@ -1,7 +1,8 @@
-// Package track decides whether Kubernetes objects are ready. Compute, ComputeWithPods and
-// PodsOf are the pure core (data in, data out); Track watches a cluster with informers and
-// feeds the core until every target is ready, one has failed, or time runs out.
-package track
+// Package readiness decides whether a Kubernetes object is ready or has failed: the rules of
+// each kind (ComputeAt, ComputeWithPodsAt, PodsOf), the failure rules that count errors seen
+// on its pods and events (ErrorLog), and the werf annotations that tune them (Settings). It is
+// pure — objects and the time in, a Status out; pkg/track feeds it from informers.
+package readiness
 
 import (
 	"fmt"
@@ -43,16 +44,10 @@ type Status struct {
 // maxMessage bounds messages copied from the cluster (condition and container messages).
 const maxMessage = 200
 
-// Compute returns obj's readiness by the rules of its kind as of now; it is ComputeAt(obj,
-// time.Now()).
-func Compute(obj *unstructured.Unstructured) Status {
-	return ComputeAt(obj, time.Now())
-}
-
 // ComputeAt returns obj's readiness by the rules of its kind: Deployment, StatefulSet,
 // DaemonSet, ReplicaSet, Job, Pod, Service, Ingress, PersistentVolumeClaim and
 // CustomResourceDefinition have their own rules (see the kind functions); any other kind is
-// judged by the generic rules of genericStatus, whose grace for objects without a status is
+// Judged by the generic rules of genericStatus, whose grace for objects without a status is
 // measured at now. A nil obj is Waiting ("not found"). It looks only at obj and now.
 func ComputeAt(obj *unstructured.Unstructured, now time.Time) Status {
 	if obj == nil {
@@ -168,8 +163,8 @@ func desiredReplicas(obj *unstructured.Unstructured) int32 {
 	return 1
 }
 
-// clip shortens s to maxMessage runes and keeps it on one line.
-func clip(s string) string {
+// Clip shortens s to maxMessage runes and keeps it on one line.
+func Clip(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > maxMessage {
 		return string(r[:maxMessage-1]) + "…"
@@ -182,5 +177,5 @@ func withDetail(reason, message string) string {
 	if message == "" {
 		return reason
 	}
-	return reason + ": " + clip(message)
+	return reason + ": " + Clip(message)
 }

@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ func genericStatus(obj *unstructured.Unstructured, now time.Time) Status {
 		if !ok {
 			continue
 		}
-		st := Status{State: state, Message: field + ": " + clip(v)}
+		st := Status{State: state, Message: field + ": " + Clip(v)}
 		if state != Ready {
 			st.Message = withDetail(st.Message, str(o, "status", "message"))
 		}
@@ -125,7 +125,7 @@ func knownKindStatus(obj *unstructured.Unstructured) (Status, bool) {
 		if !ok || v == "" {
 			return Status{}, false
 		}
-		st := Status{State: Waiting, Message: strings.Join(k.field, ".") + ": " + clip(v)}
+		st := Status{State: Waiting, Message: strings.Join(k.field, ".") + ": " + Clip(v)}
 		switch {
 		case containsFold(k.ready, v):
 			st.State = Ready
@@ -210,7 +210,7 @@ func conditionFold(obj *unstructured.Unstructured, typ string) (genCondition, bo
 func conditionStatus(c genCondition, ready, failed []string) Status {
 	head := c.Type + "=" + c.Status
 	if c.Reason != "" {
-		head += " (" + clip(c.Reason) + ")"
+		head += " (" + Clip(c.Reason) + ")"
 	}
 	st := Status{State: Waiting, Message: withDetail(head, c.Message)}
 	switch {
@@ -274,7 +274,7 @@ func containsFold(list []string, s string) bool {
 // "head: reason: message".
 func reasonDetail(head, reason, message string) string {
 	if reason != "" {
-		head += ": " + clip(reason)
+		head += ": " + Clip(reason)
 	}
 	return withDetail(head, message)
 }

@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"sort"
@@ -198,7 +198,7 @@ status: {phase: Failed}
 			for _, p := range tt.pods {
 				pods = append(pods, mustObj(t, p))
 			}
-			got := ComputeWithPods(mustObj(t, tt.workload), pods)
+			got := computeWithPods(mustObj(t, tt.workload), pods)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ComputeWithPods (-want +got):\n%s", diff)
 			}

@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"strings"
@@ -34,7 +34,7 @@ func lbAddresses(obj map[string]any) string {
 			addrs = append(addrs, "(no address)")
 		}
 	}
-	return clip(strings.Join(addrs, ", "))
+	return Clip(strings.Join(addrs, ", "))
 }
 
 // Annotations that name an Ingress's class and the cluster's default IngressClass.

@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"fmt"
@@ -49,10 +49,10 @@ count: 4
 firstTimestamp: "2025-01-01T12:00:00Z"
 lastTimestamp: "2025-01-01T12:00:30Z"
 `)
-	want := eventInfo{UID: "e1", Reason: "Unhealthy", Message: "Readiness probe failed: 503", Count: 4,
+	want := EventInfo{UID: "e1", Reason: "Unhealthy", Message: "Readiness probe failed: 503", Count: 4,
 		First: time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC), Last: time.Date(2025, 1, 1, 12, 0, 30, 0, time.UTC),
 		InvolvedUID: "p1", InvolvedKind: "Pod", InvolvedName: "web-1", Container: "app"}
-	if diff := cmp.Diff(want, eventInfoOf(core)); diff != "" {
+	if diff := cmp.Diff(want, EventInfoOf(core)); diff != "" {
 		t.Errorf("core event (-want +got):\n%s", diff)
 	}
 	series := mustObj(t, `
@@ -64,12 +64,12 @@ reason: FailedCreate
 eventTime: "2025-01-01T12:00:01.500000Z"
 series: {count: 7, lastObservedTime: "2025-01-01T12:05:00.250000Z"}
 `)
-	got := eventInfoOf(series)
+	got := EventInfoOf(series)
 	if got.Count != 7 || !got.First.Equal(time.Date(2025, 1, 1, 12, 0, 1, 500_000_000, time.UTC)) ||
 		!got.Last.Equal(time.Date(2025, 1, 1, 12, 5, 0, 250_000_000, time.UTC)) || got.Container != "" {
 		t.Errorf("series event = %+v", got)
 	}
-	bare := eventInfoOf(mustObj(t, `
+	bare := EventInfoOf(mustObj(t, `
 apiVersion: v1
 kind: Event
 metadata: {name: x, uid: e3, creationTimestamp: "2025-01-01T12:00:00Z"}
@@ -83,15 +83,15 @@ reason: Failed
 func TestObserveEventCountsEachOccurrenceOnce(t *testing.T) {
 	since := time.Date(2025, 1, 1, 12, 0, 0, 400_000_000, time.UTC) // counted from 12:00:00
 	at := func(s int) time.Time { return since.Truncate(time.Second).Add(time.Duration(s) * time.Second) }
-	always := func(eventInfo) bool { return true }
-	never := func(eventInfo) bool { return false }
+	always := func(EventInfo) bool { return true }
+	never := func(EventInfo) bool { return false }
 	type step struct {
-		ev     eventInfo
-		counts func(eventInfo) bool
+		ev     EventInfo
+		counts func(EventInfo) bool
 		want   int // total after the step
 	}
-	failed := func(uid string, n int64, first, last int) eventInfo {
-		return eventInfo{UID: typesUID(uid), Reason: "Failed", Message: "Failed to pull image", Count: n, First: at(first), Last: at(last)}
+	failed := func(uid string, n int64, first, last int) EventInfo {
+		return EventInfo{UID: typesUID(uid), Reason: "Failed", Message: "Failed to pull image", Count: n, First: at(first), Last: at(last)}
 	}
 	steps := []struct {
 		name string
@@ -104,15 +104,15 @@ func TestObserveEventCountsEachOccurrenceOnce(t *testing.T) {
 		{"it repeats after the start", step{failed("old", 5, -60, 6), always, 4}},
 		{"repeated since before the start, first seen now: its latest occurrence only", step{failed("b", 9, -60, 7), always, 5}},
 		{"new with several occurrences, all after the start", step{failed("c", 2, 8, 9), always, 7}},
-		{"not an error", step{eventInfo{UID: "d", Reason: "Pulled", Count: 1, First: at(9), Last: at(9)}, always, 7}},
-		{"readiness failure inside the window: consumed", step{eventInfo{UID: "r", Reason: "Unhealthy",
+		{"not an error", step{EventInfo{UID: "d", Reason: "Pulled", Count: 1, First: at(9), Last: at(9)}, always, 7}},
+		{"readiness failure inside the window: consumed", step{EventInfo{UID: "r", Reason: "Unhealthy",
 			Message: "Readiness probe failed: 503", Count: 2, First: at(10), Last: at(11)}, never, 7}},
-		{"the same readiness event repeats after the window", step{eventInfo{UID: "r", Reason: "Unhealthy",
+		{"the same readiness event repeats after the window", step{EventInfo{UID: "r", Reason: "Unhealthy",
 			Message: "Readiness probe failed: 503", Count: 3, First: at(10), Last: at(30)}, always, 8}},
 	}
-	l := newErrorLog(since)
+	l := NewErrorLog(since)
 	for _, s := range steps {
-		l.observeEvent(s.ev, "pod web-1: ", s.counts)
+		l.ObserveEvent(s.ev, "pod web-1: ", s.counts)
 		if l.count != s.want {
 			t.Fatalf("%s: count = %d, want %d", s.name, l.count, s.want)
 		}
@@ -146,7 +146,7 @@ func TestObserveContainer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newErrorLog(since)
+			l := NewErrorLog(since)
 			for i, o := range tt.seq {
 				l.observeContainer("p1/containerStatuses/app", tt.created, since, o.restarts, false, o.failure)
 				if l.count != o.want {
@@ -171,16 +171,16 @@ status:
   - {name: app, restartCount: 0, state: {waiting: {reason: CreateContainerConfigError, message: "secret \"db\" not found"}}}
   - {name: side, restartCount: 3, state: {running: {startedAt: "2025-01-01T12:00:10Z"}}}
 `)
-	l := newErrorLog(since)
-	l.observePod(pod, "pod web-1: ", since)
-	l.observePod(pod, "pod web-1: ", since.Add(time.Second)) // seen again: nothing new
+	l := NewErrorLog(since)
+	l.ObservePod(pod, "pod web-1: ", since)
+	l.ObservePod(pod, "pod web-1: ", since.Add(time.Second)) // seen again: nothing new
 	if l.count != 2 {
 		t.Errorf("count = %d, want 2 (the failed init container and the config error)", l.count)
 	}
 	if want := `pod web-1: container app: CreateContainerConfigError: secret "db" not found`; l.last != want {
 		t.Errorf("last = %q, want %q", l.last, want)
 	}
-	l2 := newErrorLog(since)
+	l2 := NewErrorLog(since)
 	init := mustObj(t, `
 apiVersion: v1
 kind: Pod
@@ -189,7 +189,7 @@ status:
   initContainerStatuses:
   - {name: migrate, restartCount: 0, state: {terminated: {exitCode: 2, reason: Error}}}
 `)
-	l2.observePod(init, "", since)
+	l2.ObservePod(init, "", since)
 	if want := "init container migrate: exited with 2 (Error)"; l2.count != 1 || l2.last != want {
 		t.Errorf("init container: count %d, last %q; want 1, %q", l2.count, l2.last, want)
 	}
@@ -215,8 +215,8 @@ status:
   - {name: slow, started: false, state: {running: {startedAt: "2025-01-01T12:00:10Z"}}}
 `)
 	at := func(s int) time.Time { return since.Add(time.Duration(s) * time.Second) }
-	l := newErrorLog(since)
-	l.observePod(pod, "", at(10))
+	l := NewErrorLog(since)
+	l.ObservePod(pod, "", at(10))
 	tests := []struct {
 		name      string
 		container string
@@ -234,8 +234,8 @@ status:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			counts := l.readinessCounter(pod, tt.settings)
-			if got := counts(eventInfo{Container: tt.container, Last: tt.at}); got != tt.want {
+			counts := l.ReadinessCounter(pod, tt.settings)
+			if got := counts(EventInfo{Container: tt.container, Last: tt.at}); got != tt.want {
 				t.Errorf("counts = %v, want %v", got, tt.want)
 			}
 		})
@@ -249,10 +249,10 @@ status:
   containerStatuses:
   - {name: slow, started: true, state: {running: {startedAt: "2025-01-01T12:00:10Z"}}}
 `)
-	l.observePod(started, "", at(50))
-	counts := l.readinessCounter(pod, DefaultSettings())
+	l.ObservePod(started, "", at(50))
+	counts := l.ReadinessCounter(pod, DefaultSettings())
 	// window: startup worst case 1+0+3*1+1+1 = 6 > 2, so 1 + 1 + 1 + 0 + 1 = 4s from 12:00:50
-	if counts(eventInfo{Container: "slow", Last: at(53)}) || !counts(eventInfo{Container: "slow", Last: at(54)}) {
+	if counts(EventInfo{Container: "slow", Last: at(53)}) || !counts(EventInfo{Container: "slow", Last: at(54)}) {
 		t.Errorf("slow container: want failures counted from 12:00:54 on")
 	}
 }
@@ -286,9 +286,9 @@ func TestInError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := inError(tt.st, tt.s, tt.quiet)
+			got, ok := InError(tt.st, tt.s, tt.quiet)
 			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("inError = %q, %v; want %q, %v", got, ok, tt.want, tt.wantOK)
+				t.Errorf("InError = %q, %v; want %q, %v", got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}
@@ -300,45 +300,45 @@ func TestDecide(t *testing.T) {
 		hope   = resource.HopeUntilEndOfDeployProcess
 		ignore = resource.IgnoreAndContinueDeployProcess
 	)
-	j := func(state State, mode resource.FailMode, nonBlocking bool) judged {
-		return judged{state: state, mode: mode, nonBlocking: nonBlocking}
+	j := func(state State, mode resource.FailMode, nonBlocking bool) Judged {
+		return Judged{State: state, Mode: mode, NonBlocking: nonBlocking}
 	}
 	tests := []struct {
 		name     string
-		in       []judged
-		want     []role
+		in       []Judged
+		want     []Role
 		wantDone bool
 	}{
-		{"all ready", []judged{j(Ready, fail, false), j(Ready, hope, false)}, []role{roleReady, roleReady}, true},
-		{"in progress", []judged{j(Ready, fail, false), j(Waiting, fail, false)}, []role{roleReady, roleAwaited}, false},
-		{"fail immediately, even with others in progress", []judged{j(Failed, fail, false), j(Waiting, fail, false)},
-			[]role{roleFailed, roleAwaited}, true},
-		{"hope while another is awaited", []judged{j(Failed, hope, false), j(Waiting, fail, false)},
-			[]role{roleHoping, roleAwaited}, false},
-		{"hope while another hoper is still in progress", []judged{j(Failed, hope, false), j(Waiting, hope, false)},
-			[]role{roleHoping, roleAwaited}, false},
-		{"hope ends when only failed hopers are left", []judged{j(Failed, hope, false), j(Failed, hope, false), j(Ready, fail, false)},
-			[]role{roleFailed, roleFailed, roleReady}, true},
-		{"hope ends when only non-blocking targets are in progress", []judged{j(Failed, hope, false), j(Waiting, fail, true)},
-			[]role{roleFailed, roleTracked}, true},
-		{"a hoper that recovers is ready", []judged{j(Ready, hope, false), j(Ready, fail, false)}, []role{roleReady, roleReady}, true},
-		{"ignore and continue: given up, the others go on", []judged{j(Failed, ignore, false), j(Waiting, fail, false)},
-			[]role{roleIgnored, roleAwaited}, false},
-		{"ignore and continue: done without failure", []judged{j(Failed, ignore, false), j(Ready, fail, false)},
-			[]role{roleIgnored, roleReady}, true},
-		{"ignore and continue in progress is still awaited", []judged{j(Waiting, ignore, false)}, []role{roleAwaited}, false},
-		{"non-blocking does not hold", []judged{j(Waiting, fail, true), j(Ready, fail, false)}, []role{roleTracked, roleReady}, true},
-		{"non-blocking only: nothing to wait for", []judged{j(Waiting, fail, true)}, []role{roleTracked}, true},
-		{"non-blocking in error fails by its fail mode", []judged{j(Failed, fail, true), j(Waiting, fail, false)},
-			[]role{roleFailed, roleAwaited}, true},
-		{"non-blocking with IgnoreAndContinue in error is ignored", []judged{j(Failed, ignore, true), j(Waiting, fail, false)},
-			[]role{roleIgnored, roleAwaited}, false},
+		{"all ready", []Judged{j(Ready, fail, false), j(Ready, hope, false)}, []Role{RoleReady, RoleReady}, true},
+		{"in progress", []Judged{j(Ready, fail, false), j(Waiting, fail, false)}, []Role{RoleReady, RoleAwaited}, false},
+		{"fail immediately, even with others in progress", []Judged{j(Failed, fail, false), j(Waiting, fail, false)},
+			[]Role{RoleFailed, RoleAwaited}, true},
+		{"hope while another is awaited", []Judged{j(Failed, hope, false), j(Waiting, fail, false)},
+			[]Role{RoleHoping, RoleAwaited}, false},
+		{"hope while another hoper is still in progress", []Judged{j(Failed, hope, false), j(Waiting, hope, false)},
+			[]Role{RoleHoping, RoleAwaited}, false},
+		{"hope ends when only failed hopers are left", []Judged{j(Failed, hope, false), j(Failed, hope, false), j(Ready, fail, false)},
+			[]Role{RoleFailed, RoleFailed, RoleReady}, true},
+		{"hope ends when only non-blocking targets are in progress", []Judged{j(Failed, hope, false), j(Waiting, fail, true)},
+			[]Role{RoleFailed, RoleTracked}, true},
+		{"a hoper that recovers is ready", []Judged{j(Ready, hope, false), j(Ready, fail, false)}, []Role{RoleReady, RoleReady}, true},
+		{"ignore and continue: given up, the others go on", []Judged{j(Failed, ignore, false), j(Waiting, fail, false)},
+			[]Role{RoleIgnored, RoleAwaited}, false},
+		{"ignore and continue: done without failure", []Judged{j(Failed, ignore, false), j(Ready, fail, false)},
+			[]Role{RoleIgnored, RoleReady}, true},
+		{"ignore and continue in progress is still awaited", []Judged{j(Waiting, ignore, false)}, []Role{RoleAwaited}, false},
+		{"non-blocking does not hold", []Judged{j(Waiting, fail, true), j(Ready, fail, false)}, []Role{RoleTracked, RoleReady}, true},
+		{"non-blocking only: nothing to wait for", []Judged{j(Waiting, fail, true)}, []Role{RoleTracked}, true},
+		{"non-blocking in error fails by its fail mode", []Judged{j(Failed, fail, true), j(Waiting, fail, false)},
+			[]Role{RoleFailed, RoleAwaited}, true},
+		{"non-blocking with IgnoreAndContinue in error is ignored", []Judged{j(Failed, ignore, true), j(Waiting, fail, false)},
+			[]Role{RoleIgnored, RoleAwaited}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, done := decide(tt.in)
+			got, done := Decide(tt.in)
 			if diff := cmp.Diff(tt.want, got); diff != "" || done != tt.wantDone {
-				t.Errorf("decide: done = %v (want %v), roles (-want +got):\n%s", done, tt.wantDone, diff)
+				t.Errorf("Decide: done = %v (want %v), roles (-want +got):\n%s", done, tt.wantDone, diff)
 			}
 		})
 	}
@@ -347,17 +347,17 @@ func TestDecide(t *testing.T) {
 func TestPresented(t *testing.T) {
 	st := Status{State: Waiting, Message: "0/1 replicas available", Errors: 3}
 	tests := []struct {
-		r    role
+		r    Role
 		want Status
 	}{
-		{roleAwaited, st},
-		{roleFailed, Status{State: Failed, Message: "allowed failures (1) exceeded: x", Errors: 3}},
-		{roleHoping, Status{State: Waiting, Message: "allowed failures (1) exceeded: x (HopeUntilEndOfDeployProcess: tracked on while other resources are awaited)", Errors: 3}},
-		{roleIgnored, Status{State: Failed, Message: "allowed failures (1) exceeded: x (ignored: IgnoreAndContinueDeployProcess)", Errors: 3}},
+		{RoleAwaited, st},
+		{RoleFailed, Status{State: Failed, Message: "allowed failures (1) exceeded: x", Errors: 3}},
+		{RoleHoping, Status{State: Waiting, Message: "allowed failures (1) exceeded: x (HopeUntilEndOfDeployProcess: tracked on while other resources are awaited)", Errors: 3}},
+		{RoleIgnored, Status{State: Failed, Message: "allowed failures (1) exceeded: x (ignored: IgnoreAndContinueDeployProcess)", Errors: 3}},
 	}
 	for _, tt := range tests {
-		if got := presented(st, tt.r, "allowed failures (1) exceeded: x"); !got.Equal(tt.want) {
-			t.Errorf("presented(role %d) = %+v, want %+v", tt.r, got, tt.want)
+		if got := Presented(st, tt.r, "allowed failures (1) exceeded: x"); !got.Equal(tt.want) {
+			t.Errorf("Presented(Role %d) = %+v, want %+v", tt.r, got, tt.want)
 		}
 	}
 }
@@ -404,18 +404,18 @@ status: {phase: Pending}
 		{Name: "a", State: Ready, Ready: 1, Desired: 1, Restarts: 1, Message: "1/1 containers ready"},
 		{Name: "c", State: Ready, Ready: 1, Desired: 1, Restarts: 1, Message: "1/1 containers ready"},
 	}
-	if diff := cmp.Diff(want, podStatuses(objs)); diff != "" {
-		t.Errorf("podStatuses (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, PodStatuses(objs)); diff != "" {
+		t.Errorf("PodStatuses (-want +got):\n%s", diff)
 	}
 	var many []string
 	for i := range 15 {
 		many = append(many, pod(fmt.Sprintf("p%02d", i), "ready"))
 	}
-	if got := podStatuses(mustObjs(t, many...)); len(got) != maxPods || got[0].Name != "p00" {
-		t.Errorf("podStatuses of 15 pods: %d, first %q; want %d from p00", len(got), got[0].Name, maxPods)
+	if got := PodStatuses(mustObjs(t, many...)); len(got) != maxPods || got[0].Name != "p00" {
+		t.Errorf("PodStatuses of 15 pods: %d, first %q; want %d from p00", len(got), got[0].Name, maxPods)
 	}
-	if podStatuses(nil) != nil {
-		t.Errorf("podStatuses(nil) is not nil")
+	if PodStatuses(nil) != nil {
+		t.Errorf("PodStatuses(nil) is not nil")
 	}
 }
 

@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"testing"
@@ -407,7 +407,7 @@ kind: ConfigMap
 metadata: {name: cfg, creationTimestamp: "2025-01-02T03:04:05Z"}
 data: {key: value}
 `, Status{State: Ready, Message: "exists"}},
-		{"young rbac role has no grace", `
+		{"young rbac Role has no grace", `
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: r, creationTimestamp: "2025-01-02T03:04:05Z"}

@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"testing"
@@ -350,7 +350,7 @@ status: {observedGeneration: 5}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Compute(mustObj(t, tt.obj))
+			got := compute(mustObj(t, tt.obj))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
 			}
@@ -359,7 +359,7 @@ status: {observedGeneration: 5}
 }
 
 func TestComputeNil(t *testing.T) {
-	if got, want := Compute(nil), (Status{State: Waiting, Message: "not found"}); !got.Equal(want) {
-		t.Errorf("Compute(nil) = %+v, want %+v", got, want)
+	if got, want := compute(nil), (Status{State: Waiting, Message: "not found"}); !got.Equal(want) {
+		t.Errorf("compute(nil) = %+v, want %+v", got, want)
 	}
 }

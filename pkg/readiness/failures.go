@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"fmt"
@@ -54,10 +54,10 @@ func classifyEvent(reason, message string) eventClass {
 	return notAnError
 }
 
-// eventInfo is what counting needs of one core/v1 Event.
-type eventInfo struct {
-	UID             types.UID
-	Reason, Message string
+// EventInfo is what counting needs of one core/v1 Event.
+type EventInfo struct {
+	UID                   types.UID
+	Type, Reason, Message string
 	// Count is the number of occurrences so far (at least 1).
 	Count int64
 	// First and Last are the times of the first and the latest occurrence.
@@ -70,11 +70,11 @@ type eventInfo struct {
 	Container    string
 }
 
-// eventInfoOf reads an Event as the API serves it (core/v1, unstructured).
-func eventInfoOf(ev *unstructured.Unstructured) eventInfo {
+// EventInfoOf reads an Event as the API serves it (core/v1, unstructured).
+func EventInfoOf(ev *unstructured.Unstructured) EventInfo {
 	o := ev.Object
-	info := eventInfo{
-		UID: ev.GetUID(), Reason: str(o, "reason"), Message: str(o, "message"),
+	info := EventInfo{
+		UID: ev.GetUID(), Type: str(o, "type"), Reason: str(o, "reason"), Message: str(o, "message"),
 		InvolvedUID: types.UID(str(o, "involvedObject", "uid")), InvolvedKind: str(o, "involvedObject", "kind"),
 		InvolvedName: str(o, "involvedObject", "name"),
 	}
@@ -111,7 +111,7 @@ func eventInfoOf(ev *unstructured.Unstructured) eventInfo {
 	return info
 }
 
-// containerSeen is what errorLog remembers of one container of one pod.
+// containerSeen is what ErrorLog remembers of one container of one pod.
 type containerSeen struct {
 	// baseline is the restartCount at first sight for a pod older than the tracking start:
 	// restarts up to it happened before and are not counted.
@@ -124,8 +124,8 @@ type containerSeen struct {
 	startedAt int32
 }
 
-// errorLog counts the distinct errors of one tracked object and its pods.
-type errorLog struct {
+// ErrorLog counts the distinct errors of one tracked object and its pods.
+type ErrorLog struct {
 	// since is the tracking start, to the second (the precision of Kubernetes timestamps).
 	since      time.Time
 	count      int
@@ -134,16 +134,24 @@ type errorLog struct {
 	containers map[string]*containerSeen
 }
 
-func newErrorLog(since time.Time) *errorLog {
-	return &errorLog{since: since.Truncate(time.Second), events: map[types.UID]int64{}, containers: map[string]*containerSeen{}}
+// NewErrorLog starts the error log of an object tracked from since: errors older than since
+// (events, container failures) are not counted.
+func NewErrorLog(since time.Time) *ErrorLog {
+	return &ErrorLog{since: since.Truncate(time.Second), events: map[types.UID]int64{}, containers: map[string]*containerSeen{}}
 }
 
-func (l *errorLog) add(n int, msg string) {
+// Count is the number of errors counted so far.
+func (l *ErrorLog) Count() int { return l.count }
+
+// Last is the message of the latest error counted ("" when none).
+func (l *ErrorLog) Last() string { return l.last }
+
+func (l *ErrorLog) add(n int, msg string) {
 	if n <= 0 {
 		return
 	}
 	l.count += n
-	l.last = clip(msg)
+	l.last = Clip(msg)
 }
 
 // observeContainer counts the failure of one container seen with restartCount restarts (failure
@@ -151,7 +159,7 @@ func (l *errorLog) add(n int, msg string) {
 // start (at least once): a crash loop that began before the pod was watched is not
 // underestimated. Later it counts once per restartCount increase, so seeing the same state again
 // counts nothing.
-func (l *errorLog) observeContainer(key string, podCreated, now time.Time, restarts int32, started bool, failure string) {
+func (l *ErrorLog) observeContainer(key string, podCreated, now time.Time, restarts int32, started bool, failure string) {
 	c := l.containers[key]
 	if c == nil {
 		c = &containerSeen{counted: -1}
@@ -177,9 +185,9 @@ func (l *errorLog) observeContainer(key string, podCreated, now time.Time, resta
 	c.counted = restarts
 }
 
-// observePod counts the container failures of pod; prefix ("pod NAME: " or "") starts the
+// ObservePod counts the container failures of pod; prefix ("pod NAME: " or "") starts the
 // messages.
-func (l *errorLog) observePod(pod *unstructured.Unstructured, prefix string, now time.Time) {
+func (l *ErrorLog) ObservePod(pod *unstructured.Unstructured, prefix string, now time.Time) {
 	created := pod.GetCreationTimestamp().Time
 	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
 		list := slice(pod.Object, "status", field)
@@ -206,10 +214,10 @@ func (l *errorLog) observePod(pod *unstructured.Unstructured, prefix string, now
 	}
 }
 
-// observeEvent counts the new occurrences of one Event. readinessCounts decides, for a
+// ObserveEvent counts the new occurrences of one Event. readinessCounts decides, for a
 // readiness-probe failure, whether it is past the container's ignore window; occurrences inside
 // the window are consumed without counting. prefix starts the message.
-func (l *errorLog) observeEvent(ev eventInfo, prefix string, readinessCounts func(eventInfo) bool) {
+func (l *ErrorLog) ObserveEvent(ev EventInfo, prefix string, readinessCounts func(EventInfo) bool) {
 	class := classifyEvent(ev.Reason, ev.Message)
 	if class == notAnError {
 		return
@@ -239,10 +247,10 @@ func (l *errorLog) observeEvent(ev eventInfo, prefix string, readinessCounts fun
 	l.add(int(n), prefix+withDetail(ev.Reason, ev.Message))
 }
 
-// readinessCounter returns the readinessCounts function of observeEvent for the events of pod,
+// ReadinessCounter returns the readinessCounts function of ObserveEvent for the events of pod,
 // with the ignore windows of settings.
-func (l *errorLog) readinessCounter(pod *unstructured.Unstructured, s Settings) func(eventInfo) bool {
-	return func(ev eventInfo) bool {
+func (l *ErrorLog) ReadinessCounter(pod *unstructured.Unstructured, s Settings) func(EventInfo) bool {
+	return func(ev EventInfo) bool {
 		var spec corev1.PodSpec
 		raw, _, _ := unstructured.NestedMap(pod.Object, "spec")
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
@@ -269,7 +277,7 @@ func (l *errorLog) readinessCounter(pod *unstructured.Unstructured, s Settings) 
 // containerStarted returns when container name of pod started, zero if it has not: the
 // container's running.startedAt, or with a startup probe the time it was first seen started
 // (the status does not say when the startup probe passed).
-func (l *errorLog) containerStarted(pod *unstructured.Unstructured, name string, startupProbe bool) time.Time {
+func (l *ErrorLog) containerStarted(pod *unstructured.Unstructured, name string, startupProbe bool) time.Time {
 	list := slice(pod.Object, "status", "containerStatuses")
 	for _, c := range list {
 		m, ok := c.(map[string]any)
@@ -294,9 +302,9 @@ func (l *errorLog) containerStarted(pod *unstructured.Unstructured, name string,
 // maxPods bounds Status.Pods: a large workload shows its pods that are not ready first.
 const maxPods = 10
 
-// podStatuses summarizes pods for Status.Pods: failed pods first, then waiting, then ready,
+// PodStatuses summarizes pods for Status.Pods: failed pods first, then waiting, then ready,
 // by name within each, at most maxPods.
-func podStatuses(pods []*unstructured.Unstructured) []PodStatus {
+func PodStatuses(pods []*unstructured.Unstructured) []PodStatus {
 	if len(pods) == 0 {
 		return nil
 	}
@@ -325,12 +333,12 @@ func podStatuses(pods []*unstructured.Unstructured) []PodStatus {
 	return out
 }
 
-// inError says whether a target is in error by its own rules, and why: its kind's rules failed
+// InError says whether a target is in error by its own rules, and why: its kind's rules failed
 // it (st.State Failed), it has more errors than allowed (not with
 // IgnoreAndContinueDeployProcess, which ignores error counts), or it has been quiet for its
 // no-activity timeout (not a NonBlocking target, which nothing waits for). A Ready target is
 // never in error.
-func inError(st Status, s Settings, quiet time.Duration) (string, bool) {
+func InError(st Status, s Settings, quiet time.Duration) (string, bool) {
 	switch {
 	case st.State == Ready:
 		return "", false
@@ -344,35 +352,35 @@ func inError(st Status, s Settings, quiet time.Duration) (string, bool) {
 	return "", false
 }
 
-// role is what a target means for the outcome at one evaluation.
-type role int
+// Role is what a target means for the outcome at one evaluation.
+type Role int
 
 const (
-	// roleAwaited: blocking, in progress; tracking goes on for it.
-	roleAwaited role = iota
-	// roleReady: the target is ready.
-	roleReady
-	// roleTracked: non-blocking, in progress; reported while something is awaited, never
+	// RoleAwaited: blocking, in progress; tracking goes on for it.
+	RoleAwaited Role = iota
+	// RoleReady: the target is ready.
+	RoleReady
+	// RoleTracked: non-blocking, in progress; reported while something is awaited, never
 	// waited for.
-	roleTracked
-	// roleFailed: in error; fails the deploy.
-	roleFailed
-	// roleHoping: in error with HopeUntilEndOfDeployProcess; tracked on while others are
+	RoleTracked
+	// RoleFailed: in error; fails the deploy.
+	RoleFailed
+	// RoleHoping: in error with HopeUntilEndOfDeployProcess; tracked on while others are
 	// awaited, failed when nothing else is.
-	roleHoping
-	// roleIgnored: in error with IgnoreAndContinueDeployProcess; the deploy goes on without it.
-	roleIgnored
+	RoleHoping
+	// RoleIgnored: in error with IgnoreAndContinueDeployProcess; the deploy goes on without it.
+	RoleIgnored
 )
 
-// judged is one target at one evaluation: its state (Ready, Waiting, or Failed meaning in error
-// by its own rules, see inError), fail mode and termination mode.
-type judged struct {
-	state       State
-	mode        resource.FailMode
-	nonBlocking bool
+// Judged is one target at one evaluation: its state (Ready, Waiting, or Failed meaning in error
+// by its own rules, see InError), fail mode and termination mode.
+type Judged struct {
+	State       State
+	Mode        resource.FailMode
+	NonBlocking bool
 }
 
-// decide applies the fail modes and termination modes (werf docs, "Fail mode" and "Track
+// Decide applies the fail modes and termination modes (werf docs, "Fail mode" and "Track
 // termination mode") to every target and says whether tracking is over:
 //   - FailWholeDeployProcessImmediately (default): a target in error fails the deploy at once,
 //     blocking or not;
@@ -385,23 +393,23 @@ type judged struct {
 //     never holds tracking; its errors are judged by its fail mode like any other's.
 //
 // Tracking is over when a target fails, or when no blocking target is in progress.
-func decide(js []judged) ([]role, bool) {
-	roles := make([]role, len(js))
+func Decide(js []Judged) ([]Role, bool) {
+	roles := make([]Role, len(js))
 	failed, awaited := false, false
 	for i, j := range js {
 		switch {
-		case j.state == Ready:
-			roles[i] = roleReady
-		case j.state != Failed && j.nonBlocking:
-			roles[i] = roleTracked
-		case j.state != Failed:
-			roles[i], awaited = roleAwaited, true
-		case j.mode == resource.IgnoreAndContinueDeployProcess:
-			roles[i] = roleIgnored
-		case j.mode == resource.HopeUntilEndOfDeployProcess:
-			roles[i] = roleHoping
+		case j.State == Ready:
+			roles[i] = RoleReady
+		case j.State != Failed && j.NonBlocking:
+			roles[i] = RoleTracked
+		case j.State != Failed:
+			roles[i], awaited = RoleAwaited, true
+		case j.Mode == resource.IgnoreAndContinueDeployProcess:
+			roles[i] = RoleIgnored
+		case j.Mode == resource.HopeUntilEndOfDeployProcess:
+			roles[i] = RoleHoping
 		default:
-			roles[i], failed = roleFailed, true
+			roles[i], failed = RoleFailed, true
 		}
 	}
 	if failed {
@@ -411,9 +419,24 @@ func decide(js []judged) ([]role, bool) {
 		return roles, false
 	}
 	for i := range roles {
-		if roles[i] == roleHoping {
-			roles[i] = roleFailed
+		if roles[i] == RoleHoping {
+			roles[i] = RoleFailed
 		}
 	}
 	return roles, true
+}
+
+// Presented is the status reported for a target with the given role: a failed target shows
+// why; a hoping one is still Waiting, saying it is in error; an ignored one is Failed, saying
+// the deploy goes on.
+func Presented(st Status, r Role, reason string) Status {
+	switch r {
+	case RoleFailed:
+		st.State, st.Message = Failed, reason
+	case RoleHoping:
+		st.State, st.Message = Waiting, reason+" (HopeUntilEndOfDeployProcess: tracked on while other resources are awaited)"
+	case RoleIgnored:
+		st.State, st.Message = Failed, reason+" (ignored: IgnoreAndContinueDeployProcess)"
+	}
+	return st
 }

@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"testing"
@@ -177,7 +177,7 @@ status:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Compute(mustObj(t, tt.obj))
+			got := compute(mustObj(t, tt.obj))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
 			}

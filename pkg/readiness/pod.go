@@ -1,4 +1,4 @@
-package track
+package readiness
 
 import (
 	"fmt"
@@ -101,11 +101,6 @@ func podWaitingMessage(pod map[string]any, st Status) string {
 	return "phase " + phase
 }
 
-// ComputeWithPods is ComputeWithPodsAt as of now.
-func ComputeWithPods(obj *unstructured.Unstructured, pods []*unstructured.Unstructured) Status {
-	return ComputeWithPodsAt(obj, pods, time.Now())
-}
-
 // ComputeWithPodsAt is ComputeAt for a workload refined by its pods (as selected by PodsOf):
 // while the workload is Waiting, its message names the first pod with a failing container
 // ("pod NAME: container C: CrashLoopBackOff: …"), else the first pod that is not ready. Pods do
@@ -134,10 +129,10 @@ func ComputeWithPodsAt(obj *unstructured.Unstructured, pods []*unstructured.Unst
 	return st
 }
 
-// softPodFailure reports whether pod is failed only because a container waits for a
+// SoftPodFailure reports whether pod is failed only because a container waits for a
 // FailingContainerReasons reason (its phase is not Failed): an error to count, not yet a
 // failure, since the kubelet keeps retrying.
-func softPodFailure(pod *unstructured.Unstructured) bool {
+func SoftPodFailure(pod *unstructured.Unstructured) bool {
 	switch str(pod.Object, "status", "phase") {
 	case "Failed", "Succeeded":
 		return false
@@ -157,12 +152,12 @@ const RevisionAnnotation = "deployment.kubernetes.io/revision"
 // Deployment pods controlled by its ReplicaSets of the current revision (all of its ReplicaSets
 // while the Deployment carries no revision yet). Other kinds have no pods.
 func PodsOf(workload *unstructured.Unstructured, owned Owned) []*unstructured.Unstructured {
-	if workload == nil || !hasPods(workload.GetKind()) {
+	if workload == nil || !HasPods(workload.GetKind()) {
 		return nil
 	}
 	owners := []types.UID{workload.GetUID()}
 	if workload.GetKind() == "Deployment" {
-		owners = currentReplicaSets(workload, owned)
+		owners = CurrentReplicaSets(workload, owned)
 	}
 	var pods []*unstructured.Unstructured
 	for _, uid := range owners {
@@ -175,9 +170,9 @@ func PodsOf(workload *unstructured.Unstructured, owned Owned) []*unstructured.Un
 	return pods
 }
 
-// currentReplicaSets returns the UIDs of a Deployment's ReplicaSets of its current revision (all
+// CurrentReplicaSets returns the UIDs of a Deployment's ReplicaSets of its current revision (all
 // of its ReplicaSets while it carries no revision yet); other kinds have none.
-func currentReplicaSets(workload *unstructured.Unstructured, owned Owned) []types.UID {
+func CurrentReplicaSets(workload *unstructured.Unstructured, owned Owned) []types.UID {
 	if workload.GetKind() != "Deployment" {
 		return nil
 	}
@@ -191,8 +186,8 @@ func currentReplicaSets(workload *unstructured.Unstructured, owned Owned) []type
 	return out
 }
 
-// hasPods reports whether Track looks at the pods of objects of kind.
-func hasPods(kind string) bool {
+// HasPods reports whether Track looks at the pods of objects of kind.
+func HasPods(kind string) bool {
 	switch kind {
 	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job":
 		return true
