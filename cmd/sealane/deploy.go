@@ -170,7 +170,7 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 		}
 		// Validation needs the cluster's OpenAPI schema (~100 ms to fetch and parse): fetched
 		// now, while NATS starts and the chart is packed.
-		schemas = pipeline.NewSchemaCache(pipeline.SchemaTTL)
+		schemas = pipeline.NewSchemaCache(pipeline.SchemaTTL, nil)
 		schemas.Warm(registry, cluster)
 	}
 	leaseTTL, err := serve.LeaseTTLFromEnv()

@@ -495,7 +495,7 @@ func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, f
 	wg.Go(func() {
 		tick := time.NewTicker(ttl / 3)
 		defer tick.Stop()
-		renewed := time.Now() // by the handler's renewal just before
+		renewed := d.now() // by the handler's renewal just before
 		for {
 			select {
 			case <-ctx.Done():
@@ -514,12 +514,12 @@ func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, f
 				cancel(fmt.Errorf("release lease of %s: %w", in.Target, l))
 				return
 			case err == nil:
-				renewed = time.Now()
+				renewed = d.now()
 			case ctx.Err() != nil:
 				return
 			default:
 				d.log().Warn("renew release lease", zap.String("deploy", in.DeployID), zap.Error(err))
-				if since := time.Since(renewed); since >= ttl-ttl/3 {
+				if since := d.now().Sub(renewed); since >= ttl-ttl/3 {
 					cancel(fmt.Errorf("release lease of %s: not renewed for %s, it may expire: %w", in.Target, since.Round(time.Second), err))
 					return
 				}

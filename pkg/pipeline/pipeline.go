@@ -74,7 +74,7 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 		d.Charts = chart.NewCache(defaultChartCacheSize)
 	}
 	if d.Schemas == nil {
-		d.Schemas = NewSchemaCache(schemaTTL)
+		d.Schemas = NewSchemaCache(schemaTTL, d.Clock)
 	}
 	renderer := &Renderer{Deps: d}
 	all := map[events.Stage]stage.Stage{

@@ -21,6 +21,7 @@ const SchemaTTL = schemaTTL
 // cluster is in flight at a time, and the others wait for it.
 type SchemaCache struct {
 	ttl      time.Duration
+	now      func() time.Time
 	mu       sync.Mutex
 	m        map[string]cachedSchema
 	inflight map[string]chan struct{}
@@ -31,9 +32,13 @@ type cachedSchema struct {
 	fetched time.Time
 }
 
-// NewSchemaCache returns an empty cache whose schemas are fetched again after ttl.
-func NewSchemaCache(ttl time.Duration) *SchemaCache {
-	return &SchemaCache{ttl: ttl, m: map[string]cachedSchema{}, inflight: map[string]chan struct{}{}}
+// NewSchemaCache returns an empty cache whose schemas are fetched again after ttl, as clock
+// tells the time (nil: time.Now).
+func NewSchemaCache(ttl time.Duration, clock func() time.Time) *SchemaCache {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &SchemaCache{ttl: ttl, now: clock, m: map[string]cachedSchema{}, inflight: map[string]chan struct{}{}}
 }
 
 // get returns the cluster's schema, fetching it when missing or older than the TTL (or waiting
@@ -42,7 +47,7 @@ func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate
 	for {
 		c.mu.Lock()
 		cs, ok := c.m[cluster.Name]
-		if ok && time.Since(cs.fetched) < c.ttl {
+		if ok && c.now().Sub(cs.fetched) < c.ttl {
 			c.mu.Unlock()
 			return cs.schema, nil
 		}
@@ -54,7 +59,7 @@ func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate
 			s, err := ClusterSchema(ctx, cluster)
 			c.mu.Lock()
 			if err == nil {
-				c.m[cluster.Name] = cachedSchema{schema: s, fetched: time.Now()}
+				c.m[cluster.Name] = cachedSchema{schema: s, fetched: c.now()}
 			}
 			delete(c.inflight, cluster.Name)
 			close(done)
