@@ -132,14 +132,15 @@ func (m *Manager) Queued(ctx context.Context, t events.Target) ([]Request, error
 // it meanwhile.
 func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string, ttl time.Duration) (uint64, error) {
 	ttl = m.ttl(ttl)
-	for range casAttempts {
+	var token uint64
+	err := cas(fmt.Sprintf("acquire lease %s", t), func() error {
 		cur, rev, err := m.getLease(ctx, t)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		q, qrev, err := m.getQueue(ctx, t)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		head := q.head()
 		if next, ok := q.handing(); ok {
@@ -153,41 +154,29 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 			if cur != nil && !free(cur, now, ended) {
 				b.Holder, b.Since = cur.DeployID, cur.Acquired
 			}
-			return 0, b
+			return b
 		case actRenew:
-			token := cur.TokenAt(rev)
+			token = cur.TokenAt(rev)
 			next := *cur
 			next.Token, next.Expires = token, now.Add(ttl)
 			if _, err := m.put(ctx, LeaseKey(t), next, rev); err != nil {
-				if conflict(err) {
-					continue
-				}
-				return 0, fmt.Errorf("acquire lease %s: %w", t, err)
+				return fmt.Errorf("acquire lease %s: %w", t, err)
 			}
 			if q.index(deployID) >= 0 {
 				// Handed over, but the hand-over's dequeue did not happen (yet): leave the queue
 				// now, or the release of this deploy would hand the lease to it again.
-				if err := m.dequeue(ctx, t, deployID); err != nil {
-					return 0, err
-				}
+				return m.dequeue(ctx, t, deployID)
 			}
-			return token, nil
+			return nil
 		default:
 			if q.index(deployID) >= 0 && q.Handing != deployID {
 				if _, err := m.put(ctx, QueueKey(t), q.marked(deployID), qrev); err != nil {
-					if conflict(err) {
-						continue
-					}
-					return 0, fmt.Errorf("acquire lease %s: mark deploy %s in the queue: %w", t, deployID, err)
+					return fmt.Errorf("acquire lease %s: mark deploy %s in the queue: %w", t, deployID, err)
 				}
 			}
 			next := Record{DeployID: deployID, Acquired: now, Expires: now.Add(ttl)}
-			token, err := m.put(ctx, LeaseKey(t), next, rev)
-			if err != nil {
-				if conflict(err) {
-					continue
-				}
-				return 0, fmt.Errorf("acquire lease %s: %w", t, err)
+			if token, err = m.put(ctx, LeaseKey(t), next, rev); err != nil {
+				return fmt.Errorf("acquire lease %s: %w", t, err)
 			}
 			if m.leaseWritten != nil && q.index(deployID) >= 0 {
 				m.leaseWritten(deployID)
@@ -197,21 +186,22 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 					zap.String("from", cur.DeployID), zap.Time("expired", cur.Expires), zap.Bool("holderEnded", ended))
 			}
 			if q.index(deployID) >= 0 {
-				if err := m.dequeue(ctx, t, deployID); err != nil {
-					return 0, err
-				}
+				return m.dequeue(ctx, t, deployID)
 			}
-			return token, nil
+			return nil
 		}
+	})
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("acquire lease %s: %d compare-and-set conflicts in a row", t, casAttempts)
+	return token, nil
 }
 
 // Renew extends the lease with token by ttl (0: the default). It fails with a *LostError when
 // the lease is gone or held under another token.
 func (m *Manager) Renew(ctx context.Context, t events.Target, token uint64, ttl time.Duration) error {
 	ttl = m.ttl(ttl)
-	for range casAttempts {
+	return cas(fmt.Sprintf("renew lease %s", t), func() error {
 		cur, rev, err := m.getLease(ctx, t)
 		if err != nil {
 			return err
@@ -222,14 +212,10 @@ func (m *Manager) Renew(ctx context.Context, t events.Target, token uint64, ttl 
 		next := *cur
 		next.Token, next.Expires = token, m.o.Clock().Add(ttl)
 		if _, err := m.put(ctx, LeaseKey(t), next, rev); err != nil {
-			if conflict(err) {
-				continue
-			}
 			return fmt.Errorf("renew lease %s: %w", t, err)
 		}
 		return nil
-	}
-	return fmt.Errorf("renew lease %s: %d compare-and-set conflicts in a row", t, casAttempts)
+	})
 }
 
 // Check returns nil while the lease with token is held (an expired lease nobody took over is
@@ -259,29 +245,25 @@ func lostUnless(t events.Target, cur *Record, rev, token uint64) error {
 // hand-over is logged, not returned — the sweeper's next kick finishes it — so that the caller
 // does not retry a release that happened.
 func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) error {
-	from, done := "", false
-	for range casAttempts {
+	from := ""
+	err := cas(fmt.Sprintf("release lease %s", t), func() error {
 		cur, rev, err := m.getLease(ctx, t)
 		if err != nil {
 			return err
 		}
 		if err := lostUnless(t, cur, rev, token); err != nil {
 			m.o.Log.Debug("release lease: not held with this token", zap.Stringer("target", t), zap.Uint64("token", token), zap.Error(err))
-			done = true
-			break
+			return nil
 		}
 		if err := m.kv.Delete(ctx, LeaseKey(t), rev); err != nil {
-			if conflict(err) {
-				continue
-			}
 			return fmt.Errorf("release lease %s: %w", t, err)
 		}
 		m.o.Log.Debug("release lease released", zap.Stringer("target", t), zap.String("deploy", cur.DeployID), zap.Uint64("token", token))
-		from, done = cur.DeployID, true
-		break
-	}
-	if !done {
-		return fmt.Errorf("release lease %s: %d compare-and-set conflicts in a row", t, casAttempts)
+		from = cur.DeployID
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := m.kick(ctx, t, from); err != nil {
 		m.o.Log.Warn("release lease released, but handing it to the next queued deploy failed; the sweeper retries",
@@ -303,36 +285,42 @@ func (m *Manager) Enqueue(ctx context.Context, t events.Target, req Request) (in
 	}
 	var front bool
 	req.EventID, front = handedOver(req.EventID)
-	for range casAttempts {
+	var (
+		pos     int
+		dropped []string
+	)
+	err := cas(fmt.Sprintf("queue deploy %s for %s", req.DeployID, t), func() error {
 		q, rev, err := m.getQueue(ctx, t)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		if i := q.index(req.DeployID); i >= 0 {
-			return i + 1, q.Items[i].Superseded, nil // queued by an earlier attempt
+			pos, dropped = i+1, q.Items[i].Superseded // queued by an earlier attempt
+			return nil
 		}
 		holder := ""
 		if req.Supersede && !front {
 			cur, _, err := m.getLease(ctx, t)
 			if err != nil {
-				return 0, nil, err
+				return err
 			}
 			if cur != nil {
 				holder = cur.DeployID
 			}
 		}
-		next, pos, dropped := q.enqueue(req, front, func(id string) bool { return id == holder })
+		var next Queue
+		next, pos, dropped = q.enqueue(req, front, func(id string) bool { return id == holder })
 		if _, err := m.put(ctx, QueueKey(t), next, rev); err != nil {
-			if conflict(err) {
-				continue
-			}
-			return 0, nil, fmt.Errorf("queue deploy %s for %s: %w", req.DeployID, t, err)
+			return fmt.Errorf("queue deploy %s for %s: %w", req.DeployID, t, err)
 		}
 		m.o.Log.Info("deploy queued", zap.Stringer("target", t), zap.String("deploy", req.DeployID), zap.Int("position", pos),
 			zap.Strings("superseded", dropped))
-		return pos, dropped, nil
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	return 0, nil, fmt.Errorf("queue deploy %s for %s: %d compare-and-set conflicts in a row", req.DeployID, t, casAttempts)
+	return pos, dropped, nil
 }
 
 // Kick hands a free lease (nobody holds it, it expired, or its holder ended) to the first
@@ -351,7 +339,7 @@ func (m *Manager) Kick(ctx context.Context, t events.Target) error { return m.ki
 
 // kick is Kick; from names the deploy that just released the lease, for the record.
 func (m *Manager) kick(ctx context.Context, t events.Target, from string) error {
-	for range casAttempts {
+	return cas(fmt.Sprintf("kick queue %s", t), func() error {
 		cur, rev, err := m.getLease(ctx, t)
 		if err != nil {
 			return err
@@ -371,9 +359,6 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 		}
 		if q.Handing != head.DeployID {
 			if _, err := m.put(ctx, QueueKey(t), q.marked(head.DeployID), qrev); err != nil {
-				if conflict(err) {
-					continue
-				}
 				return fmt.Errorf("hand lease %s to deploy %s: mark it in the queue: %w", t, head.DeployID, err)
 			}
 		}
@@ -383,9 +368,6 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 		}
 		token, err := m.put(ctx, LeaseKey(t), next, rev)
 		if err != nil {
-			if conflict(err) {
-				continue
-			}
 			return fmt.Errorf("hand lease %s to deploy %s: %w", t, head.DeployID, err)
 		}
 		if m.leaseWritten != nil {
@@ -402,7 +384,7 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 			}
 			m.o.Log.Warn("release lease hand-over undone: the deploy left the queue meanwhile", zap.Stringer("target", t),
 				zap.String("deploy", head.DeployID), zap.Uint64("token", token))
-			continue
+			return errAgain
 		}
 		m.o.Log.Info("release lease handed to the next queued deploy", zap.Stringer("target", t),
 			zap.String("deploy", head.DeployID), zap.String("from", next.From), zap.Uint64("token", token))
@@ -411,8 +393,7 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 			return err
 		}
 		return m.dequeue(ctx, t, head.DeployID)
-	}
-	return fmt.Errorf("kick queue %s: %d compare-and-set conflicts in a row", t, casAttempts)
+	})
 }
 
 // Sweep kicks every queue: a lease whose holder died, or whose hand-over was interrupted,
@@ -494,7 +475,7 @@ func RequestOf(deployID, eventID string, msg *nats.Msg, supersede bool) Request 
 
 // dequeue removes deployID's request from the target's queue.
 func (m *Manager) dequeue(ctx context.Context, t events.Target, deployID string) error {
-	for range casAttempts {
+	return cas(fmt.Sprintf("dequeue deploy %s from %s", deployID, t), func() error {
 		q, rev, err := m.getQueue(ctx, t)
 		if err != nil {
 			return err
@@ -509,14 +490,10 @@ func (m *Manager) dequeue(ctx context.Context, t events.Target, deployID string)
 			_, err = m.put(ctx, QueueKey(t), next, rev)
 		}
 		if err != nil {
-			if conflict(err) {
-				continue
-			}
 			return fmt.Errorf("dequeue deploy %s from %s: %w", deployID, t, err)
 		}
 		return nil
-	}
-	return fmt.Errorf("dequeue deploy %s from %s: %d compare-and-set conflicts in a row", deployID, t, casAttempts)
+	})
 }
 
 // ended asks Options.Ended; an error counts as "not ended" (the lease then waits for expiry).
@@ -579,3 +556,18 @@ func (m *Manager) put(ctx context.Context, key string, v any, rev uint64) (uint6
 
 // conflict reports a compare-and-set conflict (another writer won).
 func conflict(err error) bool { return bus.Conflict(err) }
+
+// errAgain asks cas for another round without a compare-and-set conflict (a hand-over undone).
+var errAgain = errors.New("start over")
+
+// cas runs round — one read, decision and compare-and-set write of the bucket — again while it
+// ends in a compare-and-set conflict (or errAgain), at most casAttempts times; what names the
+// operation in the error when every round conflicted.
+func cas(what string, round func() error) error {
+	for range casAttempts {
+		if err := round(); !conflict(err) && !errors.Is(err, errAgain) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %d compare-and-set conflicts in a row", what, casAttempts)
+}
