@@ -31,6 +31,7 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/serve"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // deployTimeout is what every engine gets for one deploy (helm --timeout, sealane --timeout).
@@ -348,11 +349,8 @@ func sealaneBinary(b *testing.B) string {
 		return p
 	}
 	bin := filepath.Join(b.TempDir(), "sealane")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/sealane")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as shipped (Makefile: build)
-	cmd.Dir = repoFile("..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/sealane: %v\n%s", err, out)
+	if err := harness.BuildSealane(repoFile(".."), bin); err != nil {
+		b.Fatal(err)
 	}
 	return bin
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // TestNATSRestart kills the standalone nats-server (file storage) in the middle of a deploy —
@@ -161,7 +163,7 @@ func (s stallReader) Read(b []byte) (int, error) {
 
 func newProxy(t *testing.T, target string, delay time.Duration) *proxy {
 	t.Helper()
-	px := &proxy{t: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), target: target, delay: delay, conns: map[net.Conn]bool{}}
+	px := &proxy{t: t, addr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), target: target, delay: delay, conns: map[net.Conn]bool{}}
 	px.up()
 	t.Cleanup(px.down)
 	return px

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -25,11 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/test/harness"
 )
 
 const (
@@ -167,16 +166,6 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // natsNode is one nats-server with JetStream on disk; restarting keeps its store.
 type natsNode struct {
 	*proc
@@ -192,14 +181,14 @@ func startNATS(t *testing.T, n int) []*natsNode {
 	nodes := make([]*natsNode, n)
 	clusterPorts := make([]int, n)
 	for i := range n {
-		clusterPorts[i] = freePort(t)
+		clusterPorts[i] = harness.FreePort(t)
 	}
 	var routes []string
 	for _, cp := range clusterPorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", cp))
 	}
 	for i := range n {
-		port := freePort(t)
+		port := harness.FreePort(t)
 		dir := t.TempDir()
 		args := []string{"-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", dir}
 		name := "nats-server"
@@ -385,19 +374,7 @@ func namespace(t *testing.T) string {
 	return kubetest.UncreatedNamespace(t, clientset(t), "chaos-")
 }
 
-func clientset(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+func clientset(t *testing.T) kubernetes.Interface { return harness.Clientset(t, kubeconfig) }
 
 // jobWatch records every Job object (by UID) that ever exists in a namespace while it runs: a
 // hook Job deleted and created again shows up as a second UID of the same name.

@@ -14,10 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 var (
@@ -34,43 +33,15 @@ func TestMain(m *testing.M) {
 		fmt.Println("chaos: skipped in -short mode (needs the sandbox cluster)")
 		os.Exit(0)
 	}
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	kubeconfig = os.Getenv("SEALANE_KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(repoRoot, ".sandbox", "kubeconfig")
-	}
-	fail := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "chaos: "+format+"\n", args...)
-		os.Exit(1)
-	}
-	if _, err := os.Stat(kubeconfig); err != nil {
-		fail("no sandbox kubeconfig at %s: run `make sandbox-up` (or `make test`)", kubeconfig)
-	}
-	home, _ := os.UserHomeDir()
-	bin := filepath.Join(home, ".cache", "sealane", "bin")
-	natsBin, helmBin = filepath.Join(bin, "nats-server"), filepath.Join(bin, "helm")
-	for _, p := range []string{natsBin, helmBin} {
-		if _, err := os.Stat(p); err != nil {
-			fail("no %s: run `make sandbox-build`", p)
-		}
-	}
-	dir, err := os.MkdirTemp("", "sealane-chaos-bin")
-	if err != nil {
-		fail("%v", err)
-	}
 	// $SEALANE_CHAOS_SEALANE runs a given binary instead (e.g. a build without a fix, to see
 	// the trial that needs it fail).
-	if sealaneBin = os.Getenv("SEALANE_CHAOS_SEALANE"); sealaneBin == "" {
-		sealaneBin = filepath.Join(dir, "sealane")
-		build := exec.Command("go", "build", "-o", sealaneBin, "./cmd/sealane")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as shipped (Makefile: build)
-		build.Dir = repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			fail("build sealane: %v\n%s", err, out)
-		}
+	env, cleanup, err := harness.Setup(os.Getenv("SEALANE_CHAOS_SEALANE"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
 	}
+	repoRoot, sealaneBin, helmBin, natsBin, kubeconfig = env.RepoRoot, env.Sealane, env.Helm, env.NATSServer, env.Kubeconfig
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // auditTemplates hold .Values.password in a Secret, in a werf.io/sensitive ConfigMap and in
@@ -128,8 +129,8 @@ func TestAuditCanaryAndCDEvents(t *testing.T) {
 		t.Fatalf("build examples/audit-consumer: %v\n%s", err, out)
 	}
 	// The CLI is done with the store: a NATS server serves it to the consumer.
-	port := freePort(t)
-	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", filepath.Join(dataDir, "jetstream"))
+	port := harness.FreePort(t)
+	start(t, "nats-server", natsBin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", filepath.Join(dataDir, "jetstream"))
 	waitTCP(t, port)
 	consumer := run(t, time.Minute, bin, "--nats", fmt.Sprintf("nats://127.0.0.1:%d", port), "--follow=false")
 	if consumer.code != 0 {

@@ -10,21 +10,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/test/harness"
 )
 
 var (
 	repoRoot   string
 	sealaneBin string
 	helmBin    string
+	natsBin    string
 	kubeconfig string
 )
 
@@ -34,50 +34,15 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: skipped in -short mode (needs the sandbox cluster)")
 		os.Exit(0)
 	}
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	kubeconfig = os.Getenv("SEALANE_KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(repoRoot, ".sandbox", "kubeconfig")
-	}
-	if _, err := os.Stat(kubeconfig); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: no sandbox kubeconfig at %s: run `make sandbox-up` (or `make test`)\n", kubeconfig)
-		os.Exit(1)
-	}
-	var err error
-	if helmBin, err = findHelm(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(1)
-	}
-	dir, err := os.MkdirTemp("", "sealane-e2e-bin")
+	env, cleanup, err := harness.Setup("")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	sealaneBin = filepath.Join(dir, "sealane")
-	build := exec.Command("go", "build", "-o", sealaneBin, "./cmd/sealane")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as shipped (Makefile: build)
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: build sealane: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	repoRoot, sealaneBin, helmBin, natsBin, kubeconfig = env.RepoRoot, env.Sealane, env.Helm, env.NATSServer, env.Kubeconfig
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
-}
-
-func findHelm() (string, error) {
-	home, _ := os.UserHomeDir()
-	for _, p := range []string{filepath.Join(home, ".cache", "sealane", "bin", "helm")} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("helm"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("no helm binary: run `make sandbox-build` (builds helm v3.19.2 into ~/.cache/sealane/bin)")
 }
 
 // result is a finished command.
@@ -138,18 +103,7 @@ func helm(t *testing.T, args ...string) result {
 	return run(t, 2*time.Minute, helmBin, append(args, "--kubeconfig", kubeconfig)...)
 }
 
-func clientset(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+func clientset(t *testing.T) kubernetes.Interface { return harness.Clientset(t, kubeconfig) }
 
 // namespace returns a fresh namespace name and deletes the namespace when the test ends.
 func namespace(t *testing.T) string {

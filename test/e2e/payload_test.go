@@ -17,6 +17,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/payload"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // payloadEnv is os.Environ without any payload key setting, plus extra.
@@ -260,8 +261,8 @@ func TestPayloadSeparateProcesses(t *testing.T) {
 // startNATS starts a standalone nats-server with JetStream and returns its URL.
 func startNATS(t *testing.T) string {
 	t.Helper()
-	port := freePort(t)
-	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
+	port := harness.FreePort(t)
+	start(t, "nats-server", natsBin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
 	waitTCP(t, port)
 	return fmt.Sprintf("nats://127.0.0.1:%d", port)
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // process is a background command whose output is kept for the test log.
@@ -71,33 +70,13 @@ func startProcess(t *testing.T, name, bin string, env []string, args ...string) 
 	return p
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func natsServerBin(t *testing.T) string {
-	t.Helper()
-	home, _ := os.UserHomeDir()
-	p := filepath.Join(home, ".cache", "sealane", "bin", "nats-server")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("no nats-server at %s: run `make sandbox-build`", p)
-	}
-	return p
-}
-
 // TestDeployWithSeparateStageProcesses runs each stage as its own `sealane serve` process
 // against one standalone NATS server, and the CLI only publishes and follows.
 func TestDeployWithSeparateStageProcesses(t *testing.T) {
 	sharePayloadKey(t)
-	port := freePort(t)
+	port := harness.FreePort(t)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
+	start(t, "nats-server", natsBin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
 	waitTCP(t, port)
 	for _, s := range []string{"renderer", "applier", "tracker", "recorder"} {
 		start(t, "serve "+s, sealaneBin, "serve", s, "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
@@ -140,9 +119,9 @@ func waitTCP(t *testing.T, port int) {
 // it from the cluster's state, and the deploy completes.
 func TestTrackerKilledMidPhase(t *testing.T) {
 	sharePayloadKey(t)
-	port := freePort(t)
+	port := harness.FreePort(t)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	start(t, "nats-server", natsServerBin(t), "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
+	start(t, "nats-server", natsBin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
 	waitTCP(t, port)
 	for _, s := range []string{"renderer", "applier", "recorder"} {
 		start(t, "serve "+s, sealaneBin, "serve", s, "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")

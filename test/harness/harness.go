@@ -1,0 +1,104 @@
+// Package harness is what the process-level suites (test/e2e, test/chaos, bench) share: the
+// sandbox's kubeconfig, the helm and nats-server binaries the sandbox build leaves in
+// ~/.cache/sealane/bin, a static sealane built from the tree, free ports and clientsets.
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Env is where a suite finds the tree, the cluster and the binaries it runs.
+type Env struct {
+	RepoRoot   string
+	Kubeconfig string // $SEALANE_KUBECONFIG, else the sandbox's
+	Sealane    string // built from the tree by Setup (or $SEALANE_<SUITE>_SEALANE, see Setup)
+	Helm       string
+	NATSServer string
+}
+
+// Setup finds the sandbox and the binaries and builds sealane into a temporary directory; the
+// returned cleanup removes it. sealane, when not empty, is a prebuilt binary to use instead
+// (e.g. one without a fix, to see the test that needs it fail). Every error names what is
+// missing and the make target that provides it.
+func Setup(sealane string) (Env, func(), error) {
+	_, file, _, _ := runtime.Caller(0)
+	env := Env{RepoRoot: filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))}
+	env.Kubeconfig = os.Getenv("SEALANE_KUBECONFIG")
+	if env.Kubeconfig == "" {
+		env.Kubeconfig = filepath.Join(env.RepoRoot, ".sandbox", "kubeconfig")
+	}
+	if _, err := os.Stat(env.Kubeconfig); err != nil {
+		return env, nil, fmt.Errorf("no sandbox kubeconfig at %s: run `make sandbox-up` (or `make test`)", env.Kubeconfig)
+	}
+	home, _ := os.UserHomeDir()
+	bin := filepath.Join(home, ".cache", "sealane", "bin")
+	env.Helm, env.NATSServer = filepath.Join(bin, "helm"), filepath.Join(bin, "nats-server")
+	for _, p := range []string{env.Helm, env.NATSServer} {
+		if _, err := os.Stat(p); err != nil {
+			return env, nil, fmt.Errorf("no %s: run `make sandbox-build`", p)
+		}
+	}
+	if env.Sealane = sealane; env.Sealane != "" {
+		return env, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "sealane-test-bin")
+	if err != nil {
+		return env, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	env.Sealane = filepath.Join(dir, "sealane")
+	if err := BuildSealane(env.RepoRoot, env.Sealane); err != nil {
+		cleanup()
+		return env, nil, err
+	}
+	return env, cleanup, nil
+}
+
+// BuildSealane builds ./cmd/sealane of the tree at repoRoot into out, static as shipped
+// (Makefile: build).
+func BuildSealane(repoRoot, out string) error {
+	build := exec.Command("go", "build", "-o", out, "./cmd/sealane")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Dir = repoRoot
+	if b, err := build.CombinedOutput(); err != nil {
+		return errors.New("build sealane: " + err.Error() + "\n" + string(b))
+	}
+	return nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Clientset returns a clientset for kubeconfig with room for a test's bursts (QPS 50, burst
+// 100).
+func Clientset(t testing.TB, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
