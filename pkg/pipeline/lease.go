@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	helmrelease "helm.sh/helm/v3/pkg/release"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
-	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
@@ -27,9 +22,6 @@ import (
 // while they work; the applier and the recorder renew it again right before each write to the
 // cluster or the release records (fence); the recorder releases it, handing the release to the
 // next queued request, when the deploy ends. A lost lease fails the deploy.
-
-// abandonedDescription is the reason a stale pending revision of a dead deploy is closed with.
-const abandonedDescription = "Deploy abandoned: lease expired"
 
 // withLease wraps the stages' handlers with the lease steps; without Deps.Leases it does nothing.
 func withLease(d Deps, all map[events.Stage]stage.Stage) {
@@ -243,190 +235,6 @@ func (d Deps) releaseHeld(ctx context.Context, in stage.Input) error {
 	return nil
 }
 
-// failedDescription starts the description of a revision the recorder marks failed; the
-// reason follows.
-const failedDescription = "Deploy failed: "
-
-// uninstallFailedDescription starts the description release.Store.FailUninstall writes.
-const uninstallFailedDescription = "Uninstallation failed: "
-
-// closingEvent is what the event the recorder closes a deploy with says.
-type closingEvent struct {
-	succeeded bool
-	reason    string // deploy.failed's
-	upToDate  bool   // deploy.succeeded's
-}
-
-func closingOf(in stage.Input) closingEvent {
-	switch in.Type {
-	case events.DeploySucceeded:
-		var d events.SucceededData
-		_ = decode(in, &d)
-		return closingEvent{succeeded: true, upToDate: d.UpToDate}
-	case events.DeployFailed:
-		var d events.FailedData
-		_ = decode(in, &d)
-		return closingEvent{reason: d.Reason}
-	}
-	return closingEvent{}
-}
-
-// closeLost ends a deploy whose lease is gone without touching the release records or the
-// cluster (the new holder owns them). It reports the deploy's own outcome when that is
-// certain — its records show it, or this deploy released the lease itself (the closing is
-// retried after the release: the lease is absent or was handed over from this deploy) — and
-// otherwise a failure naming the lease.
-func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
-	ev := closingOf(in)
-	held, err := r.Leases.Get(ctx, in.Target)
-	if err != nil {
-		return stage.Output{}, fmt.Errorf("release lease of %s: %w", in.Target, err)
-	}
-	released := held == nil || held.From == in.DeployID
-	o, err := r.lostOutcome(ctx, in, ev, released)
-	if err != nil {
-		return stage.Output{}, err
-	}
-	rec := events.RecordedData{Target: in.Target, Revision: in.State.Revision, Outcome: events.OutcomeFailed, Status: o.status}
-	switch {
-	case o.own && ev.succeeded:
-		rec.Outcome, rec.UpToDate = events.OutcomeSucceeded, ev.upToDate
-	case o.own:
-		rec.Reason = ev.reason
-	default:
-		rec.Reason = lostReason(lost)
-		if o.note != "" {
-			rec.Reason = o.note + ": " + rec.Reason
-		}
-		if ev.reason != "" && !strings.Contains(ev.reason, lostReason(lost)) {
-			rec.Reason = ev.reason + "; " + rec.Reason
-		}
-	}
-	emits := []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}
-	if rec.Outcome == events.OutcomeSucceeded {
-		// The same events a closing that kept the lease emits (a retried closing must not
-		// lose the CDEvent of its first attempt).
-		if emits, err = (&Recorder{r.Deps}).withCDEvent(ctx, in, emits); err != nil {
-			return stage.Output{}, err
-		}
-	}
-	holder := ""
-	if held != nil {
-		holder = held.DeployID
-	}
-	if o.own {
-		r.log().Info("deploy closed after its release lease was given up: its own outcome", zap.String("deploy", in.DeployID),
-			zap.Stringer("target", in.Target), zap.String("holder", holder), zap.String("outcome", string(rec.Outcome)))
-	} else {
-		r.log().Warn("deploy closed without a record: its release lease was lost", zap.String("deploy", in.DeployID),
-			zap.Stringer("target", in.Target), zap.String("holder", holder))
-	}
-	return stage.Output{Emits: emits}, nil
-}
-
-// closeResult is what closeLost reports.
-type closeResult struct {
-	own    bool   // the deploy's own outcome (the event's), not a lost lease
-	status string // the revision's recorded status
-	note   string // what was done before the lease was lost, when not own
-}
-
-// lostOutcome reads, without writing, whether the records show the deploy's own outcome (see
-// closeLost); released says that this deploy gave the lease up itself.
-func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
-	st := in.State
-	if st.Revision <= 0 {
-		return closeResult{own: released}, nil // nothing was recorded
-	}
-	cluster, err := r.Clusters.Get(in.Target.Cluster)
-	if err != nil {
-		return closeResult{own: released}, nil
-	}
-	store := releaseStore(cluster, in.Target, storageOf(st), r.log())
-	if st.Operation == events.OperationUninstall {
-		return r.lostUninstall(ctx, cluster, store, in, ev, released)
-	}
-	rel, err := store.Get(ctx, in.Target.Release, st.Revision)
-	switch {
-	case errors.Is(err, release.ErrNotFound):
-		return closeResult{own: released}, nil
-	case err != nil:
-		return closeResult{}, fmt.Errorf("release %s revision %d: %w", in.Target.Release, st.Revision, err)
-	case rel.Info == nil || rel.Info.Status.IsPending():
-		return closeResult{}, nil // the deploy never finished its revision
-	}
-	status := rel.Info.Status
-	out := closeResult{status: status.String()}
-	deployed := status == helmrelease.StatusDeployed || status == helmrelease.StatusSuperseded
-	switch {
-	case st.Operation == events.OperationTest:
-		// A test run records nothing: its revision was deployed before and still is.
-		out.own = released || ev.succeeded && deployed
-		if out.own {
-			out.status = helmrelease.StatusDeployed.String()
-		}
-	case ev.succeeded:
-		// Failed although the deploy succeeded: the next holder closed it as abandoned.
-		out.own = deployed
-	default:
-		out.own = status == helmrelease.StatusFailed &&
-			(released || strings.Contains(rel.Info.Description, failedDescription+ev.reason))
-	}
-	return out, nil
-}
-
-// lostUninstall is lostOutcome for an uninstall: its records deleted (or, with
-// --keep-history, its revision uninstalled) and its namespace gone when asked, or its revision
-// failed with its reason.
-func (r *renewing) lostUninstall(ctx context.Context, cluster *kube.Cluster, store *release.Store, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
-	st := in.State
-	h, err := store.History(ctx, in.Target.Release)
-	if err != nil {
-		return closeResult{}, err
-	}
-	var rel *helmrelease.Release
-	for _, rv := range h {
-		if rv.Version == st.Revision && rv.Info != nil {
-			rel = rv
-		}
-	}
-	status := ""
-	if rel != nil {
-		status = rel.Info.Status.String()
-	}
-	if !ev.succeeded {
-		own := released || rel != nil && rel.Info.Status == helmrelease.StatusFailed &&
-			strings.Contains(rel.Info.Description, uninstallFailedDescription+ev.reason)
-		return closeResult{own: own, status: status}, nil
-	}
-	var own bool
-	switch {
-	case len(h) == 0:
-		own = true // the records are deleted
-	case rel != nil && rel.Info.Status == helmrelease.StatusUninstalled:
-		own = true // --keep-history
-	case rel != nil && rel.Info.Status == helmrelease.StatusUninstalling:
-		own = false // never finished
-	default:
-		own = released // a later deploy wrote records since
-	}
-	if !own {
-		return closeResult{status: status}, nil
-	}
-	if st.WithNamespace {
-		ns, err := cluster.Typed.CoreV1().Namespaces().Get(ctx, in.Target.Namespace, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return closeResult{}, fmt.Errorf("namespace %s: %w", in.Target.Namespace, err)
-		case ns.DeletionTimestamp == nil:
-			return closeResult{status: helmrelease.StatusUninstalled.String(),
-				note: fmt.Sprintf("release uninstalled, but its namespace %s was not deleted", in.Target.Namespace)}, nil
-		}
-	}
-	return closeResult{own: true, status: helmrelease.StatusUninstalled.String()}, nil
-}
-
 func emitsType(out stage.Output, t events.Type) bool {
 	for _, em := range out.Emits {
 		if em.Type == t && em.DeployID == "" {
@@ -533,26 +341,4 @@ func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, f
 		defer mu.Unlock()
 		return lost
 	}
-}
-
-// closeAbandoned marks failed a pending revision older than revision that a dead deploy left
-// (its lease expired and this deploy took the release over).
-func closeAbandoned(ctx context.Context, store *release.Store, name string, revision int, log *zap.Logger) error {
-	last, err := store.Last(ctx, name)
-	if errors.Is(err, release.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	// Only sealane's own leftovers: helm's pending revisions are helm's to finish.
-	if last.Version >= revision || last.Info == nil || !last.Info.Status.IsPending() || !release.WrittenBySealane(last) {
-		return nil
-	}
-	if _, err := store.RecordResult(ctx, name, last.Version, false, abandonedDescription); err != nil {
-		return fmt.Errorf("close abandoned revision %d of %s: %w", last.Version, name, err)
-	}
-	log.Warn("closed a revision its deploy abandoned", zap.String("release", name), zap.Int("revision", last.Version),
-		zap.String("was", last.Info.Status.String()))
-	return nil
 }
