@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	helmrelease "helm.sh/helm/v3/pkg/release"
+
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/chart"
@@ -33,11 +35,25 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err := decode(in, &req); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
-	fail := func(reason string) (stage.Output, error) {
-		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
+	out, err := r.handle(ctx, in, req)
+	var ref refusal
+	if errors.As(err, &ref) {
+		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, ref.reason)}}, nil
 	}
+	return out, err
+}
+
+// refusal is a request the renderer refuses: the deploy fails with reason, nothing is retried.
+type refusal struct{ reason string }
+
+func (r refusal) Error() string { return r.reason }
+
+func refuse(format string, args ...any) error { return refusal{reason: fmt.Sprintf(format, args...)} }
+
+// handle is Handle for a decoded request; a refusal fails the deploy, other errors are retried.
+func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.RequestedData) (stage.Output, error) {
 	if err := CheckReleaseStorage(req.ReleaseStorage); err != nil {
-		return fail(fmt.Sprintf("release %s: %v", in.Target.Release, err))
+		return stage.Output{}, refuse("release %s: %v", in.Target.Release, err)
 	}
 	switch req.Operation {
 	case "", events.OperationDeploy, events.OperationPlan:
@@ -48,78 +64,150 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	case events.OperationTest:
 		return r.test(ctx, in, req)
 	default:
-		return fail(fmt.Sprintf("unknown operation %q: use deploy, plan, rollback, uninstall or test", req.Operation))
+		return stage.Output{}, refuse("unknown operation %q: use deploy, plan, rollback, uninstall or test", req.Operation)
 	}
+	loaded, inputs, err := r.loadChart(ctx, &req)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	cluster, err := r.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return stage.Output{}, refuse("%s", err.Error())
+	}
+	h, err := r.history(ctx, cluster, in.Target, req.ReleaseStorage)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	bundle, res, warnings, err := r.render(ctx, cluster, renderJob{target: in.Target, req: req, loaded: loaded, inputs: inputs, history: h})
+	if err != nil {
+		return stage.Output{}, err
+	}
+	if req.Operation == events.OperationPlan {
+		deployedRevision := 0
+		if h.deployed != nil {
+			deployedRevision = h.deployed.Version
+		}
+		return r.planned(ctx, in, cluster, &bundle, h.revision, deployedRevision, req.DiffContextLines, warnings)
+	}
+	if h.deployed != nil {
+		same, err := upToDate(ctx, cluster, in.Target, h.deployed, loaded.Chart.Metadata.Version, &bundle)
+		if err != nil {
+			return stage.Output{}, err
+		}
+		if same {
+			st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: h.deployed.Version, Operation: req.Operation, ReleaseStorage: req.ReleaseStorage}
+			return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeploySucceeded, Step: "succeeded",
+				Data: events.SucceededData{Target: in.Target, Revision: h.deployed.Version, UpToDate: true}}}}, nil
+		}
+	}
+	return r.rendered(ctx, in, req, renderedRelease{
+		revision: h.revision, isUpgrade: h.deployed != nil, chart: req.Chart, objects: res.Objects,
+		warnings: warnings, bundle: bundle,
+	})
+}
+
+// loadChart loads the request's chart (storing a remote one in the Object Store first, which
+// fills req.Chart) and its values.
+func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*chart.Loaded, chart.Inputs, error) {
+	var inputs chart.Inputs
 	if req.Chart.Ref == "" {
 		if req.Chart.Name == "" {
-			return fail("the request names no chart")
+			return nil, inputs, refuse("the request names no chart")
 		}
 		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart)
 		if chartMissing(err) {
-			return fail(err.Error())
+			return nil, inputs, refuse("%s", err.Error())
 		}
 		if err != nil {
-			return stage.Output{}, err
+			return nil, inputs, err
 		}
 		req.Chart = src
 	}
 	if req.Chart.Digest == "" {
-		return fail(fmt.Sprintf("chart %s: the request has no chart digest", req.Chart.Name))
+		return nil, inputs, refuse("chart %s: the request has no chart digest", req.Chart.Name)
 	}
 	loaded, err := r.Charts.Load(ctx, req.Chart.Digest, func(ctx context.Context) ([]byte, error) {
 		return r.Blobs.GetBlob(ctx, req.Chart.Ref)
 	})
 	if err != nil {
 		if errors.Is(err, chart.ErrBadArchive) {
-			return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
+			return nil, inputs, refuse("chart %s: %v", req.Chart.Name, err)
 		}
-		return stage.Output{}, err
+		return nil, inputs, err
 	}
-	var inputs chart.Inputs
 	if req.InputsRef != "" {
 		raw, err := r.Blobs.GetBlob(ctx, req.InputsRef)
 		if err != nil {
-			return stage.Output{}, err
+			return nil, inputs, err
 		}
 		if err := json.Unmarshal(raw, &inputs); err != nil {
-			return fail(fmt.Sprintf("values %s: %v", req.InputsRef, err))
+			return nil, inputs, refuse("values %s: %v", req.InputsRef, err)
 		}
 	}
-	cluster, err := r.Clusters.Get(in.Target.Cluster)
+	return loaded, inputs, nil
+}
+
+// releaseHistory is what a render needs of the release's history: the revision to write and
+// the deployed release (nil on an install).
+type releaseHistory struct {
+	revision int
+	deployed *helmrelease.Release
+}
+
+// history reads the release's next revision and its deployed release; a first revision is
+// refused when the release is recorded in the other storage.
+func (r *Renderer) history(ctx context.Context, cluster *kube.Cluster, target events.Target, storage events.ReleaseStorage) (releaseHistory, error) {
+	store := releaseStore(cluster, target, storage, r.log())
+	revision, err := store.NextRevision(ctx, target.Release)
 	if err != nil {
-		return fail(err.Error())
-	}
-	store := releaseStore(cluster, in.Target, req.ReleaseStorage, r.log())
-	revision, err := store.NextRevision(ctx, in.Target.Release)
-	if err != nil {
-		return stage.Output{}, fmt.Errorf("release %s history: %w", in.Target.Release, err)
+		return releaseHistory{}, fmt.Errorf("release %s history: %w", target.Release, err)
 	}
 	if revision == 1 {
-		why, err := recordedElsewhere(ctx, cluster, in.Target, req.ReleaseStorage, r.log())
+		why, err := recordedElsewhere(ctx, cluster, target, storage, r.log())
 		if err != nil {
-			return stage.Output{}, err
+			return releaseHistory{}, err
 		}
 		if why != "" {
-			return fail(why)
+			return releaseHistory{}, refuse("%s", why)
 		}
 	}
-	deployed, err := store.Deployed(ctx, in.Target.Release)
-	isUpgrade := err == nil
-	if err != nil && !errors.Is(err, release.ErrNotFound) {
-		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
+	deployed, err := store.Deployed(ctx, target.Release)
+	if errors.Is(err, release.ErrNotFound) {
+		return releaseHistory{revision: revision}, nil
 	}
+	if err != nil {
+		return releaseHistory{}, fmt.Errorf("release %s: %w", target.Release, err)
+	}
+	return releaseHistory{revision: revision, deployed: deployed}, nil
+}
+
+// renderJob is what render works from: the request for target, its chart and values, the
+// release's history.
+type renderJob struct {
+	target  events.Target
+	req     events.RequestedData
+	loaded  *chart.Loaded
+	inputs  chart.Inputs
+	history releaseHistory
+}
+
+// render renders the chart against the cluster and plans the deploy: the bundle the applier
+// and the recorder work from, the render's result and the warnings to report.
+func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (RenderBundle, *render.Result, []string, error) {
+	target, req, loaded, inputs, h := job.target, job.req, job.loaded, job.inputs, job.history
 	caps, err := chart.ClusterCapabilities(cluster.Typed.Discovery())
 	if err != nil {
-		return stage.Output{}, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	schema, err := r.Schemas.get(ctx, cluster)
 	if err != nil {
-		return stage.Output{}, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
+	isUpgrade := h.deployed != nil
 	res, err := render.Render(render.Request{
 		Chart:        loaded.Chart,
 		Inputs:       inputs,
-		Release:      chart.Release{Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: revision, IsUpgrade: isUpgrade},
+		Release:      chart.Release{Name: target.Release, Namespace: target.Namespace, Revision: h.revision, IsUpgrade: isUpgrade},
 		Service:      render.ServiceValues(req, version.String()),
 		Secrets:      r.Secrets,
 		Capabilities: caps,
@@ -127,20 +215,20 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		Schema:       schema,
 	})
 	if err != nil {
-		return fail(err.Error())
+		return RenderBundle{}, nil, nil, refuse("%s", err.Error())
 	}
 	method, err := apply.ParseMethod(req.ApplyMethod)
 	if err != nil {
-		return fail(err.Error())
+		return RenderBundle{}, nil, nil, refuse("%s", err.Error())
 	}
 	kind, previous := plan.Install, ""
 	if isUpgrade {
-		kind, previous = plan.Upgrade, deployed.Manifest
+		kind, previous = plan.Upgrade, h.deployed.Manifest
 	}
 	crds := CRDFiles(res.CRDs)
-	p, err := BuildPlan(kind, in.Target, cluster, crds, append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), previous)
+	p, err := BuildPlan(kind, target, cluster, crds, append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), previous)
 	if err != nil {
-		return fail(fmt.Sprintf("chart %s: %v", req.Chart.Name, err))
+		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
 	}
 	bundle := RenderBundle{
 		Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config,
@@ -148,29 +236,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		CRDs: crds, Previous: previous, Plan: p,
 		Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
 	}
-	warnings := append(warningLines(res.Warnings), planWarnings(p)...)
-	if req.Operation == events.OperationPlan {
-		deployedRevision := 0
-		if isUpgrade {
-			deployedRevision = deployed.Version
-		}
-		return r.planned(ctx, in, cluster, &bundle, revision, deployedRevision, req.DiffContextLines, warnings)
-	}
-	if isUpgrade {
-		same, err := upToDate(ctx, cluster, in.Target, deployed, loaded.Chart.Metadata.Version, &bundle)
-		if err != nil {
-			return stage.Output{}, err
-		}
-		if same {
-			st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: deployed.Version, Operation: req.Operation, ReleaseStorage: req.ReleaseStorage}
-			return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeploySucceeded, Step: "succeeded",
-				Data: events.SucceededData{Target: in.Target, Revision: deployed.Version, UpToDate: true}}}}, nil
-		}
-	}
-	return r.rendered(ctx, in, req, renderedRelease{
-		revision: revision, isUpgrade: isUpgrade, chart: req.Chart, objects: res.Objects,
-		warnings: warnings, bundle: bundle,
-	})
+	return bundle, res, append(warningLines(res.Warnings), planWarnings(p)...), nil
 }
 
 // renderedRelease is what a render (or a rollback) produced for the recorder and the applier.
