@@ -38,30 +38,13 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		result.Failures = []events.ResourceFailure{{Reason: err.Error()}}
 		return emit(result), nil
 	}
-	targets := make([]track.Target, 0, len(d.Waits))
-	for _, w := range d.Waits {
-		until := track.Condition(w.Until)
-		if until == "" {
-			until = track.UntilReady
-		}
-		// The plan decides what blocks (it may have to wait for a resource annotated
-		// NonBlocking, such as a CRD), so the live annotation must not undo that.
-		termination := resource.WaitUntilResourceReady
-		if w.NonBlocking {
-			termination = resource.NonBlocking
-		}
-		targets = append(targets, track.Target{Ref: toKubeRef(w.Resource), Condition: until, Termination: termination})
-	}
+	targets := trackTargets(d.Waits)
 	timeout := d.Deadline.Sub(t.now())
 	if d.Deadline.IsZero() {
 		timeout = defaultTimeout
 	}
 	if timeout <= 0 {
 		timeout = 1 // the deadline passed while queued: look once, then time out
-	}
-	until := make(map[events.ResourceRef]string, len(d.Waits))
-	for _, w := range d.Waits {
-		until[w.Resource] = w.Until
 	}
 	// Progress and log lines are published from two goroutines (tracking, log streams).
 	var publishMu sync.Mutex
@@ -85,16 +68,9 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	relay := newLogRelay(ctx, cluster.Typed, publish, events.LogLinesData{Target: in.Target, Revision: d.Revision, Phase: d.Phase},
 		since, changed, t.log().With(zap.String("deploy", in.DeployID)))
 	opts := track.Options{Timeout: timeout, Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event, Since: since}
+	progressed := progressOf(in.Target, d)
 	outcome, err := track.TrackTargets(ctx, cluster, targets, opts, func(p track.Progress) {
-		ref := toEventRef(p.Ref)
-		data := events.ProgressedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Resource: ref, Until: until[ref],
-			State: events.State(p.Status.State), Ready: p.Status.Ready, Desired: p.Status.Desired, Message: p.Status.Message,
-			Errors: p.Status.Errors, LastError: p.Status.LastError, NonBlocking: p.Status.NonBlocking}
-		for _, pod := range p.Status.Pods {
-			data.Pods = append(data.Pods, events.PodProgress{Name: pod.Name, State: events.State(pod.State), Ready: pod.Ready,
-				Desired: pod.Desired, Restarts: pod.Restarts, Message: pod.Message})
-		}
-		step := fmt.Sprintf("progress.%d.%x", d.Phase, sha256.Sum256(fmt.Appendf(nil, "%+v", data)))[:40]
+		data, step := progressed(p)
 		if err := publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
 			t.log().Warn("publish progress", zap.String("deploy", in.DeployID), zap.Error(err))
 		}
@@ -128,4 +104,43 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 			zap.String("deploy", in.DeployID), zap.Stringer("resource", f.Ref), zap.String("reason", f.Reason))
 	}
 	return emit(result), nil
+}
+
+// trackTargets are the targets tracking a phase's waits: the plan decides what blocks (it may
+// have to wait for a resource annotated NonBlocking, such as a CRD), so the live annotation
+// must not undo that.
+func trackTargets(waits []events.Wait) []track.Target {
+	targets := make([]track.Target, 0, len(waits))
+	for _, w := range waits {
+		until := track.Condition(w.Until)
+		if until == "" {
+			until = track.UntilReady
+		}
+		termination := resource.WaitUntilResourceReady
+		if w.NonBlocking {
+			termination = resource.NonBlocking
+		}
+		targets = append(targets, track.Target{Ref: toKubeRef(w.Resource), Condition: until, Termination: termination})
+	}
+	return targets
+}
+
+// progressOf returns how a tracked change of phase d becomes a resource_progressed payload and
+// its step (the same progress twice is one step, published once).
+func progressOf(target events.Target, d events.PhaseAppliedData) func(track.Progress) (events.ProgressedData, string) {
+	until := make(map[events.ResourceRef]string, len(d.Waits))
+	for _, w := range d.Waits {
+		until[w.Resource] = w.Until
+	}
+	return func(p track.Progress) (events.ProgressedData, string) {
+		ref := toEventRef(p.Ref)
+		data := events.ProgressedData{Target: target, Revision: d.Revision, Phase: d.Phase, Resource: ref, Until: until[ref],
+			State: events.State(p.Status.State), Ready: p.Status.Ready, Desired: p.Status.Desired, Message: p.Status.Message,
+			Errors: p.Status.Errors, LastError: p.Status.LastError, NonBlocking: p.Status.NonBlocking}
+		for _, pod := range p.Status.Pods {
+			data.Pods = append(data.Pods, events.PodProgress{Name: pod.Name, State: events.State(pod.State), Ready: pod.Ready,
+				Desired: pod.Desired, Restarts: pod.Restarts, Message: pod.Message})
+		}
+		return data, fmt.Sprintf("progress.%d.%x", d.Phase, sha256.Sum256(fmt.Appendf(nil, "%+v", data)))[:40]
+	}
 }
