@@ -121,107 +121,129 @@ func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedR
 
 // step performs one step: its deletions (of recreations too) first, then its applies.
 func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedResource, error) {
-	var toApply, toRecreate, toDelete, hookDeletes []manifest.Object
-	for _, id := range ids {
-		op := r.op(id)
-		if op == nil {
-			return nil, fmt.Errorf("plan: no operation %s", id)
-		}
-		res := r.plan.Resource(op.Resource)
-		if res == nil {
-			return nil, fmt.Errorf("plan: operation %s names no resource", id)
-		}
-		switch op.Type {
-		case plan.OpApply, plan.OpRecreate:
-			o, ok := r.objects.get(res.Key)
-			if !ok {
-				return nil, fmt.Errorf("plan: %s is not in the render", res.Key)
-			}
-			if op.Type == plan.OpRecreate {
-				toRecreate = append(toRecreate, o)
-			} else {
-				toApply = append(toApply, o)
-			}
-		case plan.OpDelete:
-			if o, ok := r.objects.get(res.Key); ok {
-				hookDeletes = append(hookDeletes, o) // a delete policy of this render's object
-			} else if o, ok := r.previous.get(res.Key); ok {
-				toDelete = append(toDelete, o) // dropped from the chart
-			} else {
-				return nil, fmt.Errorf("plan: %s to delete is in neither revision", res.Key)
-			}
-		default:
-			return nil, fmt.Errorf("plan: operation %s of type %s is not the applier's", id, op.Type)
-		}
+	w, err := r.sortStep(ids)
+	if err != nil {
+		return nil, err
 	}
 	var out []events.AppliedResource
-	var errs []error
-	recreated := map[string]bool{} // objects a recreation actually deleted
-	del := func(objs []manifest.Object, ignoreKeep, recreate bool) error {
-		if len(objs) == 0 {
-			return nil
-		}
-		if err := r.fenceWrites(ctx); err != nil {
-			return err
-		}
-		results, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: ignoreKeep})
-		for _, d := range results {
-			if recreate {
-				if d.Action == apply.Deleted {
-					recreated[refKey(d.Ref)] = true
-				}
-				continue // reported with the create below
-			}
-			out = append(out, events.AppliedResource{Resource: toEventRef(d.Ref), Action: events.Action(d.Action)})
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return nil
-	}
 	if r.deployID != "" {
 		var done []manifest.Ref
-		var err error
-		if toRecreate, done, err = r.notYetRecreated(ctx, toRecreate); err != nil {
+		if w.recreate, done, err = r.notYetRecreated(ctx, w.recreate); err != nil {
 			return nil, err
 		}
 		for _, ref := range done {
 			out = append(out, events.AppliedResource{Resource: toEventRef(ref), Action: events.ActionUnchanged})
 		}
-		apply.WithMetadata(toRecreate, map[string]string{AnnotationDeployID: r.deployID}, nil)
+		apply.WithMetadata(w.recreate, map[string]string{AnnotationDeployID: r.deployID}, nil)
 	}
+	var errs []error
+	recreated := map[string]bool{} // objects a recreation actually deleted
 	for _, batch := range []struct {
 		objs                 []manifest.Object
 		ignoreKeep, recreate bool
-	}{{toDelete, false, false}, {hookDeletes, true, false}, {toRecreate, true, true}} {
-		if err := del(batch.objs, batch.ignoreKeep, batch.recreate); err != nil {
+	}{{w.del, false, false}, {w.hookDel, true, false}, {w.recreate, true, true}} {
+		deleted, err := r.deleteBatch(ctx, batch.objs, batch.ignoreKeep)
+		if err != nil {
 			return out, err
+		}
+		for _, d := range deleted.results {
+			if !batch.recreate {
+				out = append(out, events.AppliedResource{Resource: toEventRef(d.Ref), Action: events.Action(d.Action)})
+			} else if d.Action == apply.Deleted {
+				recreated[refKey(d.Ref)] = true // reported with the create below
+			}
+		}
+		if deleted.err != nil {
+			errs = append(errs, deleted.err)
 		}
 	}
 	if len(errs) > 0 {
 		return out, errors.Join(errs...)
 	}
-	toApply = append(toApply, toRecreate...)
-	if len(toApply) > 0 {
-		if err := r.fenceWrites(ctx); err != nil {
-			return out, err
+	toApply := append(w.apply, w.recreate...)
+	if len(toApply) == 0 {
+		return out, nil
+	}
+	if err := r.fenceWrites(ctx); err != nil {
+		return out, err
+	}
+	results, err := apply.Apply(ctx, r.cluster, toApply, apply.Options{
+		FieldManager: "sealane", DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
+		Previous: r.prevList, TakeOwnership: r.settings.TakeOwnership,
+	})
+	for _, a := range results {
+		action := events.Action(a.Action)
+		if recreated[refKey(a.Ref)] {
+			action = events.ActionRecreated
 		}
-		results, err := apply.Apply(ctx, r.cluster, toApply, apply.Options{
-			FieldManager: "sealane", DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
-			Previous: r.prevList, TakeOwnership: r.settings.TakeOwnership,
-		})
-		for _, a := range results {
-			action := events.Action(a.Action)
-			if recreated[refKey(a.Ref)] {
-				action = events.ActionRecreated
+		out = append(out, events.AppliedResource{Resource: toEventRef(a.Ref), Action: action})
+	}
+	return out, err
+}
+
+// stepWork is one step's operations sorted by what the applier does with their objects.
+type stepWork struct {
+	apply, recreate []manifest.Object
+	del             []manifest.Object // dropped from the chart (from the previous revision)
+	hookDel         []manifest.Object // delete policies of this render's objects
+}
+
+// sortStep finds the objects of the step's operations.
+func (r *phaseRun) sortStep(ids []string) (stepWork, error) {
+	var w stepWork
+	for _, id := range ids {
+		op := r.op(id)
+		if op == nil {
+			return w, fmt.Errorf("plan: no operation %s", id)
+		}
+		res := r.plan.Resource(op.Resource)
+		if res == nil {
+			return w, fmt.Errorf("plan: operation %s names no resource", id)
+		}
+		switch op.Type {
+		case plan.OpApply, plan.OpRecreate:
+			o, ok := r.objects.get(res.Key)
+			if !ok {
+				return w, fmt.Errorf("plan: %s is not in the render", res.Key)
 			}
-			out = append(out, events.AppliedResource{Resource: toEventRef(a.Ref), Action: action})
-		}
-		if err != nil {
-			return out, err
+			if op.Type == plan.OpRecreate {
+				w.recreate = append(w.recreate, o)
+			} else {
+				w.apply = append(w.apply, o)
+			}
+		case plan.OpDelete:
+			if o, ok := r.objects.get(res.Key); ok {
+				w.hookDel = append(w.hookDel, o)
+			} else if o, ok := r.previous.get(res.Key); ok {
+				w.del = append(w.del, o)
+			} else {
+				return w, fmt.Errorf("plan: %s to delete is in neither revision", res.Key)
+			}
+		default:
+			return w, fmt.Errorf("plan: operation %s of type %s is not the applier's", id, op.Type)
 		}
 	}
-	return out, nil
+	return w, nil
+}
+
+// deleted is what one delete batch did: per-object results, and the error of the objects it
+// could not delete (the batch went on with the others).
+type deleted struct {
+	results []apply.DeleteResult
+	err     error
+}
+
+// deleteBatch deletes objs (fenced: only while the deploy holds the lease); the returned error
+// is the fence's, the objects' own errors are in deleted.err.
+func (r *phaseRun) deleteBatch(ctx context.Context, objs []manifest.Object, ignoreKeep bool) (deleted, error) {
+	if len(objs) == 0 {
+		return deleted{}, nil
+	}
+	if err := r.fenceWrites(ctx); err != nil {
+		return deleted{}, err
+	}
+	results, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: ignoreKeep})
+	return deleted{results: results, err: err}, nil
 }
 
 // notYetRecreated splits the objects to recreate into those this deploy has not created yet
