@@ -71,23 +71,11 @@ func (r *Runner) logger() *zap.Logger {
 }
 
 func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger) error {
-	e, err := events.Decode(msg.Headers(), msg.Data())
-	if err != nil {
-		return bus.Permanent(fmt.Errorf("%s: message on %s: %w", st.Name, msg.Subject(), err))
+	in, mine, err := r.input(st, msg, log)
+	if err != nil || !mine {
+		return err
 	}
-	if p := events.PipelineOf(e); p != r.Bus.Options().Pipeline {
-		// Another process's private pipeline (several share one data directory): its own
-		// stages handle it, with its kubeconfig and keys.
-		log.Debug("skipping an event of another pipeline", zap.String("event", e.ID()), zap.String("pipeline", p))
-		return nil
-	}
-	in := Input{Event: e, Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
-	if in.DeployID == "" {
-		return bus.Permanent(fmt.Errorf("%s: event %s has no %s extension", st.Name, e.ID(), events.ExtCorrelationID))
-	}
-	if in.Target, err = events.TargetOf(e); err != nil {
-		return bus.Permanent(fmt.Errorf("%s: event %s: %w", st.Name, e.ID(), err))
-	}
+	e := in.Event
 	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()))
 
 	state, rev, err := r.loadState(ctx, in.DeployID)
@@ -107,35 +95,9 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return nil
 	}
 	in.State = state
-	// Live events (progress, log lines) are pipelined: the handler does not wait for each ack,
-	// and every one is acknowledged before the handler's own events are published. Those
-	// already stored are let go as new ones are sent, so a long phase does not keep all of
-	// its thousands of progress events in memory.
-	var pendingMu sync.Mutex
-	var pending []*bus.Pending
-	in.Publish = func(ctx context.Context, em Emit) error {
-		ev, msg, err := r.encode(st, in, em)
-		if err != nil {
-			return err
-		}
-		p := r.Bus.PublishAsync(msg, ev.ID(), events.Type(ev.Type()) == events.LogLines)
-		pendingMu.Lock()
-		pending = append(slices.DeleteFunc(pending, (*bus.Pending).Stored), p)
-		pendingMu.Unlock()
-		return nil
-	}
-	flush := func() error {
-		pendingMu.Lock()
-		waits := pending
-		pending = nil
-		pendingMu.Unlock()
-		for _, p := range waits {
-			if err := p.Wait(ctx); err != nil {
-				return fmt.Errorf("%s: %w", st.Name, err)
-			}
-		}
-		return nil
-	}
+	live := &livePublisher{r: r, st: st, in: in}
+	in.Publish = live.publish
+	flush := func() error { return live.flush(ctx) }
 
 	start := r.now()
 	if r.Observe != nil {
@@ -172,6 +134,66 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return err
 	}
 	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
+	return nil
+}
+
+// input decodes msg into the handler's Input; mine is false (and the message acknowledged)
+// for an event of another process's private pipeline. A malformed event is a permanent error.
+func (r *Runner) input(st Stage, msg jetstream.Msg, log *zap.Logger) (in Input, mine bool, err error) {
+	e, err := events.Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		return in, false, bus.Permanent(fmt.Errorf("%s: message on %s: %w", st.Name, msg.Subject(), err))
+	}
+	if p := events.PipelineOf(e); p != r.Bus.Options().Pipeline {
+		// Another process's private pipeline (several share one data directory): its own
+		// stages handle it, with its kubeconfig and keys.
+		log.Debug("skipping an event of another pipeline", zap.String("event", e.ID()), zap.String("pipeline", p))
+		return in, false, nil
+	}
+	in = Input{Event: e, Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
+	if in.DeployID == "" {
+		return in, false, bus.Permanent(fmt.Errorf("%s: event %s has no %s extension", st.Name, e.ID(), events.ExtCorrelationID))
+	}
+	if in.Target, err = events.TargetOf(e); err != nil {
+		return in, false, bus.Permanent(fmt.Errorf("%s: event %s: %w", st.Name, e.ID(), err))
+	}
+	return in, true, nil
+}
+
+// livePublisher publishes a handler's live events (progress, log lines) pipelined: the
+// handler does not wait for each ack, and flush waits for every one before the handler's own
+// events are published. Those already stored are let go as new ones are sent, so a long
+// phase does not keep all of its thousands of progress events in memory.
+type livePublisher struct {
+	r       *Runner
+	st      Stage
+	in      Input
+	mu      sync.Mutex
+	pending []*bus.Pending
+}
+
+func (l *livePublisher) publish(_ context.Context, em Emit) error {
+	ev, msg, err := l.r.encode(l.st, l.in, em)
+	if err != nil {
+		return err
+	}
+	p := l.r.Bus.PublishAsync(msg, ev.ID(), events.Type(ev.Type()) == events.LogLines)
+	l.mu.Lock()
+	l.pending = append(slices.DeleteFunc(l.pending, (*bus.Pending).Stored), p)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *livePublisher) flush(ctx context.Context) error {
+	l.mu.Lock()
+	waits := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, p := range waits {
+		if err := p.Wait(ctx); err != nil {
+			return fmt.Errorf("%s: %w", l.st.Name, err)
+		}
+	}
 	return nil
 }
 
