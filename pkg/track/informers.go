@@ -167,26 +167,7 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 	} else {
 		inf = dynamicinformer.NewFilteredDynamicInformer(w.c.Dynamic, key.gvr, key.namespace, 0, indexers, tweak).Informer()
 	}
-	// Managed fields are a good part of every object and are never judged: not kept (an
-	// informer of a thousand objects holds several MB less).
-	transform := stripManagedFields
-	if key.metadataOnly && key.gvr == replicaSetsGVR {
-		// Stored as ReplicaSets, as the pod source's owner index and PodsOf expect them.
-		transform = func(obj any) (any, error) {
-			obj, _ = stripManagedFields(obj)
-			if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
-				return obj, nil
-			}
-			u := asUnstructured(obj)
-			if u == nil {
-				return obj, nil
-			}
-			u.SetAPIVersion("apps/v1")
-			u.SetKind("ReplicaSet")
-			return u, nil
-		}
-	}
-	_ = inf.SetTransform(transform)
+	_ = inf.SetTransform(transformFor(key))
 	poke := func(obj any) {
 		w.touch(obj)
 		select {
@@ -199,17 +180,53 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 		UpdateFunc: func(_, obj any) { poke(obj) },
 		DeleteFunc: poke,
 	})
+	_ = inf.SetWatchErrorHandler(w.watchErrors(key))
+	w.informers[key] = inf
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		inf.RunWithContext(w.ctx)
+	}()
+	return inf
+}
+
+// transformFor is what key's informer keeps of an object: no managed fields (a good part of
+// every object and never judged: an informer of a thousand objects holds several MB less);
+// ReplicaSets watched as metadata are stored as ReplicaSets, as the pod source's owner index
+// and PodsOf expect them.
+func transformFor(key informerKey) cache.TransformFunc {
+	if !key.metadataOnly || key.gvr != replicaSetsGVR {
+		return stripManagedFields
+	}
+	return func(obj any) (any, error) {
+		obj, _ = stripManagedFields(obj)
+		if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
+			return obj, nil
+		}
+		u := asUnstructured(obj)
+		if u == nil {
+			return obj, nil
+		}
+		u.SetAPIVersion("apps/v1")
+		u.SetKind("ReplicaSet")
+		return u, nil
+	}
+}
+
+// watchErrors handles the watch errors of key's informer: the reflector retries what may pass
+// (expired, EOF, connection trouble); a watch the cluster refuses ends tracking with ErrWatch,
+// except for Events, which only add errors to count (tracking goes on without them, said once).
+func (w *watcher) watchErrors(key informerKey) cache.WatchErrorHandler {
 	where := key.gvr.Resource
 	if key.namespace != "" {
 		where += " in namespace " + key.namespace
 	}
 	var logged sync.Once
-	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+	return func(_ *cache.Reflector, err error) {
 		if !fatalWatchError(err) {
-			return // expired, EOF, connection trouble: the reflector retries
+			return
 		}
 		if key.gvr == eventsGVR {
-			// Events only add errors to count; tracking goes on without them.
 			logged.Do(func() {
 				w.log.Warn("cannot watch events; errors reported by events are not counted",
 					zap.String("cluster", w.c.Name), zap.String("namespace", key.namespace), zap.Error(err))
@@ -220,14 +237,7 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 		case w.errs <- fmt.Errorf("%w: %s on cluster %s: %w", ErrWatch, where, w.c.Name, err):
 		default:
 		}
-	})
-	w.informers[key] = inf
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		inf.RunWithContext(w.ctx)
-	}()
-	return inf
+	}
 }
 
 // podSource returns the pod (and ReplicaSet) informers of workload's namespace, starting them
