@@ -61,34 +61,7 @@ func (w *walker) visit(v any, s kproto.Schema) {
 			w.visit(v, sub)
 		}
 	case *kproto.Kind:
-		m, ok := v.(map[string]any)
-		if !ok {
-			w.typeError(s, "map", kindOf(v))
-			return
-		}
-		for k, val := range m {
-			if val == nil {
-				continue
-			}
-			w.push(step{key: k, index: -1})
-			if field, known := s.Fields[k]; known {
-				w.visit(val, field)
-			} else {
-				hint := "fix its spelling or indentation, or remove it"
-				if alt := closest(k, s.Keys()); alt != "" {
-					hint = fmt.Sprintf("did you mean %q?", alt)
-				}
-				w.add(CodeUnknownField, w.path, kvalidation.UnknownFieldError{Path: s.GetPath().String(), Field: k}.Error(), hint)
-			}
-			w.pop()
-		}
-		for _, req := range s.RequiredFields {
-			if val, ok := m[req]; !ok || val == nil {
-				w.push(step{key: req, index: -1})
-				w.add(CodeMissingRequiredField, w.path, kvalidation.MissingRequiredFieldError{Path: s.GetPath().String(), Field: req}.Error(), "set it")
-				w.pop()
-			}
-		}
+		w.visitKind(v, s)
 	case *kproto.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -119,32 +92,71 @@ func (w *walker) visit(v any, s kproto.Schema) {
 			w.pop()
 		}
 	case *kproto.Primitive:
-		actual := kindOf(v)
-		switch s.Type {
-		case kproto.Boolean:
-			if actual == kproto.Boolean {
-				return
-			}
-		case kproto.Integer, kproto.Number:
-			if actual == kproto.Integer || actual == kproto.Number {
-				return
-			}
-		case kproto.String:
-			switch {
-			case actual == "map" || actual == "array":
-				// a type error, as for the other types
-			case actual == kproto.String || s.Format == "int-or-string" || w.inMetadata():
-				return
-			default:
-				w.add(CodeInvalidType, w.path,
-					kvalidation.InvalidTypeError{Path: s.GetPath().String(), Expected: kproto.String, Actual: actual}.Error(),
-					"quote the value (in a template, `| quote`): the apiserver refuses numbers and booleans here")
-				return
-			}
-		}
-		w.typeError(s, s.Type, actual)
+		w.visitPrimitive(v, s)
 	}
 	// *kproto.Arbitrary takes anything.
+}
+
+// visitKind checks an object against its kind's fields: unknown fields (with the closest
+// known one as a hint) and missing required ones.
+func (w *walker) visitKind(v any, s *kproto.Kind) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		w.typeError(s, "map", kindOf(v))
+		return
+	}
+	for k, val := range m {
+		if val == nil {
+			continue
+		}
+		w.push(step{key: k, index: -1})
+		if field, known := s.Fields[k]; known {
+			w.visit(val, field)
+		} else {
+			hint := "fix its spelling or indentation, or remove it"
+			if alt := closest(k, s.Keys()); alt != "" {
+				hint = fmt.Sprintf("did you mean %q?", alt)
+			}
+			w.add(CodeUnknownField, w.path, kvalidation.UnknownFieldError{Path: s.GetPath().String(), Field: k}.Error(), hint)
+		}
+		w.pop()
+	}
+	for _, req := range s.RequiredFields {
+		if val, ok := m[req]; !ok || val == nil {
+			w.push(step{key: req, index: -1})
+			w.add(CodeMissingRequiredField, w.path, kvalidation.MissingRequiredFieldError{Path: s.GetPath().String(), Field: req}.Error(), "set it")
+			w.pop()
+		}
+	}
+}
+
+// visitPrimitive checks a scalar's type. Numbers and booleans where a string is expected get
+// their own hint (quote them); int-or-string fields and metadata take either.
+func (w *walker) visitPrimitive(v any, s *kproto.Primitive) {
+	actual := kindOf(v)
+	switch s.Type {
+	case kproto.Boolean:
+		if actual == kproto.Boolean {
+			return
+		}
+	case kproto.Integer, kproto.Number:
+		if actual == kproto.Integer || actual == kproto.Number {
+			return
+		}
+	case kproto.String:
+		switch {
+		case actual == "map" || actual == "array":
+			// a type error, as for the other types
+		case actual == kproto.String || s.Format == "int-or-string" || w.inMetadata():
+			return
+		default:
+			w.add(CodeInvalidType, w.path,
+				kvalidation.InvalidTypeError{Path: s.GetPath().String(), Expected: kproto.String, Actual: actual}.Error(),
+				"quote the value (in a template, `| quote`): the apiserver refuses numbers and booleans here")
+			return
+		}
+	}
+	w.typeError(s, s.Type, actual)
 }
 
 // kindOf names the JSON type of v as the OpenAPI validator does.
