@@ -63,32 +63,9 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 	if f.output != "text" && f.output != "json" {
 		return fmt.Errorf("--output %q: use text or json", f.output)
 	}
-	filters := []string{}
-	types := []events.Type{""}
-	if len(f.types) > 0 {
-		types = types[:0]
-		for _, s := range f.types {
-			t, err := events.ParseType(s)
-			if err != nil {
-				return fmt.Errorf("--type: %w", err)
-			}
-			types = append(types, t)
-		}
-	}
-	if f.logs {
-		if len(f.types) > 0 {
-			return errors.New("--logs prints the log stream, which holds only log_lines: drop --type")
-		}
-		types = []events.Type{events.LogLines}
-	}
-	for _, t := range types {
-		if t == events.LogLines && len(types) > 1 {
-			return errors.New("--type log_lines: log lines are on the log stream; use --logs alone")
-		}
-		if t == events.LogLines {
-			f.logs = true
-		}
-		filters = append(filters, events.Filter{Type: t, Cluster: f.cluster, Namespace: f.namespace, Release: f.release}.Subject())
+	filters, err := f.filters()
+	if err != nil {
+		return err
 	}
 	now := time.Now()
 	since, err := parseWhen("--since", f.since, now)
@@ -153,6 +130,39 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 		return err
 	}
 	return nil
+}
+
+// filters are the stream subjects the flags select (--type, --logs, cluster, namespace,
+// release); a log_lines type sets f.logs (log lines are on their own stream).
+func (f *eventsFlags) filters() ([]string, error) {
+	filters := []string{}
+	types := []events.Type{""}
+	if len(f.types) > 0 {
+		types = types[:0]
+		for _, s := range f.types {
+			t, err := events.ParseType(s)
+			if err != nil {
+				return nil, fmt.Errorf("--type: %w", err)
+			}
+			types = append(types, t)
+		}
+	}
+	if f.logs {
+		if len(f.types) > 0 {
+			return nil, errors.New("--logs prints the log stream, which holds only log_lines: drop --type")
+		}
+		types = []events.Type{events.LogLines}
+	}
+	for _, t := range types {
+		if t == events.LogLines && len(types) > 1 {
+			return nil, errors.New("--type log_lines: log lines are on the log stream; use --logs alone")
+		}
+		if t == events.LogLines {
+			f.logs = true
+		}
+		filters = append(filters, events.Filter{Type: t, Cluster: f.cluster, Namespace: f.namespace, Release: f.release}.Subject())
+	}
+	return filters, nil
 }
 
 // lastMatching returns the stream sequence and time of the newest stored event matching any
