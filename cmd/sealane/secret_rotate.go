@@ -139,94 +139,110 @@ func rotateOldKey(flag string) (secret.Key, error) {
 // rotateTargets lists the files to rotate: the chart's secrets (when dir is given or there
 // are no files) and the files given, each once, with their content.
 func rotateTargets(dir string, files []string) ([]*rotateTarget, error) {
-	var targets []*rotateTarget
-	seen := map[string]bool{}
-	add := func(path string, kind *secretKind) error {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			return err
-		}
-		if real, err = filepath.Abs(real); err != nil {
-			return err
-		}
-		if seen[real] {
-			return nil
-		}
-		fi, err := os.Stat(real)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory: give a chart directory with --dir", path)
-		}
-		data, err := os.ReadFile(real)
-		if err != nil {
-			return err
-		}
-		if kind == nil {
-			kind = valuesKind
-			if secret.FormatOf(data) != secret.FormatPlain {
-				kind = fileKind
-			}
-		}
-		seen[real] = true
-		targets = append(targets, &rotateTarget{path: path, real: real, kind: kind, mode: fi.Mode().Perm(), old: data})
-		return nil
-	}
-
+	set := &rotateSet{seen: map[string]bool{}}
 	if dir != "" || len(files) == 0 {
 		if dir == "" {
 			dir = "."
 		}
-		if fi, err := os.Stat(dir); err != nil {
+		if err := set.addChartDir(dir, len(files) == 0); err != nil {
 			return nil, err
-		} else if !fi.IsDir() {
-			return nil, fmt.Errorf("--dir %s: not a directory", dir)
-		}
-		chartDir, err := chart.ResolveDir(dir)
-		if err != nil {
-			chartDir = dir // a directory with secrets but no Chart.yaml is fine too
-		}
-		found := false
-		values := filepath.Join(chartDir, secretValuesFile)
-		if _, err := os.Stat(values); err == nil {
-			found = true
-			if err := add(values, valuesKind); err != nil {
-				return nil, err
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		secretDir := filepath.Join(chartDir, secret.SecretDir)
-		if fi, err := os.Stat(secretDir); err == nil && fi.IsDir() {
-			found = true
-			err := filepath.WalkDir(secretDir, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				if d.Type()&fs.ModeSymlink != 0 {
-					if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-						return err // a symlink to a directory is not followed
-					}
-				} else if !d.Type().IsRegular() {
-					return nil
-				}
-				return add(p, fileKind)
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
-		if !found && len(files) == 0 {
-			return nil, fmt.Errorf("%s: no %s and no %s/ directory: nothing to rotate", chartDir, secretValuesFile, secret.SecretDir)
 		}
 	}
 	for _, f := range files {
-		if err := add(f, nil); err != nil {
+		if err := set.add(f, nil); err != nil {
 			return nil, err
 		}
 	}
-	return targets, nil
+	return set.targets, nil
+}
+
+// rotateSet collects the files to rotate, each once however it is named (links resolved).
+type rotateSet struct {
+	targets []*rotateTarget
+	seen    map[string]bool
+}
+
+// add adds the file at path as kind; a nil kind is guessed from its content (an encrypted
+// file, else secret values).
+func (s *rotateSet) add(path string, kind *secretKind) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return err
+	}
+	if s.seen[real] {
+		return nil
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory: give a chart directory with --dir", path)
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		return err
+	}
+	if kind == nil {
+		kind = valuesKind
+		if secret.FormatOf(data) != secret.FormatPlain {
+			kind = fileKind
+		}
+	}
+	s.seen[real] = true
+	s.targets = append(s.targets, &rotateTarget{path: path, real: real, kind: kind, mode: fi.Mode().Perm(), old: data})
+	return nil
+}
+
+// addChartDir adds the chart's secret values file and every file below its secret directory;
+// finding neither is an error when nothing else is to be rotated (only).
+func (s *rotateSet) addChartDir(dir string, only bool) error {
+	if fi, err := os.Stat(dir); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("--dir %s: not a directory", dir)
+	}
+	chartDir, err := chart.ResolveDir(dir)
+	if err != nil {
+		chartDir = dir // a directory with secrets but no Chart.yaml is fine too
+	}
+	found := false
+	values := filepath.Join(chartDir, secretValuesFile)
+	if _, err := os.Stat(values); err == nil {
+		found = true
+		if err := s.add(values, valuesKind); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	secretDir := filepath.Join(chartDir, secret.SecretDir)
+	if fi, err := os.Stat(secretDir); err == nil && fi.IsDir() {
+		found = true
+		err := filepath.WalkDir(secretDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+					return err // a symlink to a directory is not followed
+				}
+			} else if !d.Type().IsRegular() {
+				return nil
+			}
+			return s.add(p, fileKind)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !found && only {
+		return fmt.Errorf("%s: no %s and no %s/ directory: nothing to rotate", chartDir, secretValuesFile, secret.SecretDir)
+	}
+	return nil
 }
 
 // replaceAll writes the new content of every changed target: first all temporary files, then
