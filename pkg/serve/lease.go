@@ -2,17 +2,12 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
-	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/stage"
@@ -28,20 +23,7 @@ func NewLeases(b *bus.Bus, deps pipeline.Deps) *lease.Manager {
 			_, err := b.Publish(ctx, msg, msgID)
 			return err
 		},
-		Ended: func(ctx context.Context, deployID string) (bool, error) {
-			e, err := b.State().Get(ctx, deploy.Key(deployID))
-			if errors.Is(err, jetstream.ErrKeyNotFound) {
-				return false, nil
-			}
-			if err != nil {
-				return false, fmt.Errorf("state of deploy %s: %w", deployID, err)
-			}
-			var s deploy.State
-			if err := json.Unmarshal(e.Value(), &s); err != nil {
-				return false, fmt.Errorf("state of deploy %s: %w", deployID, err)
-			}
-			return s.Status == deploy.Recorded, nil
-		},
+		Ended: stage.States{KV: b.State()}.Ended,
 		Clock: deps.Clock,
 		Log:   deps.Log,
 	})

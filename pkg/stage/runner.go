@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -78,7 +77,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	e := in.Event
 	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()))
 
-	state, rev, err := r.loadState(ctx, in.DeployID)
+	state, rev, err := r.states().Load(ctx, in.DeployID)
 	if err != nil {
 		return err
 	}
@@ -127,7 +126,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		}
 		next.Outbox.Events = append(next.Outbox.Events, raw)
 	}
-	if err := r.saveState(ctx, next, rev, state == nil); err != nil {
+	if err := r.states().Save(ctx, next, rev, state == nil); err != nil {
 		return err
 	}
 	if err := r.publishOutbox(ctx, st, next.Outbox); err != nil {
@@ -247,39 +246,6 @@ func (r *Runner) publishMsg(ctx context.Context, st Stage, ev cloudevents.Event,
 	return nil
 }
 
-func (r *Runner) loadState(ctx context.Context, id string) (*deploy.State, uint64, error) {
-	entry, err := r.Bus.State().Get(ctx, deploy.Key(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("load state of deploy %s: %w", id, err)
-	}
-	var s deploy.State
-	if err := json.Unmarshal(entry.Value(), &s); err != nil {
-		return nil, 0, bus.Permanent(fmt.Errorf("state of deploy %s is corrupt: %w", id, err))
-	}
-	return &s, entry.Revision(), nil
-}
-
-// saveState writes the state with compare-and-set; a conflict means another worker moved the
-// deploy meanwhile, so the event is retried against the fresh state.
-func (r *Runner) saveState(ctx context.Context, s deploy.State, rev uint64, create bool) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encode state of deploy %s: %w", s.ID, err)
-	}
-	if create {
-		_, err = r.Bus.State().Create(ctx, deploy.Key(s.ID), b)
-	} else {
-		_, err = r.Bus.State().Update(ctx, deploy.Key(s.ID), b, rev)
-	}
-	if err != nil {
-		return fmt.Errorf("save state of deploy %s (revision %d): %w", s.ID, rev, err)
-	}
-	return nil
-}
-
 // deadLetter reports a deploy whose event a stage gave up on as failed, so that the recorder
 // closes it and the client waiting for it gets an answer.
 func (r *Runner) deadLetter(ctx context.Context, st Stage, msg jetstream.Msg, reason string, log *zap.Logger) {
@@ -294,7 +260,7 @@ func (r *Runner) deadLetter(ctx context.Context, st Stage, msg jetstream.Msg, re
 		log.Error("dead letter cannot be tied to a deploy", zap.String("event", e.ID()), zap.String("reason", reason))
 		return
 	}
-	state, _, _ := r.loadState(ctx, in.DeployID)
+	state, _, _ := r.states().Load(ctx, in.DeployID)
 	revision := 0
 	if state != nil {
 		revision = state.Revision
@@ -311,3 +277,6 @@ func (r *Runner) deadLetter(ctx context.Context, st Stage, msg jetstream.Msg, re
 		log.Error("publish dead-letter failure", zap.Error(err))
 	}
 }
+
+// states is the deploy-state bucket of the runner's bus.
+func (r *Runner) states() States { return States{KV: r.Bus.State()} }
