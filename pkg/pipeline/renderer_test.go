@@ -1,0 +1,124 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/stage"
+)
+
+// rendererEnv is leaseEnv with what the renderer asks the cluster for: its version and API
+// groups (for .Capabilities), its OpenAPI schema (empty: nothing to validate against).
+func rendererEnv(t *testing.T) (*leaseEnv, *Renderer, events.ChartSource) {
+	t.Helper()
+	e := newLeaseEnv(t)
+	e.typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
+	fakeDiscovery(e).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
+	archive := chartArchive(t)
+	ref, _ := e.blobs.PutBlob(testContext(t), "charts/web", archive)
+	d := e.deps()
+	d.Charts, d.Schemas = chart.NewCache(4), NewSchemaCache(schemaTTL, nil)
+	return e, &Renderer{Deps: d}, events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
+}
+
+// TestRendererOutcomes runs the renderer as a function, on a fake cluster: a request becomes
+// deploy.rendered (revision 1 on an install, the next one on an upgrade, with the objects it
+// will deploy and its render stored) or, for a request it cannot serve, deploy.failed naming
+// what is wrong — never an error to retry.
+func TestRendererOutcomes(t *testing.T) {
+	t.Run("install", func(t *testing.T) {
+		_, r, ch := rendererEnv(t)
+		out := handleOK(t, r, events.RequestedData{Target: leaseTarget, Chart: ch})
+		d := renderedData(t, out)
+		if d.Revision != 1 || d.IsUpgrade || len(d.Resources) != 1 || d.Resources[0].Kind != "ConfigMap" || d.Resources[0].Name != "web" ||
+			d.Resources[0].Namespace != leaseTarget.Namespace {
+			t.Errorf("rendered = revision %d, upgrade %v, resources %+v; want revision 1 of shop/ConfigMap/web", d.Revision, d.IsUpgrade, d.Resources)
+		}
+		if out.State == nil || out.State.Revision != 1 || out.State.RenderRef != d.RenderRef || d.RenderRef == "" {
+			t.Errorf("state = %+v, want revision 1 and the render's ref %q", out.State, d.RenderRef)
+		}
+		if _, err := r.Blobs.GetBlob(testContext(t), d.RenderRef); err != nil {
+			t.Errorf("render not stored: %v", err)
+		}
+	})
+	t.Run("upgrade", func(t *testing.T) {
+		e, r, ch := rendererEnv(t)
+		recordRevision(t, e.store(), 1, "deployed")
+		d := renderedData(t, handleOK(t, r, events.RequestedData{Target: leaseTarget, Chart: ch}))
+		if d.Revision != 2 || !d.IsUpgrade {
+			t.Errorf("rendered = revision %d, upgrade %v; want revision 2, an upgrade", d.Revision, d.IsUpgrade)
+		}
+	})
+	for _, tt := range []struct {
+		name   string
+		req    func(ch events.ChartSource) events.RequestedData
+		reason string
+	}{
+		{"unknown operation", func(ch events.ChartSource) events.RequestedData {
+			return events.RequestedData{Target: leaseTarget, Chart: ch, Operation: "explode"}
+		}, `unknown operation "explode": use deploy, plan, rollback, uninstall or test`},
+		{"no chart", func(events.ChartSource) events.RequestedData {
+			return events.RequestedData{Target: leaseTarget}
+		}, "the request names no chart"},
+		{"no digest", func(ch events.ChartSource) events.RequestedData {
+			ch.Digest = ""
+			return events.RequestedData{Target: leaseTarget, Chart: ch}
+		}, "chart web: the request has no chart digest"},
+		{"digest of another archive", func(ch events.ChartSource) events.RequestedData {
+			ch.Digest = strings.Repeat("0", 64)
+			return events.RequestedData{Target: leaseTarget, Chart: ch}
+		}, "does not match the expected"},
+		{"values that are not JSON", func(ch events.ChartSource) events.RequestedData {
+			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: "blob:inputs/bad"}
+		}, "values blob:inputs/bad:"},
+		{"unknown cluster", func(ch events.ChartSource) events.RequestedData {
+			return events.RequestedData{Target: events.Target{Cluster: "nowhere", Namespace: "shop", Release: "web"}, Chart: ch}
+		}, `no cluster "nowhere"`},
+	} {
+		t.Run("refused: "+tt.name, func(t *testing.T) {
+			e, r, ch := rendererEnv(t)
+			_, _ = e.blobs.PutBlob(testContext(t), "inputs/bad", []byte("{not json"))
+			req := tt.req(ch)
+			in := input(t, events.DeployRequested, "a", req, nil)
+			in.Target = req.Target
+			out, err := r.Handle(testContext(t), in)
+			if err != nil {
+				t.Fatalf("Handle = %v, want deploy.failed (nothing to retry)", err)
+			}
+			if got := failedReason(out); !strings.Contains(got, tt.reason) {
+				t.Errorf("failed reason = %q, want it to contain %q (emitted %v)", got, tt.reason, emitted(out))
+			}
+		})
+	}
+}
+
+func handleOK(t *testing.T, r *Renderer, req events.RequestedData) stage.Output {
+	t.Helper()
+	out, err := r.Handle(testContext(t), input(t, events.DeployRequested, "a", req, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func renderedData(t *testing.T, out stage.Output) events.RenderedData {
+	t.Helper()
+	for _, em := range out.Emits {
+		if d, ok := em.Data.(events.RenderedData); ok && em.Type == events.DeployRendered {
+			return d
+		}
+	}
+	t.Fatalf("emitted %v (reason %q), want deploy.rendered", emitted(out), failedReason(out))
+	return events.RenderedData{}
+}
+
+// fakeDiscovery is the fake cluster's discovery client, to set what it answers.
+func fakeDiscovery(e *leaseEnv) *fakediscovery.FakeDiscovery {
+	return e.typed.Discovery().(*fakediscovery.FakeDiscovery)
+}
