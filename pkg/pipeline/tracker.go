@@ -28,6 +28,7 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	result := events.PhaseTrackedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Phases: d.Phases}
 	// Tracking may take minutes: the lease is renewed on a ticker meanwhile (lease.go), and
 	// tracking stops when it is lost.
+	parent := ctx
 	ctx, stopLease := t.keepLease(ctx, in)
 	defer stopLease()
 	emit := func(data events.PhaseTrackedData) stage.Output {
@@ -80,8 +81,9 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		if lost := stopLease(); lost != nil {
 			return leaseLost(events.StageTracker, in, lost), nil
 		}
-		if ctx.Err() != nil {
-			return stage.Output{}, ctx.Err()
+		// stopLease cancelled ctx: only the caller's context ending says the handler was stopped.
+		if parent.Err() != nil {
+			return stage.Output{}, parent.Err()
 		}
 		return stage.Output{}, fmt.Errorf("track phase %d: %w", d.Phase, err)
 	}

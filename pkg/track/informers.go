@@ -153,14 +153,14 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 	tweak := func(o *metav1.ListOptions) { o.FieldSelector, o.LabelSelector = key.fields, key.lbls }
 	var inf cache.SharedIndexInformer
 	if key.metadataOnly {
-		if w.metadata == nil {
-			mc, err := metadata.NewForConfig(w.c.Config)
-			if err != nil {
-				key.metadataOnly = false // cannot happen with a config the dynamic client accepted
-			} else {
+		if w.metadata == nil && w.c.Config != nil {
+			if mc, err := metadata.NewForConfig(w.c.Config); err == nil {
 				w.metadata = mc
 			}
 		}
+		// Without a metadata client (no REST config: a fake cluster; an error cannot happen with
+		// a config the dynamic client accepted) the dynamic informer serves.
+		key.metadataOnly = w.metadata != nil
 	}
 	if key.metadataOnly {
 		inf = metadatainformer.NewFilteredMetadataInformer(w.metadata, key.gvr, key.namespace, 0, indexers, tweak).Informer()
