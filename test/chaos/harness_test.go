@@ -654,49 +654,67 @@ func streamEvents(t *testing.T, url, ns, rel string) []eventRecord {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	subject := events.Filter{Namespace: ns, Release: rel}.Subject()
-	// A fresh cluster leader, or a cluster on a loaded machine, may not answer at once: each
-	// attempt gets its own deadline, and they go on until the overall one.
+	// open (re)creates the reader after the stream sequence it reached: a fresh cluster leader,
+	// or a cluster on a loaded machine, may not answer at once, and a leader change while
+	// reading ends an ordered consumer's deliveries (as the product's bus.Follow, it resumes
+	// where it was). Each attempt has its own deadline; they go on until the overall one.
+	open := func(after uint64) (jetstream.Consumer, uint64) {
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+		if after > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+		}
+		for {
+			actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+			cons, err := js.OrderedConsumer(actx, "SEALANE_DEPLOY", cfg)
+			var info *jetstream.ConsumerInfo
+			if err == nil {
+				info, err = cons.Info(actx)
+			}
+			acancel()
+			if err == nil {
+				return cons, info.NumPending
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("read stream after sequence %d: %v", after, err)
+			}
+			t.Logf("read stream (retrying): %v", err)
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	cons, pending := open(0)
 	var (
-		cons jetstream.Consumer
-		info *jetstream.ConsumerInfo
+		out  []eventRecord
+		last uint64 // stream sequence of the last event read
 	)
-	for {
-		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
-		cons, err = js.OrderedConsumer(actx, "SEALANE_DEPLOY", jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-		if err == nil {
-			info, err = cons.Info(actx)
-		}
-		acancel()
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		t.Logf("read stream (retrying): %v", err)
-		time.Sleep(500 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("read stream: %v", err)
-	}
-	pending := info.NumPending
-	var out []eventRecord
 	for uint64(len(out)) < pending {
 		batch, err := cons.Fetch(int(min(pending-uint64(len(out)), 500)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatalf("fetch events: %v", err)
-		}
 		n := 0
-		for msg := range batch.Messages() {
-			n++
-			e, err := events.Decode(msg.Headers(), msg.Data())
-			if err != nil {
-				t.Errorf("undecodable event on %s: %v", msg.Subject(), err)
-				out = append(out, eventRecord{})
-				continue
+		if err == nil {
+			for msg := range batch.Messages() {
+				n++
+				if md, err := msg.Metadata(); err == nil {
+					last = md.Sequence.Stream
+				}
+				e, err := events.Decode(msg.Headers(), msg.Data())
+				if err != nil {
+					t.Errorf("undecodable event on %s: %v", msg.Subject(), err)
+					out = append(out, eventRecord{})
+					continue
+				}
+				out = append(out, eventRecord{ID: e.ID(), Type: events.Type(e.Type()), Deploy: events.CorrelationID(e), Data: e.Data()})
 			}
-			out = append(out, eventRecord{ID: e.ID(), Type: events.Type(e.Type()), Deploy: events.CorrelationID(e), Data: e.Data()})
+			err = batch.Error()
 		}
-		if n == 0 {
-			t.Fatalf("stream read stalled at %d of %d events", len(out), pending)
+		if n > 0 {
+			continue
 		}
+		if ctx.Err() != nil {
+			t.Fatalf("stream read stalled at %d of %d events (last error: %v)", len(out), pending, err)
+		}
+		t.Logf("stream read: nothing in 5s at %d of %d events (%v); reading again after sequence %d", len(out), pending, err, last)
+		var more uint64
+		cons, more = open(last)
+		pending = uint64(len(out)) + more
 	}
 	return out
 }
