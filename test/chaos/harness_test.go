@@ -681,41 +681,45 @@ func streamEvents(t *testing.T, url, ns, rel string) []eventRecord {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
+	// Messages, not Fetch: an ordered consumer's Fetch deletes and recreates the server-side
+	// consumer on every call, which races on a cluster (an empty batch at once).
 	cons, pending := open(0)
+	it, err := cons.Messages()
+	if err != nil {
+		t.Fatalf("read stream: %v", err)
+	}
 	var (
 		out  []eventRecord
 		last uint64 // stream sequence of the last event read
 	)
 	for uint64(len(out)) < pending {
-		batch, err := cons.Fetch(int(min(pending-uint64(len(out)), 500)), jetstream.FetchMaxWait(5*time.Second))
-		n := 0
-		if err == nil {
-			for msg := range batch.Messages() {
-				n++
-				if md, err := msg.Metadata(); err == nil {
-					last = md.Sequence.Stream
-				}
-				e, err := events.Decode(msg.Headers(), msg.Data())
-				if err != nil {
-					t.Errorf("undecodable event on %s: %v", msg.Subject(), err)
-					out = append(out, eventRecord{})
-					continue
-				}
-				out = append(out, eventRecord{ID: e.ID(), Type: events.Type(e.Type()), Deploy: events.CorrelationID(e), Data: e.Data()})
+		msg, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
+		if err != nil {
+			it.Stop()
+			if ctx.Err() != nil {
+				t.Fatalf("stream read stalled at %d of %d events (last error: %v)", len(out), pending, err)
 			}
-			err = batch.Error()
-		}
-		if n > 0 {
+			t.Logf("stream read: %v at %d of %d events; reading again after sequence %d", err, len(out), pending, last)
+			var more uint64
+			cons, more = open(last)
+			pending = uint64(len(out)) + more
+			if it, err = cons.Messages(); err != nil {
+				t.Fatalf("read stream: %v", err)
+			}
 			continue
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("stream read stalled at %d of %d events (last error: %v)", len(out), pending, err)
+		if md, err := msg.Metadata(); err == nil {
+			last = md.Sequence.Stream
 		}
-		t.Logf("stream read: nothing in 5s at %d of %d events (%v); reading again after sequence %d", len(out), pending, err, last)
-		var more uint64
-		cons, more = open(last)
-		pending = uint64(len(out)) + more
+		e, err := events.Decode(msg.Headers(), msg.Data())
+		if err != nil {
+			t.Errorf("undecodable event on %s: %v", msg.Subject(), err)
+			out = append(out, eventRecord{})
+			continue
+		}
+		out = append(out, eventRecord{ID: e.ID(), Type: events.Type(e.Type()), Deploy: events.CorrelationID(e), Data: e.Data()})
 	}
+	it.Stop()
 	return out
 }
 
