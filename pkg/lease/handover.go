@@ -5,32 +5,48 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
 )
 
+// Handover is a queued request that was just handed the lease: Event, the request as queued
+// with a new id, is to be published again (with that id as its message id). The id derives
+// from the request's event id and the lease token it was handed, so a hand-over published
+// twice is stored once.
+type Handover struct {
+	DeployID string
+	Token    uint64
+	Event    cloudevents.Event
+}
+
 // Kick hands a free lease (nobody holds it, it expired, or its holder ended) to the first
-// queued request and re-publishes that request. Several callers may kick at once: the lease's
-// compare-and-set picks one.
+// queued request and returns that request to publish again (nil when nothing was handed).
+// Several callers may kick at once: the lease's compare-and-set picks one.
 //
-// The hand-over marks the request in the queue (Queue.Handing, compare-and-set), writes its
-// lease, re-publishes it and removes it from the queue, which clears the mark. A superseding
-// Enqueue never drops the marked request, so the deploy that gets the lease is never told it
-// was superseded. Should the request have left the queue anyway once its lease is written
-// (another writer), the lease write is deleted again (compare-and-set on its revision) and the
-// lease handed to the next request. A hand-over interrupted anywhere is finished by a later
-// kick: the mark keeps its request first in line, and a lease written for it but never used
-// expires and is handed to it again, under a new token and so a new message id.
-func (m *Manager) Kick(ctx context.Context, t events.Target) error { return m.kick(ctx, t, "") }
+// The hand-over marks the request in the queue (Queue.Handing, compare-and-set) and writes its
+// lease; the request stays queued, marked, until its deploy acquires the lease it was handed
+// (Acquire) or releases it. A superseding Enqueue never drops the marked request, so the
+// deploy that gets the lease is never told it was superseded. Should the request have left
+// the queue anyway once its lease is written (another writer), the lease write is deleted
+// again (compare-and-set on its revision) and the lease handed to the next request. A
+// hand-over that is never published is finished by a later kick: the mark keeps its request
+// first in line, and a lease written for it but never used expires and is handed to it again,
+// under a new token and so a new message id. A marked request whose deploy ended meanwhile
+// leaves the queue.
+func (m *Manager) Kick(ctx context.Context, t events.Target) (*Handover, error) {
+	return m.kick(ctx, t, "")
+}
 
 // kick is Kick; from names the deploy that just released the lease, for the record.
-func (m *Manager) kick(ctx context.Context, t events.Target, from string) error {
-	return cas(fmt.Sprintf("kick queue %s", t), func() error {
+func (m *Manager) kick(ctx context.Context, t events.Target, from string) (*Handover, error) {
+	var handed *Handover
+	err := cas(fmt.Sprintf("kick queue %s", t), func() error {
+		handed = nil
 		cur, rev, err := m.getLease(ctx, t)
 		if err != nil {
 			return err
@@ -47,6 +63,19 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 		head, ok := q.handing()
 		if !ok {
 			return nil
+		}
+		ev, err := head.event()
+		if err != nil {
+			// Decoded when it was queued: the stored request is damaged and can never run.
+			m.o.Log.Error("dropping a queued deploy whose stored request does not decode", zap.Stringer("target", t),
+				zap.String("deploy", head.DeployID), zap.Error(err))
+		}
+		if err != nil || head.DeployID == q.Handing && m.ended(ctx, head.DeployID) {
+			// Or handed the lease before, and closed without taking it (refused, dead-lettered).
+			if err := m.dequeue(ctx, t, head.DeployID); err != nil {
+				return err
+			}
+			return errAgain
 		}
 		if q.Handing != head.DeployID {
 			if _, err := m.put(ctx, QueueKey(t), q.marked(head.DeployID), qrev); err != nil {
@@ -79,16 +108,18 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) error 
 		}
 		m.o.Log.Info("release lease handed to the next queued deploy", zap.Stringer("target", t),
 			zap.String("deploy", head.DeployID), zap.String("from", next.From), zap.Uint64("token", token))
-		if err := m.republish(ctx, head, token); err != nil {
-			// The lease expires unrenewed and the next kick hands it over again.
-			return err
-		}
-		return m.dequeue(ctx, t, head.DeployID)
+		handed = newHandover(head, ev, token)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return handed, nil
 }
 
-// Sweep kicks every queue: a lease whose holder died, or whose hand-over was interrupted,
-// passes to the next queued request once it expires even when no new request comes.
+// Sweep kicks every queue and publishes the hand-overs (Options.Publish): a lease whose holder
+// died, or whose hand-over was never published, passes to the next queued request once it
+// expires even when no new request comes.
 func (m *Manager) Sweep(ctx context.Context) error {
 	keys, err := m.kv.Keys(ctx, "queue.>")
 	if err != nil {
@@ -101,7 +132,11 @@ func (m *Manager) Sweep(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		if err := m.Kick(ctx, t); err != nil {
+		h, err := m.Kick(ctx, t)
+		if err == nil && h != nil {
+			err = m.Publish(ctx, h)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -131,25 +166,59 @@ func (m *Manager) RunSweeper(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// republish publishes a queued request again with a Nats-Msg-Id derived from its event id
-// and the lease token it was handed, so that a retried hand-over publishes it once. The
-// CloudEvents id becomes that id too: the re-published request is a new event (the stage
+// Handing returns the hand-over in flight, if any: the lease is held by the queue's marked
+// request, handed the lease and not yet taken it. It has the id it was handed with (the lease
+// token's), so publishing it again finishes a hand-over whose first publication was lost (a
+// closing handler retried after its release) and is stored once if it was not lost.
+func (m *Manager) Handing(ctx context.Context, t events.Target) (*Handover, error) {
+	cur, rev, err := m.getLease(ctx, t)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	q, _, err := m.getQueue(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	i := q.index(cur.DeployID)
+	if q.Handing != cur.DeployID || i < 0 {
+		return nil, nil
+	}
+	ev, err := q.Items[i].event()
+	if err != nil {
+		return nil, err
+	}
+	return newHandover(q.Items[i], ev, cur.TokenAt(rev)), nil
+}
+
+// newHandover is the hand-over of r (decoded as ev) under token: the request with the id
+// <event id>.dequeued.<token>.
+func newHandover(r Request, ev cloudevents.Event, token uint64) *Handover {
+	ev.SetID(r.EventID + dequeuedInfix + strconv.FormatUint(token, 10))
+	return &Handover{DeployID: r.DeployID, Token: token, Event: ev}
+}
+
+// event decodes the queued request. The re-published request is a new event (the stage
 // runtime recognises an event it already handled by its id), with the same correlation id.
-func (m *Manager) republish(ctx context.Context, r Request, token uint64) error {
+func (r Request) event() (cloudevents.Event, error) {
+	ev, err := events.Decode(nats.Header(r.Header), r.Data)
+	if err != nil {
+		return ev, fmt.Errorf("queued request %s of deploy %s: %w", r.EventID, r.DeployID, err)
+	}
+	return ev, nil
+}
+
+// Publish publishes a hand-over with Options.Publish (the sweeper's way; a stage handler
+// returns it as an event instead).
+func (m *Manager) Publish(ctx context.Context, h *Handover) error {
 	if m.o.Publish == nil {
-		return fmt.Errorf("re-publish queued deploy %s: no publisher", r.DeployID)
+		return fmt.Errorf("re-publish queued deploy %s: no publisher", h.DeployID)
 	}
-	msg := &nats.Msg{Subject: r.Subject, Data: r.Data, Header: nats.Header{}}
-	for k, vs := range r.Header {
-		if strings.HasPrefix(strings.ToLower(k), "nats-") {
-			continue // JetStream's own headers (the old message id)
-		}
-		msg.Header[k] = append([]string(nil), vs...)
+	msg, err := events.Encode(h.Event)
+	if err != nil {
+		return fmt.Errorf("re-publish queued deploy %s: %w", h.DeployID, err)
 	}
-	id := r.EventID + ".dequeued." + strconv.FormatUint(token, 10)
-	msg.Header.Set(ceIDHeader, events.PercentEncode(id))
-	if err := m.o.Publish(ctx, msg, id); err != nil {
-		return fmt.Errorf("re-publish queued deploy %s: %w", r.DeployID, err)
+	if err := m.o.Publish(ctx, msg, h.Event.ID()); err != nil {
+		return fmt.Errorf("re-publish queued deploy %s: %w", h.DeployID, err)
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := e.m.Release(ctx, target, tok); err != nil {
+			if err := e.release(ctx, target, tok); err != nil {
 				t.Fatal(err)
 			}
 			if serr != nil || strings.Join(dropped, ",") != "c" || pos != 2 {
@@ -107,8 +107,14 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 			if got := strings.Join(e.pub.deploys(), ","); got != "b" {
 				t.Errorf("re-published %q, want b", got)
 			}
+			if got := e.queued(t, ctx); got != "b,d" {
+				t.Errorf("queue %q, want b (handed the lease) then d", got)
+			}
+			if _, err := e.m.Acquire(ctx, target, "b", 0); err != nil { // b's request arrives
+				t.Fatal(err)
+			}
 			if got := e.queued(t, ctx); got != "d" {
-				t.Errorf("queue %q, want d", got)
+				t.Errorf("queue %q after b took its lease, want d", got)
 			}
 		})
 	}
@@ -185,7 +191,7 @@ func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 		}
 	})
 	e.m.leaseWritten = func(string) { remove() }
-	if err := e.m.Release(ctx, target, tok); err != nil {
+	if err := e.release(ctx, target, tok); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(e.pub.deploys(), ","); got != "c" {
@@ -195,8 +201,8 @@ func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 	if err != nil || h == nil || h.DeployID != "c" || h.From != "a" {
 		t.Errorf("lease = %+v, %v; want c's, from a", h, err)
 	}
-	if got := e.queued(t, ctx); got != "" {
-		t.Errorf("queue %q, want empty", got)
+	if got := e.queued(t, ctx); got != "c" {
+		t.Errorf("queue %q, want c (handed the lease, until it takes it)", got)
 	}
 }
 
@@ -217,7 +223,7 @@ func TestAcquireByTheHolderDequeuesIt(t *testing.T) {
 	if got := e.queued(t, ctx); got != "" {
 		t.Errorf("b runs while still queued: queue %q", got)
 	}
-	if err := e.m.Release(ctx, target, tok); err != nil {
+	if err := e.release(ctx, target, tok); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.pub.deploys(); len(got) != 0 {
@@ -228,19 +234,12 @@ func TestAcquireByTheHolderDequeuesIt(t *testing.T) {
 	}
 }
 
-// Once the lease is deleted, Release succeeds even when handing it on fails: the recorder
-// would otherwise retry and find its lease "lost". The sweeper finishes the hand-over.
-func TestReleaseSucceedsWhenTheHandOverFails(t *testing.T) {
+// Once the lease is deleted, Release succeeds even when its hand-over is never published (the
+// handler that returned it failed before its events went out): the recorder would otherwise
+// retry and find its lease "lost". The sweeper publishes the hand-over once the lease expires.
+func TestUnpublishedHandOverIsPublishedBySweep(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
-	down := errors.New("publish: connection closed")
-	failing := true
-	e.m.o.Publish = func(ctx context.Context, msg *nats.Msg, id string) error {
-		if failing {
-			return down
-		}
-		return e.pub.publish(ctx, msg, id)
-	}
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -248,40 +247,42 @@ func TestReleaseSucceedsWhenTheHandOverFails(t *testing.T) {
 	if _, _, err := e.m.Enqueue(ctx, target, request("b", false)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.Release(ctx, target, tok); err != nil {
-		t.Fatalf("Release with a failing hand-over = %v, want nil", err)
+	h, err := e.m.Release(ctx, target, tok)
+	if err != nil || h == nil || h.DeployID != "b" {
+		t.Fatalf("Release = %+v, %v; want b's hand-over", h, err)
 	}
 	if err := e.m.Check(ctx, target, tok); !errors.Is(err, ErrLost) {
 		t.Fatalf("Check after release = %v, want lost", err)
 	}
-	if err := e.m.Release(ctx, target, tok); err != nil { // the handler's retry
-		t.Fatalf("repeated Release = %v, want nil", err)
+	if again, err := e.m.Release(ctx, target, tok); err != nil || again != nil { // the handler's retry
+		t.Fatalf("repeated Release = %+v, %v; want nothing to hand over", again, err)
 	}
-	failing = false
+	if err := e.m.Sweep(ctx); err != nil || len(e.pub.deploys()) != 0 {
+		t.Fatalf("sweep while b's lease is live: %v, published %v", err, e.pub.deploys())
+	}
 	e.clock.Add(2 * time.Minute)
 	if err := e.m.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(e.pub.deploys(), ","); got != "b" {
-		t.Errorf("re-published %q after the sweep, want b", got)
+	if got := strings.Join(e.pub.deploys(), ","); got != "b" || e.pub.ids[0] == h.Event.ID() {
+		t.Errorf("re-published %q as %v after the sweep, want b under a new id (not %s)", got, e.pub.ids, h.Event.ID())
 	}
-	if got := e.queued(t, ctx); got != "" {
-		t.Errorf("queue %q, want empty", got)
+	if got := e.holder(t, ctx); got != "b" {
+		t.Errorf("lease holder %q, want b", got)
 	}
-	// Nothing to release, and the hand-over of the queue fails: still no error.
-	failing = true
-	e.clock.Add(2 * time.Minute)
+	// Nothing to release, and the queue's hand-over cannot be published: still no error.
+	e.m.o.Publish = func(context.Context, *nats.Msg, string) error { return errors.New("publish: connection closed") }
 	if _, _, err := e.m.Enqueue(ctx, target, request("c", false)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.Release(ctx, target, tok); err != nil {
+	if _, err := e.m.Release(ctx, target, tok); err != nil {
 		t.Fatalf("Release of a lease gone = %v, want nil", err)
 	}
 }
 
-// A handed-over request whose lease expired before its renderer ran (the sweeper handed the
-// lease on) is queued again at the front, not at the tail; handed over again, it gets an id
-// derived from its original event id.
+// A handed-over request whose lease expired before its renderer ran keeps its place: the
+// sweeper hands the lease to it again, under a new token and so a new id derived from its
+// original event id, and the request behind it waits.
 func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
@@ -294,39 +295,61 @@ func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.m.Release(ctx, target, tok); err != nil {
+	if err := e.release(ctx, target, tok); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Add(2 * time.Minute) // b's renderer never ran in time
 	if err := e.m.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(e.pub.deploys(), ","); got != "b,c" {
-		t.Fatalf("re-published %q, want b then c", got)
-	}
-	// b's re-published request arrives now: c holds the lease.
 	e.pub.mu.Lock()
-	msg, id := e.pub.msgs[0], e.pub.ids[0]
+	ids := append([]string(nil), e.pub.ids...)
 	e.pub.mu.Unlock()
-	if _, err := e.m.Acquire(ctx, target, "b", 0); !errors.Is(err, ErrBusy) {
-		t.Fatalf("Acquire by b = %v, want busy", err)
-	}
-	pos, dropped, err := e.m.Enqueue(ctx, target, RequestOf("b", id, msg, false))
-	if err != nil || pos != 1 || dropped != nil {
-		t.Fatalf("Enqueue of b's expired hand-over = %d, %v, %v; want position 1", pos, dropped, err)
-	}
-	if got := e.queued(t, ctx); got != "b,d" {
-		t.Errorf("queue %q, want b,d", got)
+	if got := strings.Join(e.pub.deploys(), ","); got != "b,b" || ids[0] == ids[1] ||
+		!strings.HasPrefix(ids[1], "b.requested.dequeued.") || strings.Count(ids[1], ".dequeued.") != 1 {
+		t.Fatalf("re-published %q as %v, want b twice under two b.requested.dequeued.<token> ids", got, ids)
 	}
 	h, _ := e.m.Get(ctx, target)
-	if err := e.m.Release(ctx, target, h.Token); err != nil { // c ends
+	// b's first re-published request arrives now: it takes the lease it was handed again.
+	if got, err := e.m.Acquire(ctx, target, "b", 0); err != nil || got != h.Token {
+		t.Fatalf("Acquire by b = %d, %v; want its new token %d", got, err, h.Token)
+	}
+	if got := e.queued(t, ctx); got != "c,d" {
+		t.Errorf("queue %q, want c,d", got)
+	}
+}
+
+// A deploy handed the lease that ended without taking it (refused, dead-lettered) and without
+// releasing it leaves the queue at the next kick, and the lease goes to the request behind it.
+func TestEndedHandedDeployLeavesTheQueue(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t)
+	tok, err := e.m.Acquire(ctx, target, "a", 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	e.pub.mu.Lock()
-	last := e.pub.ids[len(e.pub.ids)-1]
-	e.pub.mu.Unlock()
-	if got := e.holder(t, ctx); got != "b" || strings.Count(last, ".dequeued.") != 1 || !strings.HasPrefix(last, "b.requested.dequeued.") || last == id {
-		t.Errorf("after c: lease %q, re-published as %q; want b's with a new b.requested.dequeued.<token> id", got, last)
+	for _, id := range []string{"b", "c"} {
+		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.release(ctx, target, tok); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	e.ended["b"] = true
+	e.mu.Unlock()
+	if err := e.kick(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.holder(t, ctx); got != "c" {
+		t.Errorf("lease holder %q, want c", got)
+	}
+	if got := e.queued(t, ctx); got != "c" {
+		t.Errorf("queue %q, want c", got)
+	}
+	if got := strings.Join(e.pub.deploys(), ","); got != "b,c" {
+		t.Errorf("re-published %q, want b, c", got)
 	}
 }
 
@@ -392,10 +415,10 @@ func TestSupersedeRacingReleases(t *testing.T) {
 			rerr, serr error
 		)
 		before := len(e.pub.deploys())
-		wg.Go(func() { rerr = e.m.Release(ctx, tg, tok) })
+		wg.Go(func() { rerr = e.release(ctx, tg, tok) })
 		wg.Go(func() {
 			if _, dropped, serr = e.m.Enqueue(ctx, tg, req("s", true)); serr == nil {
-				serr = e.m.Kick(ctx, tg)
+				serr = e.kick(ctx, tg)
 			}
 		})
 		wg.Wait()

@@ -15,9 +15,6 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 )
 
-// ceIDHeader is the binary-mode CloudEvents id header (events' codec).
-const ceIDHeader = "ce-id"
-
 // casAttempts bounds the compare-and-set retries of one operation; each conflict means
 // another writer made progress, so running out of attempts is a transient error.
 const casAttempts = 32
@@ -27,8 +24,9 @@ type Options struct {
 	// TTL is the lease lifetime without renewal; zero means DefaultTTL. It must be at least
 	// MinTTL (see Validate); New raises a shorter one to MinTTL.
 	TTL time.Duration
-	// Publish re-publishes a queued deploy.requested message with a new Nats-Msg-Id when its
-	// turn comes. Without it queued requests are never re-published.
+	// Publish publishes the hand-overs of the sweeper (Sweep, RunSweeper): a queued
+	// deploy.requested message, with a new Nats-Msg-Id, whose turn came. Kick and Release
+	// return their hand-over to the caller instead.
 	Publish func(ctx context.Context, msg *nats.Msg, msgID string) error
 	// Ended, if set, reports whether a deploy already ended (its release was recorded): such a
 	// holder's lease is free at once instead of after its expiry.
@@ -236,13 +234,14 @@ func lostUnless(t events.Target, cur *Record, rev, token uint64) error {
 	return nil
 }
 
-// Release gives up the lease with token, then hands the release to the first queued request,
-// if any. Releasing a lease that is gone or held under another token deletes nothing (a
-// retried release, or a holder whose lease expired and was taken over). Only reading or
-// deleting the lease can fail: once it is released (or was not this token's), a failed
-// hand-over is logged, not returned — the sweeper's next kick finishes it — so that the caller
-// does not retry a release that happened.
-func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) error {
+// Release gives up the lease with token, takes its holder out of the queue if it is still
+// there (handed the lease, and ended before acquiring it), then hands the release to the first
+// queued request and returns that hand-over, if any, to publish. Releasing a lease that is
+// gone or held under another token deletes nothing (a retried release, or a holder whose
+// lease expired and was taken over). Only reading or deleting the lease can fail: once it is
+// released (or was not this token's), a failed hand-over is logged, not returned — the
+// sweeper's next kick finishes it — so that the caller does not retry a release that happened.
+func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) (*Handover, error) {
 	from := ""
 	err := cas(fmt.Sprintf("release lease %s", t), func() error {
 		cur, rev, err := m.getLease(ctx, t)
@@ -261,13 +260,20 @@ func (m *Manager) Release(ctx context.Context, t events.Target, token uint64) er
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := m.kick(ctx, t, from); err != nil {
+	if from != "" {
+		if err := m.dequeue(ctx, t, from); err != nil {
+			m.o.Log.Warn("release lease released, but its holder is still queued; the sweeper drops it",
+				zap.Stringer("target", t), zap.String("deploy", from), zap.Error(err))
+		}
+	}
+	h, err := m.kick(ctx, t, from)
+	if err != nil {
 		m.o.Log.Warn("release lease released, but handing it to the next queued deploy failed; the sweeper retries",
 			zap.Stringer("target", t), zap.Error(err))
 	}
-	return nil
+	return h, nil
 }
 
 // Enqueue appends req to the target's queue (after dropping the queued requests when it

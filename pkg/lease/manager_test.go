@@ -82,6 +82,25 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// release releases the lease and publishes its hand-over, as a stage handler's returned event
+// would be.
+func (e *env) release(ctx context.Context, t events.Target, token uint64) error {
+	h, err := e.m.Release(ctx, t, token)
+	if err != nil || h == nil {
+		return err
+	}
+	return e.m.Publish(ctx, h)
+}
+
+// kick kicks the queue and publishes its hand-over.
+func (e *env) kick(ctx context.Context, t events.Target) error {
+	h, err := e.m.Kick(ctx, t)
+	if err != nil || h == nil {
+		return err
+	}
+	return e.m.Publish(ctx, h)
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -90,9 +109,19 @@ func testCtx(t *testing.T) context.Context {
 
 var target = events.Target{Cluster: "kind", Namespace: "shop", Release: "api"}
 
+// request is deploy id's deploy.requested as the renderer queues it: the message it got,
+// JetStream's message id included.
 func request(id string, supersede bool) Request {
-	msg := &nats.Msg{Subject: "sealane.deploy.requested.kind.shop.api", Data: []byte(`{"x":1}`),
-		Header: nats.Header{"ce-correlationid": {id}, "ce-id": {id + ".requested"}, "Nats-Msg-Id": {id + ".requested"}}}
+	ev, err := events.New(events.DeployRequested, events.Meta{ID: id + ".requested", Source: "/test", Target: target,
+		CorrelationID: id}, events.RequestedData{Target: target})
+	if err != nil {
+		panic(err)
+	}
+	msg, err := events.Encode(ev)
+	if err != nil {
+		panic(err)
+	}
+	msg.Header.Set("Nats-Msg-Id", id+".requested")
 	return RequestOf(id, id+".requested", msg, supersede)
 }
 
@@ -126,13 +155,13 @@ func TestAcquireBusyRenewCheckRelease(t *testing.T) {
 	if err := e.m.Check(ctx, target, tok+100); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "deploy a holds it") {
 		t.Fatalf("Check with a wrong token = %v", err)
 	}
-	if err := e.m.Release(ctx, target, tok); err != nil {
+	if err := e.release(ctx, target, tok); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.m.Check(ctx, target, tok); !errors.Is(err, ErrLost) {
 		t.Fatalf("Check after release = %v, want lost", err)
 	}
-	if err := e.m.Release(ctx, target, tok); err != nil { // idempotent
+	if err := e.release(ctx, target, tok); err != nil { // idempotent
 		t.Fatal(err)
 	}
 	tokB, err := e.m.Acquire(ctx, target, "b", 0)
@@ -163,7 +192,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	if err := e.m.Renew(ctx, target, old, 0); !errors.Is(err, ErrLost) {
 		t.Fatalf("Renew by the dead holder = %v", err)
 	}
-	if err := e.m.Release(ctx, target, old); err != nil {
+	if err := e.release(ctx, target, old); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.m.Check(ctx, target, tok); err != nil {
@@ -200,7 +229,7 @@ func TestQueueHandsOverInOrder(t *testing.T) {
 		if err != nil || pos != i+1 || dropped != nil {
 			t.Fatalf("Enqueue %s = %d, %v, %v", id, pos, dropped, err)
 		}
-		if err := e.m.Kick(ctx, target); err != nil { // a holds it: nothing happens
+		if err := e.kick(ctx, target); err != nil { // a holds it: nothing happens
 			t.Fatal(err)
 		}
 	}
@@ -211,7 +240,7 @@ func TestQueueHandsOverInOrder(t *testing.T) {
 		t.Fatalf("published %v while a holds the lease", e.pub.deploys())
 	}
 	// A newcomer does not jump the queue once the lease is free.
-	if err := e.m.Release(ctx, target, tok); err != nil {
+	if err := e.release(ctx, target, tok); err != nil {
 		t.Fatal(err)
 	}
 	h, err := e.m.Get(ctx, target)
@@ -226,11 +255,11 @@ func TestQueueHandsOverInOrder(t *testing.T) {
 	if err != nil || tokB != h.Token {
 		t.Fatalf("Acquire by b = %d, %v; want %d", tokB, err, h.Token)
 	}
-	if err := e.m.Release(ctx, target, tokB); err != nil {
+	if err := e.release(ctx, target, tokB); err != nil {
 		t.Fatal(err)
 	}
 	h, _ = e.m.Get(ctx, target)
-	if err := e.m.Release(ctx, target, h.Token); err != nil { // c
+	if err := e.release(ctx, target, h.Token); err != nil { // c
 		t.Fatal(err)
 	}
 	if got := e.pub.deploys(); strings.Join(got, ",") != "b,c,d" {
@@ -243,13 +272,13 @@ func TestQueueHandsOverInOrder(t *testing.T) {
 		if got := e.pub.msgs[i].Header.Get("ce-id"); got != id {
 			t.Errorf("re-published ce-id %q, want the new id %q", got, id)
 		}
-		if e.pub.msgs[i].Header.Get("Nats-Msg-Id") != "" {
-			t.Errorf("re-published message keeps the old Nats-Msg-Id")
+		if got := e.pub.msgs[i].Header.Get("Nats-Msg-Id"); got != id {
+			t.Errorf("re-published Nats-Msg-Id %q, want the new id %q", got, id)
 		}
 	}
 	q, err := e.m.Queued(ctx, target)
-	if err != nil || len(q) != 0 {
-		t.Errorf("queue = %v, %v; want empty", q, err)
+	if err != nil || len(q) != 1 || q[0].DeployID != "d" {
+		t.Errorf("queue = %v, %v; want d alone (handed the lease, until it takes it)", q, err)
 	}
 }
 

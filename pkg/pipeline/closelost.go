@@ -92,6 +92,15 @@ func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.Lo
 	if held != nil {
 		holder = held.DeployID
 	}
+	if held != nil && held.From == in.DeployID {
+		// This deploy's release handed the lease on; the events of that attempt may not have
+		// gone out (its state was not saved): publish the hand-over again, under its own id.
+		h, err := r.Leases.Handing(ctx, in.Target)
+		if err != nil {
+			return stage.Output{}, fmt.Errorf("release lease of %s: %w", in.Target, err)
+		}
+		emits = append(emits, handedOver(h)...)
+	}
 	if o.own {
 		r.log().Info("deploy closed after its release lease was given up: its own outcome", zap.String("deploy", in.DeployID),
 			zap.Stringer("target", in.Target), zap.String("holder", holder), zap.String("outcome", string(rec.Outcome)))

@@ -76,10 +76,11 @@ func (l *leasedRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 		}
 		// A queued request may have been handed the lease already (its state has no token
 		// yet): give it back at once, or the queue would wait for the next sweep.
-		if err := l.releaseHeld(ctx, in); err != nil {
+		handed, err := l.releaseHeld(ctx, in)
+		if err != nil {
 			return stage.Output{}, err
 		}
-		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
+		return stage.Output{Emits: append([]stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}, handed...)}, nil
 	}
 	token, err := l.Leases.Acquire(ctx, in.Target, in.DeployID, l.LeaseTTL)
 	var busy *lease.BusyError
@@ -120,7 +121,8 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 		return stage.Output{}, err
 	}
 	// The holder may have released the lease between Acquire and Enqueue: hand it on.
-	if err := l.Leases.Kick(ctx, in.Target); err != nil {
+	h, err := l.Leases.Kick(ctx, in.Target)
+	if err != nil {
 		l.log().Warn("hand the release lease to the queue", zap.Stringer("target", in.Target), zap.Error(err))
 	}
 	holder := busy.Holder
@@ -136,6 +138,7 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 		emits = append(emits, stage.Emit{Type: events.DeployFailed, Step: "failed", DeployID: id,
 			Data: events.FailedData{Target: in.Target, Stage: events.StageRenderer, Reason: "superseded by deploy " + in.DeployID}})
 	}
+	emits = append(emits, handedOver(h)...)
 	l.log().Info("deploy queued behind the release's lease holder", zap.String("deploy", in.DeployID),
 		zap.Stringer("target", in.Target), zap.String("holder", holder), zap.Int("position", pos), zap.Strings("superseded", dropped))
 	return stage.Output{State: &st, Emits: emits}, nil
@@ -205,34 +208,49 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		// it (refused, superseded, dead-lettered): its state has no token, but it holds the
 		// release. Free it now instead of at the next sweep.
 		if in.State == nil || takesLease(in.State.Operation) {
-			if err := r.releaseHeld(ctx, in); err != nil {
+			handed, err := r.releaseHeld(ctx, in)
+			if err != nil {
 				return stage.Output{}, err
 			}
+			out.Emits = append(out.Emits, handed...)
 		}
 		return out, nil
 	}
-	if err := r.Leases.Release(ctx, in.Target, token); err != nil {
+	h, err := r.Leases.Release(ctx, in.Target, token)
+	if err != nil {
 		return stage.Output{}, fmt.Errorf("release the release lease of %s: %w", in.Target, err)
 	}
+	out.Emits = append(out.Emits, handedOver(h)...)
 	return out, nil
 }
 
 // releaseHeld releases the target's lease when the bucket shows this deploy as its holder,
-// whatever the deploy's state says (see renewing.Handle).
-func (d Deps) releaseHeld(ctx context.Context, in stage.Input) error {
+// whatever the deploy's state says (see renewing.Handle), and returns the event handing it
+// to the next queued request, if any.
+func (d Deps) releaseHeld(ctx context.Context, in stage.Input) ([]stage.Emit, error) {
 	held, err := d.Leases.Get(ctx, in.Target)
 	if err != nil {
-		return fmt.Errorf("release lease of %s: %w", in.Target, err)
+		return nil, fmt.Errorf("release lease of %s: %w", in.Target, err)
 	}
 	if held == nil || held.DeployID != in.DeployID {
-		return nil
+		return nil, nil
 	}
-	if err := d.Leases.Release(ctx, in.Target, held.Token); err != nil {
-		return fmt.Errorf("release the release lease of %s: %w", in.Target, err)
+	h, err := d.Leases.Release(ctx, in.Target, held.Token)
+	if err != nil {
+		return nil, fmt.Errorf("release the release lease of %s: %w", in.Target, err)
 	}
 	d.log().Info("released the release lease a closed deploy was handed", zap.String("deploy", in.DeployID),
 		zap.Stringer("target", in.Target), zap.Uint64("token", held.Token))
-	return nil
+	return handedOver(h), nil
+}
+
+// handedOver is the event re-publishing the queued request a lease hand-over chose, if any:
+// the stage runtime publishes it with the handler's other events, through the outbox.
+func handedOver(h *lease.Handover) []stage.Emit {
+	if h == nil {
+		return nil
+	}
+	return []stage.Emit{stage.Handover(h.Event)}
 }
 
 func emitsType(out stage.Output, t events.Type) bool {

@@ -154,8 +154,10 @@ func (e *leaseEnv) queue(deployID string) {
 	if _, err := e.leases.Acquire(ctx, leaseTarget, deployID, 0); !errors.Is(err, lease.ErrBusy) {
 		e.t.Fatalf("Acquire(%s) = %v, want busy", deployID, err)
 	}
-	msg := &nats.Msg{Subject: "sealane.deploy.requested.kind.shop.web", Data: []byte(`{}`),
-		Header: nats.Header{"ce-correlationid": {deployID}, "ce-id": {deployID + ".requested"}}}
+	msg, err := events.Encode(input(e.t, events.DeployRequested, deployID, events.RequestedData{Target: leaseTarget}, nil).Event)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	if _, _, err := e.leases.Enqueue(ctx, leaseTarget, lease.RequestOf(deployID, deployID+".requested", msg, false)); err != nil {
 		e.t.Fatal(err)
 	}
@@ -236,10 +238,13 @@ func failedReason(out stage.Output) string {
 	return ""
 }
 
+// emitTypes lists the types of an output's own events (not the lease hand-overs: handedTo).
 func emitTypes(out stage.Output) []events.Type {
 	var ts []events.Type
 	for _, em := range out.Emits {
-		ts = append(ts, em.Type)
+		if em.Event == nil {
+			ts = append(ts, em.Type)
+		}
 	}
 	return ts
 }
@@ -578,6 +583,18 @@ func TestRecorderClosingRetriedAfterRelease(t *testing.T) {
 					t.Errorf("attempt %d: emits %v, want %v", i+1, got, tc.wantTypes)
 				}
 			}
+			// The closing that released the lease hands it on; its retry (whose first attempt's
+			// events may be lost) publishes the same hand-over again, under the same id.
+			wantHanded := map[bool]string{true: "b"}[tc.queue]
+			if got := handedTo(first); got != wantHanded {
+				t.Errorf("attempt 1 re-publishes the requests of %q, want %q", got, wantHanded)
+			}
+			if got := handedTo(second); got != wantHanded {
+				t.Errorf("attempt 2 re-publishes the requests of %q, want %q", got, wantHanded)
+			}
+			if wantHanded != "" && handoverID(first) != handoverID(second) {
+				t.Errorf("the retry re-publishes b's request as %s, the first attempt as %s", handoverID(second), handoverID(first))
+			}
 		})
 	}
 }
@@ -745,7 +762,7 @@ func TestHandedLeaseReleasedOnRefusal(t *testing.T) {
 		e.acquire("a", 0)
 		e.queue("b")
 		e.queue("c")
-		if err := e.leases.Release(testContext(t), leaseTarget, e.holder().Token); err != nil { // a ends: b is handed the lease
+		if _, err := e.leases.Release(testContext(t), leaseTarget, e.holder().Token); err != nil { // a ends: b is handed the lease
 			t.Fatal(err)
 		}
 		if h := e.holder(); h.DeployID != "b" {
@@ -763,6 +780,9 @@ func TestHandedLeaseReleasedOnRefusal(t *testing.T) {
 		if h := e.holder(); h == nil || h.DeployID != "c" || h.From != "b" {
 			t.Errorf("lease = %+v, want handed from b to c", h)
 		}
+		if got := handedTo(out); got != "c" {
+			t.Errorf("renderer re-publishes the requests of %q, want c's", got)
+		}
 	})
 	t.Run("closed while holding the lease", func(t *testing.T) {
 		e := newLeaseEnv(t)
@@ -770,7 +790,7 @@ func TestHandedLeaseReleasedOnRefusal(t *testing.T) {
 		e.acquire("a", 0)
 		e.queue("b")
 		e.queue("c")
-		if err := e.leases.Release(testContext(t), leaseTarget, e.holder().Token); err != nil {
+		if _, err := e.leases.Release(testContext(t), leaseTarget, e.holder().Token); err != nil {
 			t.Fatal(err)
 		}
 		// b was handed the lease, then the renderer gave up on its request (dead letter):
@@ -788,6 +808,9 @@ func TestHandedLeaseReleasedOnRefusal(t *testing.T) {
 		if h := e.holder(); h == nil || h.DeployID != "c" || h.From != "b" {
 			t.Errorf("lease = %+v, want handed from b to c", h)
 		}
+		if got := handedTo(out); got != "c" {
+			t.Errorf("recorder re-publishes the requests of %q, want c's", got)
+		}
 	})
 	t.Run("closed, not holding it", func(t *testing.T) {
 		e := newLeaseEnv(t)
@@ -801,6 +824,27 @@ func TestHandedLeaseReleasedOnRefusal(t *testing.T) {
 			t.Errorf("lease = %+v, want still a's", h)
 		}
 	})
+}
+
+// handedTo lists the deploys whose queued requests an output re-publishes (lease hand-overs).
+func handedTo(out stage.Output) string {
+	var ids []string
+	for _, em := range out.Emits {
+		if em.Event != nil {
+			ids = append(ids, events.CorrelationID(*em.Event))
+		}
+	}
+	return strings.Join(ids, ",")
+}
+
+// handoverID is the id of an output's (single) lease hand-over.
+func handoverID(out stage.Output) string {
+	for _, em := range out.Emits {
+		if em.Event != nil {
+			return em.Event.ID()
+		}
+	}
+	return ""
 }
 
 // TestRecordPendingRevisionTaken: a revision number that is no longer the next one fails the

@@ -13,8 +13,8 @@ import (
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// NewLeases returns the release lease manager on b's lease bucket: queued requests are
-// re-published on the deploy stream, and a holder whose deploy state says it was recorded is
+// NewLeases returns the release lease manager on b's lease bucket: the sweeper's hand-overs
+// are published on the deploy stream (handlers return theirs as events), and a holder whose deploy state says it was recorded is
 // free at once.
 func NewLeases(b *bus.Bus, deps pipeline.Deps) *lease.Manager {
 	return lease.New(b.Leases(), lease.Options{

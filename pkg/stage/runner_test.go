@@ -146,6 +146,9 @@ func TestRunnerPublishesEmittedEvents(t *testing.T) {
 // state alone.
 func TestRunnerLiveEventsAndOtherDeploys(t *testing.T) {
 	e := newEnv(t)
+	// A lease hand-over: dep-next's queued request, published as it is under the id it was given.
+	handed := newEvent(t, events.DeployRequested, "dep-next", "requested", events.RequestedData{Target: target})
+	handed.SetID("dep-next.requested.dequeued.7")
 	r := &Runner{Bus: e.bus, Log: e.log}
 	tracker := &handlerLog{fn: func(ctx context.Context, _ int, in Input) (Output, error) {
 		for _, em := range []Emit{
@@ -161,6 +164,7 @@ func TestRunnerLiveEventsAndOtherDeploys(t *testing.T) {
 			{Type: events.DeployFailed, Step: "failed", DeployID: "dep-old",
 				Data: events.FailedData{Target: in.Target, Stage: events.StageTracker, Reason: "superseded"}},
 			{Type: events.PhaseTracked, Step: "phase_tracked.0", Data: events.PhaseTrackedData{Target: in.Target, Ready: true, Phases: 1}},
+			Handover(handed),
 		}}, nil
 	}}
 	e.start(r, Stage{Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: tracker}, false)
@@ -195,11 +199,18 @@ func TestRunnerLiveEventsAndOtherDeploys(t *testing.T) {
 	if s == nil || s.Status != deploy.Tracked || s.LastEvent != "dep-2.phase_tracked.0" {
 		t.Errorf("state of dep-2 %+v, want tracked (the failure of dep-old must not fail it)", s)
 	}
-	if s != nil && (s.Outbox == nil || len(s.Outbox.Events) != 2) {
-		t.Errorf("outbox %+v, want the 2 emitted events (live events are not kept)", s.Outbox)
+	if s != nil && (s.Outbox == nil || len(s.Outbox.Events) != 3) {
+		t.Errorf("outbox %+v, want the 3 emitted events (live events are not kept)", s.Outbox)
 	}
-	if s, _ := e.state("dep-old"); s != nil {
-		t.Errorf("state of dep-old %+v, want none: another deploy's event changes no state", s)
+	for _, id := range []string{"dep-old", "dep-next"} {
+		if s, _ := e.state(id); s != nil {
+			t.Errorf("state of %s %+v, want none: another deploy's event changes no state", id, s)
+		}
+	}
+	next := withID(ms, "dep-next.requested.dequeued.7")
+	if len(next) != 1 || next[0].MsgID != "dep-next.requested.dequeued.7" || next[0].Seq < tracked[0].Seq ||
+		events.CorrelationID(next[0].Event) != "dep-next" || next[0].Event.Source() != handed.Source() {
+		t.Errorf("hand-over stored as %+v, want dep-next's request as it was, once, after the stage's own events", next)
 	}
 }
 

@@ -25,10 +25,20 @@ type Emit struct {
 	// prefix): the renderer closes the queued requests a superseding request dropped. Such
 	// events do not change this deploy's state.
 	DeployID string
+	// Event, when set, is published as it is, and the other fields are ignored: a queued
+	// request of another deploy handed the release lease (see Handover), whose id the lease
+	// chose. It does not change this deploy's state.
+	Event *cloudevents.Event
 }
+
+// Handover is the Emit that publishes a queued deploy.requested handed the release lease.
+func Handover(e cloudevents.Event) Emit { return Emit{Event: &e} }
 
 // deployOf is the deploy an emitted event belongs to.
 func deployOf(in Input, em Emit) string {
+	if em.Event != nil {
+		return events.CorrelationID(*em.Event)
+	}
 	if em.DeployID != "" {
 		return em.DeployID
 	}
@@ -93,6 +103,9 @@ func Permanent(err error) error { return bus.Permanent(err) }
 // build turns a handler's Emit into the CloudEvent the stage publishes: id "<deploy>.<step>",
 // caused by the input event, same deploy id and target.
 func build(st Stage, in Input, em Emit, now time.Time) (cloudevents.Event, error) {
+	if em.Event != nil {
+		return *em.Event, nil
+	}
 	ev, err := events.New(em.Type, events.Meta{
 		ID:            events.StepID(deployOf(in, em), em.Step),
 		Source:        "/sealane/" + string(st.Name),
@@ -120,7 +133,7 @@ func nextState(in Input, out Output, now time.Time) deploy.State {
 		next = *out.State
 	}
 	for _, em := range out.Emits {
-		if deployOf(in, em) != in.DeployID {
+		if em.Event != nil || deployOf(in, em) != in.DeployID {
 			continue
 		}
 		next = next.Observe(em.Type, events.StepID(in.DeployID, em.Step), now)
