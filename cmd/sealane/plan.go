@@ -132,7 +132,8 @@ func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string
 	if !dryRun {
 		return &pipeline.PlanReport{Plan: bundle.Plan, Revision: revision, Deployed: deployed}, nil
 	}
-	return pipeline.DryRun(ctx, cluster, cr.requested.Target, bundle, revision, deployed, contextLines)
+	return pipeline.DryRun(ctx, cluster, pipeline.DryRunInput{Target: cr.requested.Target, Bundle: bundle, Revision: revision,
+		Deployed: deployed, ContextLines: contextLines})
 }
 
 // planThroughPipeline asks the pipeline (embedded, or the shared one at --nats-url) for the
@@ -216,7 +217,7 @@ func buildDeployPlan(ctx context.Context, cluster *kube.Cluster, cr *chartRender
 	}
 	crds := pipeline.CRDFiles(res.CRDs)
 	objs := append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...)
-	p, err := pipeline.BuildPlan(kind, target, cluster, crds, objs, previousManifest)
+	p, err := pipeline.BuildPlan(cluster, pipeline.PlanInput{Kind: kind, Target: target, CRDs: crds, Objects: objs, Previous: previousManifest})
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("chart %s: %w", cr.req.Chart.Name(), err)
 	}

@@ -129,11 +129,10 @@ func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEv
 	if err != nil {
 		return closeResult{own: released}, nil
 	}
-	store := releaseStore(cluster, in.Target, storageOf(st), r.log())
 	if st.Operation == events.OperationUninstall {
-		return r.lostUninstall(ctx, cluster, store, in, ev, released)
+		return r.lostUninstall(ctx, cluster, in, ev, released)
 	}
-	rel, err := store.Get(ctx, in.Target.Release, st.Revision)
+	rel, err := releaseStore(cluster, in.Target, storageOf(st), r.log()).Get(ctx, in.Target.Release, st.Revision)
 	switch {
 	case errors.Is(err, release.ErrNotFound):
 		return closeResult{own: released}, nil
@@ -165,9 +164,9 @@ func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEv
 // lostUninstall is lostOutcome for an uninstall: its records deleted (or, with
 // --keep-history, its revision uninstalled) and its namespace gone when asked, or its revision
 // failed with its reason.
-func (r *renewing) lostUninstall(ctx context.Context, cluster *kube.Cluster, store *release.Store, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
+func (r *renewing) lostUninstall(ctx context.Context, cluster *kube.Cluster, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
 	st := in.State
-	h, err := store.History(ctx, in.Target.Release)
+	h, err := releaseStore(cluster, in.Target, storageOf(st), r.log()).History(ctx, in.Target.Release)
 	if err != nil {
 		return closeResult{}, err
 	}

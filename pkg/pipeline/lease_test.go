@@ -323,7 +323,7 @@ func (e *leaseEnv) bundle() *RenderBundle {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if b.Plan, err = BuildPlan(plan.Upgrade, leaseTarget, e.cluster, nil, objs, b.Previous); err != nil {
+	if b.Plan, err = BuildPlan(e.cluster, PlanInput{Kind: plan.Upgrade, Target: leaseTarget, Objects: objs, Previous: b.Previous}); err != nil {
 		e.t.Fatal(err)
 	}
 	if len(b.Plan.Phases) != 3 {

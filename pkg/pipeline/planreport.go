@@ -49,11 +49,21 @@ func (r *PlanReport) Planned(target events.Target, planRef string, warnings []st
 	return d
 }
 
-// DryRun computes the report of deploying bundle to target: every write is dry-run through a
-// client that refuses anything else. contextLines is the number of unchanged lines around each
-// change of a diff (0: the default, negative: none). A change the cluster would refuse is
-// reported in Problem, not as an error; errors are for the cluster being unreachable.
-func DryRun(ctx context.Context, c *kube.Cluster, target events.Target, b *RenderBundle, revision, deployed, contextLines int) (*PlanReport, error) {
+// DryRunInput is what DryRun reports on: Bundle deployed to Target as Revision, over the
+// Deployed revision (0: none), with ContextLines unchanged lines around each change of a diff
+// (0: the default, negative: none).
+type DryRunInput struct {
+	Target             events.Target
+	Bundle             *RenderBundle
+	Revision, Deployed int
+	ContextLines       int
+}
+
+// DryRun computes the report of a deploy: every write is dry-run through a client that
+// refuses anything else. A change the cluster would refuse is reported in Problem, not as an
+// error; errors are for the cluster being unreachable.
+func DryRun(ctx context.Context, c *kube.Cluster, q DryRunInput) (*PlanReport, error) {
+	target, b := q.Target, q.Bundle
 	ro, err := kube.DryRunOnly(c)
 	if err != nil {
 		return nil, err
@@ -63,9 +73,9 @@ func DryRun(ctx context.Context, c *kube.Cluster, target events.Target, b *Rende
 		return nil, fmt.Errorf("release %s: %w", target.Release, err)
 	}
 	opts := diff.Options{Method: b.Apply.Method, DefaultNamespace: target.Namespace, Delete: p.Deletions,
-		TakeOwnership: b.Apply.TakeOwnership, ContextLines: contextLines,
+		TakeOwnership: b.Apply.TakeOwnership, ContextLines: q.ContextLines,
 		VolatileAnnotations: p.VolatileAnnotations, VolatileLabels: p.VolatileLabels}
-	report := &PlanReport{Plan: b.Plan, Revision: revision, Deployed: deployed}
+	report := &PlanReport{Plan: b.Plan, Revision: q.Revision, Deployed: q.Deployed}
 	changes, changesErr := diff.Changes(ctx, ro, p.Objects, p.Previous, opts)
 	if changes == nil && changesErr != nil {
 		return nil, changesErr

@@ -182,18 +182,27 @@ func CRDFiles(crds []helmchart.CRD) []CRDFile {
 	return out
 }
 
-// BuildPlan plans a deploy of objs (resources and hooks) and the CRD files over the previous
-// revision's manifest, as the renderer does. Errors are the chart's: bad annotations,
-// duplicates, dependency cycles.
-func BuildPlan(kind plan.Kind, target events.Target, c *kube.Cluster, crds []CRDFile, objs []manifest.Object, previousManifest string) (*plan.Plan, error) {
-	crdObjs, err := manifest.Parse(crdText(crds))
+// PlanInput is what BuildPlan plans: a deploy of Objects (resources and hooks) and the CRD
+// files to Target, over the Previous revision's manifest.
+type PlanInput struct {
+	Kind     plan.Kind
+	Target   events.Target
+	CRDs     []CRDFile
+	Objects  []manifest.Object
+	Previous string
+}
+
+// BuildPlan plans a deploy as the renderer does, asking c which kinds are cluster-scoped.
+// Errors are the chart's: bad annotations, duplicates, dependency cycles.
+func BuildPlan(c *kube.Cluster, in PlanInput) (*plan.Plan, error) {
+	crdObjs, err := manifest.Parse(crdText(in.CRDs))
 	if err != nil {
 		return nil, fmt.Errorf("crds: %w", err)
 	}
-	previous, err := manifest.Parse(previousManifest)
+	previous, err := manifest.Parse(in.Previous)
 	if err != nil {
 		return nil, fmt.Errorf("previous revision: %w", err)
 	}
-	return plan.Build(plan.Input{Kind: kind, Release: target.Release, Namespace: target.Namespace,
-		CRDs: crdObjs, Objects: objs, Previous: previous, ClusterScoped: clusterScoped(c)})
+	return plan.Build(plan.Input{Kind: in.Kind, Release: in.Target.Release, Namespace: in.Target.Namespace,
+		CRDs: crdObjs, Objects: in.Objects, Previous: previous, ClusterScoped: clusterScoped(c)})
 }

@@ -83,14 +83,17 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 		return stage.Output{}, err
 	}
 	if req.Operation == events.OperationPlan {
-		deployedRevision := 0
+		q := DryRunInput{Target: in.Target, Bundle: &bundle, Revision: h.revision, ContextLines: req.DiffContextLines}
 		if h.deployed != nil {
-			deployedRevision = h.deployed.Version
+			q.Deployed = h.deployed.Version
 		}
-		return r.planned(ctx, in, cluster, &bundle, h.revision, deployedRevision, req.DiffContextLines, warnings)
+		return r.planned(ctx, in, cluster, q, warnings)
 	}
 	if h.deployed != nil {
-		same, err := upToDate(ctx, cluster, in.Target, h.deployed, loaded.Chart.Metadata.Version, &bundle)
+		same, err := recordsMatch(h.deployed, loaded.Chart.Metadata.Version, &bundle)
+		if same && err == nil {
+			same, err = liveMatches(ctx, cluster, in.Target, &bundle)
+		}
 		if err != nil {
 			return stage.Output{}, err
 		}
@@ -226,7 +229,8 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		kind, previous = plan.Upgrade, h.deployed.Manifest
 	}
 	crds := CRDFiles(res.CRDs)
-	p, err := BuildPlan(kind, target, cluster, crds, append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), previous)
+	p, err := BuildPlan(cluster, PlanInput{Kind: kind, Target: target, CRDs: crds,
+		Objects: append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), Previous: previous})
 	if err != nil {
 		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
 	}
@@ -304,8 +308,8 @@ func namespacedGuess(kind string) bool {
 
 // planned answers a plan request: it dry-runs the deploy, stores the report (its diffs may
 // quote values) and emits deploy.planned; the recorder closes the request without a record.
-func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, b *RenderBundle, revision, deployed, contextLines int, warnings []string) (stage.Output, error) {
-	report, err := DryRun(ctx, cluster, in.Target, b, revision, deployed, contextLines)
+func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, warnings []string) (stage.Output, error) {
+	report, err := DryRun(ctx, cluster, q)
 	if err != nil {
 		return stage.Output{}, err
 	}

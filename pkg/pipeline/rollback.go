@@ -13,58 +13,32 @@ import (
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/version"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 )
 
 // rollback turns a rollback request into a render: the new revision takes the manifest, hooks,
 // values, notes and chart of the revision rolled back to, as `helm rollback` does.
 func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.RequestedData) (stage.Output, error) {
-	fail := func(reason string) (stage.Output, error) {
-		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
-	}
 	cluster, err := r.Clusters.Get(in.Target.Cluster)
 	if err != nil {
-		return fail(err.Error())
+		return stage.Output{}, refuse("%s", err.Error())
 	}
 	store := releaseStore(cluster, in.Target, req.ReleaseStorage, r.log())
-	history, err := store.History(ctx, in.Target.Release)
+	old, last, err := rollbackSource(ctx, store, in.Target, req)
 	if err != nil {
-		return stage.Output{}, fmt.Errorf("release %s history: %w", in.Target.Release, err)
+		return stage.Output{}, err
 	}
-	if len(history) == 0 {
-		return fail(fmt.Sprintf("rollback: release %s has no revisions in namespace %s", in.Target.Release, in.Target.Namespace))
-	}
-	last := 0
-	for _, h := range history {
-		last = max(last, h.Version)
-	}
-	to := req.RollbackTo
-	if req.RollbackToDeployed {
-		deployed, err := store.Deployed(ctx, in.Target.Release)
-		if errors.Is(err, release.ErrNotFound) {
-			return fail(fmt.Sprintf("rollback: release %s has no deployed revision to roll back to", in.Target.Release))
-		}
-		if err != nil {
-			return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
-		}
-		to = deployed.Version
-	}
-	if to == 0 {
-		to = last - 1
-	}
-	old, err := store.Get(ctx, in.Target.Release, to)
-	if errors.Is(err, release.ErrNotFound) || to < 1 {
-		return fail(fmt.Sprintf("rollback: release %s has no revision %d (revisions 1 to %d, older ones may have been pruned by the history limit)", in.Target.Release, to, last))
-	}
-	if err != nil {
-		return stage.Output{}, fmt.Errorf("release %s revision %d: %w", in.Target.Release, to, err)
+	to := old.Version
+	refuseRevision := func(what string, err error) (stage.Output, error) {
+		return stage.Output{}, refuse("rollback: %srevision %d of %s: %v", what, to, in.Target.Release, err)
 	}
 	objs, err := manifest.Parse(old.Manifest)
 	if err != nil {
-		return fail(fmt.Sprintf("rollback: revision %d of %s: %v", to, in.Target.Release, err))
+		return refuseRevision("", err)
 	}
 	hooks, err := manifest.Parse(hookText(old.Hooks))
 	if err != nil {
-		return fail(fmt.Sprintf("rollback: hooks of revision %d of %s: %v", to, in.Target.Release, err))
+		return refuseRevision("hooks of ", err)
 	}
 	previous := ""
 	if deployed, err := store.Deployed(ctx, in.Target.Release); err == nil {
@@ -72,13 +46,13 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 	} else if !errors.Is(err, release.ErrNotFound) {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
 	}
-	p, err := BuildPlan(plan.Rollback, in.Target, cluster, nil, append(objs, hooks...), previous)
+	p, err := BuildPlan(cluster, PlanInput{Kind: plan.Rollback, Target: in.Target, Objects: append(objs, hooks...), Previous: previous})
 	if err != nil {
-		return fail(fmt.Sprintf("rollback: revision %d of %s: %v", to, in.Target.Release, err))
+		return refuseRevision("", err)
 	}
 	archive, err := chart.ArchiveOf(old.Chart)
 	if err != nil {
-		return fail(fmt.Sprintf("rollback: revision %d of %s: %v", to, in.Target.Release, err))
+		return refuseRevision("", err)
 	}
 	digest := chart.Digest(archive)
 	chartRef, err := r.Blobs.PutBlob(ctx, "charts/"+digest, archive)
@@ -99,4 +73,43 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 		},
 		description: fmt.Sprintf("Rollback to %d", to),
 	})
+}
+
+// rollbackSource reads the revision a rollback request goes back to — the one it names, the
+// deployed one (RollbackToDeployed), or the one before the last — and the last revision.
+func rollbackSource(ctx context.Context, store *release.Store, target events.Target, req events.RequestedData) (*helmrelease.Release, int, error) {
+	history, err := store.History(ctx, target.Release)
+	if err != nil {
+		return nil, 0, fmt.Errorf("release %s history: %w", target.Release, err)
+	}
+	if len(history) == 0 {
+		return nil, 0, refuse("rollback: release %s has no revisions in namespace %s", target.Release, target.Namespace)
+	}
+	last := 0
+	for _, h := range history {
+		last = max(last, h.Version)
+	}
+	to := req.RollbackTo
+	if req.RollbackToDeployed {
+		deployed, err := store.Deployed(ctx, target.Release)
+		if errors.Is(err, release.ErrNotFound) {
+			return nil, 0, refuse("rollback: release %s has no deployed revision to roll back to", target.Release)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("release %s: %w", target.Release, err)
+		}
+		to = deployed.Version
+	}
+	if to == 0 {
+		to = last - 1
+	}
+	old, err := store.Get(ctx, target.Release, to)
+	if errors.Is(err, release.ErrNotFound) || to < 1 {
+		return nil, 0, refuse("rollback: release %s has no revision %d (revisions 1 to %d, older ones may have been pruned by the history limit)",
+			target.Release, to, last)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("release %s revision %d: %w", target.Release, to, err)
+	}
+	return old, last, nil
 }

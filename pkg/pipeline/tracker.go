@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -25,27 +26,16 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if err := decode(in, &d); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
-	result := events.PhaseTrackedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Phases: d.Phases}
 	// Tracking may take minutes: the lease is renewed on a ticker meanwhile (lease.go), and
 	// tracking stops when it is lost.
 	parent := ctx
 	ctx, stopLease := t.keepLease(ctx, in)
 	defer stopLease()
-	emit := func(data events.PhaseTrackedData) stage.Output {
-		return stage.Output{Emits: []stage.Emit{{Type: events.PhaseTracked, Step: fmt.Sprintf("phase_tracked.%d", d.Phase), Data: data}}}
-	}
+	result := events.PhaseTrackedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Phases: d.Phases}
 	cluster, err := t.Clusters.Get(in.Target.Cluster)
 	if err != nil {
 		result.Failures = []events.ResourceFailure{{Reason: err.Error()}}
-		return emit(result), nil
-	}
-	targets := trackTargets(d.Waits)
-	timeout := d.Deadline.Sub(t.now())
-	if d.Deadline.IsZero() {
-		timeout = defaultTimeout
-	}
-	if timeout <= 0 {
-		timeout = 1 // the deadline passed while queued: look once, then time out
+		return phaseTracked(result), nil
 	}
 	// Progress and log lines are published from two goroutines (tracking, log streams).
 	var publishMu sync.Mutex
@@ -54,23 +44,11 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		defer publishMu.Unlock()
 		return in.Publish(ctx, e)
 	}
-	changed := map[manifest.Ref]bool{}
-	for _, a := range d.Applied {
-		if a.Action != events.ActionUnchanged {
-			changed[toKubeRef(a.Resource)] = true
-		}
-	}
-	// What the phase caused (events, log lines) is shown from the start of its apply: the
-	// tracker starts later, and an event of a Deployment scaled at once would be missed.
-	since := d.Started
-	if since.IsZero() {
-		since = in.Event.Time() // an applier from before PhaseAppliedData.Started
-	}
-	relay := newLogRelay(ctx, cluster.Typed, publish, events.LogLinesData{Target: in.Target, Revision: d.Revision, Phase: d.Phase},
-		since, changed, t.log().With(zap.String("deploy", in.DeployID)))
-	opts := track.Options{Timeout: timeout, Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event, Since: since}
+	phase := relayedPhaseOf(in, d)
+	relay := newLogRelay(ctx, cluster.Typed, publish, phase, t.log().With(zap.String("deploy", in.DeployID)))
+	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
 	progressed := progressOf(in.Target, d)
-	outcome, err := track.TrackTargets(ctx, cluster, targets, opts, func(p track.Progress) {
+	outcome, err := track.TrackTargets(ctx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {
 		data, step := progressed(p)
 		if err := publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
 			t.log().Warn("publish progress", zap.String("deploy", in.DeployID), zap.Error(err))
@@ -97,15 +75,31 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if lost := stopLease(); lost != nil {
 		return leaseLost(events.StageTracker, in, lost), nil
 	}
-	result.Ready, result.LogBatches = outcome.Ready, relay.batches()
-	for _, f := range outcome.Failures {
-		result.Failures = append(result.Failures, events.ResourceFailure{Resource: toEventRef(f.Ref), Reason: f.Reason})
-	}
 	for _, f := range outcome.Ignored {
 		t.log().Warn("resource failed; ignored (werf.io/fail-mode: IgnoreAndContinueDeployProcess)",
 			zap.String("deploy", in.DeployID), zap.Stringer("resource", f.Ref), zap.String("reason", f.Reason))
 	}
-	return emit(result), nil
+	result.Ready, result.LogBatches = outcome.Ready, relay.batches()
+	for _, f := range outcome.Failures {
+		result.Failures = append(result.Failures, events.ResourceFailure{Resource: toEventRef(f.Ref), Reason: f.Reason})
+	}
+	return phaseTracked(result), nil
+}
+
+// timeout is how long tracking phase d may take: until the deploy's deadline.
+func (t *Tracker) timeout(d events.PhaseAppliedData) time.Duration {
+	if d.Deadline.IsZero() {
+		return defaultTimeout
+	}
+	if timeout := d.Deadline.Sub(t.now()); timeout > 0 {
+		return timeout
+	}
+	return 1 // the deadline passed while queued: look once, then time out
+}
+
+// phaseTracked is the tracker's answer for a phase.
+func phaseTracked(d events.PhaseTrackedData) stage.Output {
+	return stage.Output{Emits: []stage.Emit{{Type: events.PhaseTracked, Step: fmt.Sprintf("phase_tracked.%d", d.Phase), Data: d}}}
 }
 
 // trackTargets are the targets tracking a phase's waits: the plan decides what blocks (it may

@@ -51,17 +51,41 @@ type logRelay struct {
 	sent map[string]bool
 }
 
-// newLogRelay starts following logs through client; since is when the phase was applied (older
-// lines of pods that ran before it are not shown); changed are the resources the phase created
-// or changed.
-func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, base events.LogLinesData,
-	since time.Time, changed map[manifest.Ref]bool, log *zap.Logger) *logRelay {
-	r := &logRelay{ctx: ctx, publish: publish, base: base, log: log,
+// relayedPhase is the phase whose logs a logRelay follows.
+type relayedPhase struct {
+	base events.LogLinesData // target, revision and phase of every log_lines event
+	// since is when the phase was applied: older lines of pods that ran before it are not shown.
+	since time.Time
+	// changed are the resources the phase created or changed.
+	changed map[manifest.Ref]bool
+}
+
+// relayedPhaseOf is the relayed phase of an applied phase. What the phase caused (events, log
+// lines) is shown from the start of its apply: the tracker starts later, and an event of a
+// Deployment scaled at once would be missed.
+func relayedPhaseOf(in stage.Input, d events.PhaseAppliedData) relayedPhase {
+	p := relayedPhase{base: events.LogLinesData{Target: in.Target, Revision: d.Revision, Phase: d.Phase},
+		since: d.Started, changed: map[manifest.Ref]bool{}}
+	if p.since.IsZero() {
+		p.since = in.Event.Time() // an applier from before PhaseAppliedData.Started
+	}
+	for _, a := range d.Applied {
+		if a.Action != events.ActionUnchanged {
+			p.changed[toKubeRef(a.Resource)] = true
+		}
+	}
+	return p
+}
+
+// newLogRelay starts following the logs of phase through client.
+func newLogRelay(ctx context.Context, client kubernetes.Interface, publish func(context.Context, stage.Emit) error, phase relayedPhase,
+	log *zap.Logger) *logRelay {
+	r := &logRelay{ctx: ctx, publish: publish, base: phase.base, log: log,
 		settings: map[manifest.Ref]resource.LogSettings{}, chosen: map[manifest.Ref][]string{},
 		recent: map[manifest.Ref][]events.LogLine{}, warned: map[manifest.Ref]bool{}, delivered: map[string]bool{}, sent: map[string]bool{},
-		changed: changed, fresh: map[string]bool{}}
+		changed: phase.changed, fresh: map[string]bool{}}
 	opts := podlogs.DefaultOptions()
-	opts.Since, opts.Logger = since, log
+	opts.Since, opts.Logger = phase.since, log
 	r.streamer = podlogs.New(client, r.deliver, opts)
 	return r
 }

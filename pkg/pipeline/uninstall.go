@@ -65,7 +65,7 @@ func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req events.Re
 	if err != nil {
 		return fail(fmt.Sprintf("hooks of %s revision %d: %v", in.Target.Release, rel.Version, err))
 	}
-	p, err := BuildPlan(op.kind, in.Target, cluster, nil, hooks, rel.Manifest)
+	p, err := BuildPlan(cluster, PlanInput{Kind: op.kind, Target: in.Target, Objects: hooks, Previous: rel.Manifest})
 	if err != nil {
 		return fail(fmt.Sprintf("%s revision %d: %v", in.Target.Release, rel.Version, err))
 	}

@@ -14,21 +14,24 @@ import (
 	"github.com/sealane/sealane/pkg/resource"
 )
 
-// upToDate reports whether deploying bundle would change nothing over the deployed revision:
-// the same manifest, hooks, values and chart version, nothing to delete, and every resource's
-// live object as it would be applied (no drift to repair): holding every field it sets (read
-// with a List per kind), else left as it is by a server-side dry run of its apply. Hooks do not
-// count, as in nelm: a deploy that changes nothing runs none. The live objects are only read
-// when the release records already match, so real changes cost nothing extra.
-func upToDate(ctx context.Context, c *kube.Cluster, target events.Target, deployed *helmrelease.Release, chartVersion string, b *RenderBundle) (bool, error) {
+// recordsMatch reports whether deploying bundle would record nothing new over the deployed
+// revision: the same manifest, hooks, values and chart version, nothing to delete and no CRDs
+// to apply. Only then is it worth reading the live objects (liveMatches), so real changes
+// cost nothing extra.
+func recordsMatch(deployed *helmrelease.Release, chartVersion string, b *RenderBundle) (bool, error) {
 	if deployed == nil || deployed.Manifest != b.Manifest || hookText(deployed.Hooks) != hookText(b.Hooks) ||
 		deployed.Chart == nil || deployed.Chart.Metadata == nil || deployed.Chart.Metadata.Version != chartVersion ||
 		len(b.Plan.Deletions) > 0 || len(b.CRDs) > 0 {
 		return false, nil
 	}
-	if same, err := sameValues(deployed.Config, b.Config); err != nil || !same {
-		return false, err
-	}
+	return sameValues(deployed.Config, b.Config)
+}
+
+// liveMatches reports whether every resource's live object is as bundle would apply it (no
+// drift to repair): holding every field it sets (read with a List per kind), else left as it
+// is by a server-side dry run of its apply. Hooks do not count, as in nelm: a deploy that
+// changes nothing runs none.
+func liveMatches(ctx context.Context, c *kube.Cluster, target events.Target, b *RenderBundle) (bool, error) {
 	p, err := Prepare(target, b)
 	if err != nil {
 		return false, err
