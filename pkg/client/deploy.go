@@ -87,14 +87,24 @@ func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(clo
 	return Run(ctx, b, ev, onEvent)
 }
 
-// Rollback asks the pipeline for a new revision of target made from revision (0: the one
-// before the last) and follows it like Deploy.
-func Rollback(ctx context.Context, b *bus.Bus, target events.Target, revision int, timeout time.Duration, requestedBy string, onEvent func(cloudevents.Event)) (Result, error) {
+// RollbackRequest is a rollback of a release as a person asks for it.
+type RollbackRequest struct {
+	Target events.Target
+	// Revision is the revision to roll back to; 0 is the one before the last.
+	Revision    int
+	Timeout     time.Duration
+	RequestedBy string
+}
+
+// Rollback asks the pipeline for a new revision of req.Target made from req.Revision and
+// follows it like Deploy.
+func Rollback(ctx context.Context, b *bus.Bus, req RollbackRequest, onEvent func(cloudevents.Event)) (Result, error) {
+	target, revision := req.Target, req.Revision
 	if revision < 0 {
 		return Result{}, fmt.Errorf("rollback %s: revision %d: want a positive revision, or none for the previous one", target.Release, revision)
 	}
 	return Request(ctx, b, events.RequestedData{Target: target, Operation: events.OperationRollback, RollbackTo: revision,
-		Timeout: events.Duration(timeout), RequestedBy: requestedBy}, onEvent)
+		Timeout: events.Duration(req.Timeout), RequestedBy: req.RequestedBy}, onEvent)
 }
 
 // Request publishes a request that needs no chart (a rollback, an uninstall) and follows it
