@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // manager returns another Manager on e's bucket and clock, re-publishing with publish.
@@ -71,7 +73,7 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 	for _, window := range []string{"after the lease write", "during the re-publish"} {
 		t.Run(window, func(t *testing.T) {
 			e := newEnv(t)
-			ctx := testCtx(t)
+			ctx := harness.Context(t, 30*time.Second)
 			var (
 				dropped []string
 				pos     int
@@ -118,7 +120,7 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 // hand-over too: a superseding request meanwhile must not drop it.
 func TestSupersedeWhileTheHeadTakesTheLease(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	for _, id := range []string{"b", "c"} {
 		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
 			t.Fatal(err)
@@ -145,7 +147,7 @@ func TestSupersedeWhileTheHeadTakesTheLease(t *testing.T) {
 // hand-over marks) is not dropped by a superseding request either.
 func TestSupersedeKeepsTheHolderStillQueued(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	for _, id := range []string{"b", "c"} {
 		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
 			t.Fatal(err)
@@ -165,7 +167,7 @@ func TestSupersedeKeepsTheHolderStillQueued(t *testing.T) {
 // the hand-over mark), kick takes its lease write back and hands the lease to the next one.
 func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +207,7 @@ func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 // otherwise its release would hand the lease to it again.
 func TestAcquireByTheHolderDequeuesIt(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	if _, _, err := e.m.Enqueue(ctx, target, request("b", false)); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func TestAcquireByTheHolderDequeuesIt(t *testing.T) {
 // would otherwise retry and find its lease "lost". The sweeper finishes the hand-over.
 func TestReleaseSucceedsWhenTheHandOverFails(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	down := errors.New("publish: connection closed")
 	failing := true
 	e.m.o.Publish = func(ctx context.Context, msg *nats.Msg, id string) error {
@@ -284,7 +286,7 @@ func TestReleaseSucceedsWhenTheHandOverFails(t *testing.T) {
 // derived from its original event id.
 func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +335,7 @@ func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 // TTLs under MinTTL are raised to it: a 1 ns TTL made the sweeper's ticker (TTL/4) panic.
 func TestTinyTTLIsRaised(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	if err := (Options{TTL: time.Nanosecond}).Validate(); err == nil || !strings.Contains(err.Error(), "at least 1s") {
 		t.Errorf("Validate of a 1ns TTL = %v, want an error naming the minimum", err)
 	}
@@ -368,7 +370,7 @@ func TestTinyTTLIsRaised(t *testing.T) {
 // Releases racing superseding requests: no deploy is both dropped and handed the lease.
 func TestSupersedeRacingReleases(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	for i := range 30 {
 		tg := target
 		tg.Release = "api" + string(rune('a'+i%26)) + string(rune('0'+i/26))
