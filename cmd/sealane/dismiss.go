@@ -21,8 +21,8 @@ func newDismissCmd(g *globalFlags) *cobra.Command {
 			"the post-delete hooks and deletes the release records (kept, marked uninstalled, with --keep-history).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd.Context(), g, "dismiss", args[0], "uninstalled", events.RequestedData{
-				Operation: events.OperationUninstall, KeepHistory: keepHistory, WithNamespace: withNamespace})
+			return f.run(cmd.Context(), g, args[0], releaseOp{verb: "dismiss", done: "uninstalled", data: events.RequestedData{
+				Operation: events.OperationUninstall, KeepHistory: keepHistory, WithNamespace: withNamespace}})
 		},
 	}
 	f.register(cmd, "uninstall")

@@ -52,7 +52,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 			"werf.io/sensitive-paths are shown as hashes, never as values.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPlan(cmd.Context(), g, f, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runPlan(cmd, g, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
@@ -67,23 +67,20 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func runPlan(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, stdout, stderr io.Writer) error {
+func runPlan(cmd *cobra.Command, g *globalFlags, f *planFlags, chartRef string) error {
+	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if _, err := apply.ParseMethod(f.applyMethod); err != nil {
 		return fmt.Errorf("--apply-method: %w", err)
 	}
 	if f.contextLines < 0 {
 		return fmt.Errorf("--diff-context-lines %d: must not be negative", f.contextLines)
 	}
-	contextLines := f.contextLines
-	if contextLines == 0 {
-		contextLines = -1 // none
-	}
 	var report *pipeline.PlanReport
 	var err error
 	if g.natsURL != "" || f.viaPipeline {
-		report, err = planThroughPipeline(ctx, g, f, chartRef, contextLines, stderr)
+		report, err = planThroughPipeline(ctx, g, f, chartRef, stderr)
 	} else {
-		report, err = planHere(ctx, g, f, chartRef, contextLines, !(f.graph && !f.exitCode), stderr)
+		report, err = planHere(ctx, g, f, chartRef, stderr)
 	}
 	if err != nil {
 		return err
@@ -105,9 +102,22 @@ func runPlan(ctx context.Context, g *globalFlags, f *planFlags, chartRef string,
 	return nil
 }
 
+// diffContextLines is --diff-context-lines (not negative) as the dry run takes it: there 0
+// means the default, and none is -1.
+func (f *planFlags) diffContextLines() int {
+	if f.contextLines == 0 {
+		return -1 // none
+	}
+	return f.contextLines
+}
+
+// dryRun says whether the plan's writes are dry-run: not for --graph alone, which prints the
+// plan's DAG only.
+func (f *planFlags) dryRun() bool { return !(f.graph && !f.exitCode) }
+
 // planHere renders and dry-runs in this process, talking to the cluster through a client that
-// refuses any request that is not a read or a dry run. Without dryRun only the plan is made.
-func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, contextLines int, dryRun bool, stderr io.Writer) (*pipeline.PlanReport, error) {
+// refuses any request that is not a read or a dry run. Without f.dryRun only the plan is made.
+func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, stderr io.Writer) (*pipeline.PlanReport, error) {
 	cr, err := loadChartRender(ctx, &f.chartFlags, chartRef)
 	if err != nil {
 		return nil, err
@@ -129,16 +139,16 @@ func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string
 	}
 	method, _ := apply.ParseMethod(f.applyMethod)
 	bundle.Apply = pipeline.ApplySettings{Method: method, TakeOwnership: f.takeOwnership}
-	if !dryRun {
+	if !f.dryRun() {
 		return &pipeline.PlanReport{Plan: bundle.Plan, Revision: revision, Deployed: deployed}, nil
 	}
 	return pipeline.DryRun(ctx, cluster, pipeline.DryRunInput{Target: cr.requested.Target, Bundle: bundle, Revision: revision,
-		Deployed: deployed, ContextLines: contextLines})
+		Deployed: deployed, ContextLines: f.diffContextLines()})
 }
 
 // planThroughPipeline asks the pipeline (embedded, or the shared one at --nats-url) for the
 // plan: its renderer renders and dry-runs exactly as for a deploy and stores the report.
-func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, contextLines int, stderr io.Writer) (*pipeline.PlanReport, error) {
+func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, stderr io.Writer) (*pipeline.PlanReport, error) {
 	secrets, err := f.secrets(chartRef)
 	if err != nil {
 		return nil, err
@@ -154,7 +164,7 @@ func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, char
 	}
 	req.RequestedBy = whoami()
 	req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
-	req.Operation, req.DiffContextLines = events.OperationPlan, contextLines
+	req.Operation, req.DiffContextLines = events.OperationPlan, f.diffContextLines()
 	if req.ReleaseStorage, err = f.storage.value(); err != nil {
 		return nil, err
 	}

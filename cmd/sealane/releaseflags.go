@@ -30,9 +30,18 @@ func (f *releaseFlags) register(cmd *cobra.Command, what string) {
 	f.storage.register(fl, what == "rollback")
 }
 
-// run sends the request data (its target and timeout filled in) through the pipeline and
-// follows it; done ends the success line ("" for "revision N deployed").
-func (f *releaseFlags) run(ctx context.Context, g *globalFlags, verb, releaseName, done string, data events.RequestedData) error {
+// releaseOp is what one command does to an existing release: its verb for errors, the last
+// word of its success line ("" for "revision N deployed") and its request data.
+type releaseOp struct {
+	verb string
+	done string
+	data events.RequestedData
+}
+
+// run sends op's request data (its target and timeout filled in) through the pipeline and
+// follows it.
+func (f *releaseFlags) run(ctx context.Context, g *globalFlags, releaseName string, op releaseOp) error {
+	verb, done, data := op.verb, op.done, op.data
 	if f.namespace == "" {
 		return fmt.Errorf("%s %s: --namespace is required (the release's namespace)", verb, releaseName)
 	}

@@ -48,8 +48,7 @@ func newRenderCmd(g *globalFlags) *cobra.Command {
 			"cluster's version and APIs are used and `lookup` reads from it.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			useCluster := cmd.Flags().Changed("kube-context") || cmd.Flags().Changed("kubeconfig")
-			return runRender(cmd.Context(), g, f, args[0], useCluster, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runRender(cmd, g, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
@@ -65,7 +64,9 @@ func newRenderCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func runRender(ctx context.Context, g *globalFlags, f *renderFlags, chartRef string, useCluster bool, stdout, stderr io.Writer) error {
+func runRender(cmd *cobra.Command, g *globalFlags, f *renderFlags, chartRef string) error {
+	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	useCluster := cmd.Flags().Changed("kube-context") || cmd.Flags().Changed("kubeconfig")
 	cr, err := loadChartRender(ctx, &f.chartFlags, chartRef)
 	if err != nil {
 		return err

@@ -27,8 +27,8 @@ func newRollbackCmd(g *globalFlags) *cobra.Command {
 				}
 				revision = n
 			}
-			return f.run(cmd.Context(), g, "rollback", args[0], "", events.RequestedData{
-				Operation: events.OperationRollback, RollbackTo: revision})
+			return f.run(cmd.Context(), g, args[0], releaseOp{verb: "rollback", data: events.RequestedData{
+				Operation: events.OperationRollback, RollbackTo: revision}})
 		},
 	}
 	f.register(cmd, "rollback")

@@ -51,36 +51,9 @@ func runSecretEdit(cmd *cobra.Command, sf *secretFlags, k *secretKind, path, for
 	if err != nil {
 		return err
 	}
-	old, err := os.ReadFile(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	e, err := openSecretEdit(k, key, path, formatFlag)
+	if err != nil {
 		return err
-	}
-	var plain []byte
-	format, current := secret.FormatV2, secret.FormatPlain
-	if exists {
-		if plain, err = k.decrypt(path, old, key); err != nil {
-			return err
-		}
-		if current, err = k.format(path, old); err != nil {
-			return err
-		}
-		if current == secret.FormatWerf {
-			format = secret.FormatWerf
-		}
-	}
-	if formatFlag != "" {
-		if format, err = secret.ParseFormat(formatFlag); err != nil {
-			return fmt.Errorf("--format: %w", err)
-		}
-	}
-	var note string
-	switch {
-	case formatFlag != "":
-	case current == secret.FormatWerfGCM:
-		note = fmt.Sprintf("%s was in werf's AES-GCM format, which sealane reads but does not write; it is now in the v2 format, which werf cannot read (edit with --format werf to keep it readable by werf)", path)
-	case current == secret.FormatMixed:
-		note = fmt.Sprintf("%s had values in several formats; they are all in the v2 format now (use --format to choose)", path)
 	}
 
 	// The plaintext lives in a directory only we can read, under the file's own base name
@@ -91,10 +64,67 @@ func runSecretEdit(cmd *cobra.Command, sf *secretFlags, k *secretKind, path, for
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	tmp := filepath.Join(dir, filepath.Base(path))
-	if err := writeNewFile(tmp, plain, 0o600); err != nil {
+	if err := writeNewFile(tmp, e.plain, 0o600); err != nil {
 		return err
 	}
+	return e.edit(cmd, tmp)
+}
 
+// secretEdit is a secret file being edited: what it held, decrypted, and how the edit is
+// written back.
+type secretEdit struct {
+	k      *secretKind
+	key    secret.Key
+	path   string
+	old    []byte // the file's content; nil when it does not exist
+	exists bool
+	plain  []byte // the decrypted content
+	// format is the format to write; note, when not "", is said after saving: how the file's
+	// format changed without --format.
+	format secret.Format
+	note   string
+}
+
+// openSecretEdit reads and decrypts the file at path, which need not exist, and picks the
+// format to write: formatFlag, else werf's for a file in werf's format, else v2.
+func openSecretEdit(k *secretKind, key secret.Key, path, formatFlag string) (*secretEdit, error) {
+	old, err := os.ReadFile(path)
+	e := &secretEdit{k: k, key: key, path: path, old: old, exists: err == nil}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	format, current := secret.FormatV2, secret.FormatPlain
+	if e.exists {
+		if e.plain, err = k.decrypt(path, old, key); err != nil {
+			return nil, err
+		}
+		if current, err = k.format(path, old); err != nil {
+			return nil, err
+		}
+		if current == secret.FormatWerf {
+			format = secret.FormatWerf
+		}
+	}
+	if formatFlag != "" {
+		if format, err = secret.ParseFormat(formatFlag); err != nil {
+			return nil, fmt.Errorf("--format: %w", err)
+		}
+	}
+	e.format = format
+	switch {
+	case formatFlag != "":
+	case current == secret.FormatWerfGCM:
+		e.note = fmt.Sprintf("%s was in werf's AES-GCM format, which sealane reads but does not write; it is now in the v2 format, which werf cannot read (edit with --format werf to keep it readable by werf)", path)
+	case current == secret.FormatMixed:
+		e.note = fmt.Sprintf("%s had values in several formats; they are all in the v2 format now (use --format to choose)", path)
+	}
+	return e, nil
+}
+
+// edit opens tmp, the plaintext, in the editor until the edit is saved, changes nothing or
+// is given up.
+func (e *secretEdit) edit(cmd *cobra.Command, tmp string) error {
+	path := e.path
 	stderr := cmd.ErrOrStderr()
 	for {
 		if err := runEditor(cmd, tmp); err != nil {
@@ -104,31 +134,37 @@ func runSecretEdit(cmd *cobra.Command, sf *secretFlags, k *secretKind, path, for
 		if err != nil {
 			return fmt.Errorf("read the edited file: %w; %s left unchanged", err, path)
 		}
-		if bytes.Equal(edited, plain) {
+		if bytes.Equal(edited, e.plain) {
 			_, _ = fmt.Fprintf(stderr, "%s: no changes\n", path)
 			return nil
 		}
-		out, err := k.update(path, old, edited, key, format)
+		out, err := e.k.update(path, e.old, edited, e.key, e.format)
 		if err == nil {
-			if !exists {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					return err
-				}
-			}
-			if err := writeFileAtomic(path, out, 0o644); err != nil {
-				return err
-			}
-			_, _ = fmt.Fprintf(stderr, "%s: saved, %s\n", path, format.Description())
-			if note != "" {
-				_, _ = fmt.Fprintf(stderr, "note: %s\n", note)
-			}
-			return nil
+			return e.save(out, stderr)
 		}
 		// Let a person at a terminal fix a YAML mistake instead of losing the edit.
 		if !isTerminal(cmd.InOrStdin()) || !askYesNo(cmd, fmt.Sprintf("%v\nEdit again? [Y/n] ", err)) {
 			return fmt.Errorf("%w; %s left unchanged", err, path)
 		}
 	}
+}
+
+// save writes out, the encrypted edit, to the file (creating its directory for a new file)
+// and says so on stderr.
+func (e *secretEdit) save(out []byte, stderr io.Writer) error {
+	if !e.exists {
+		if err := os.MkdirAll(filepath.Dir(e.path), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := writeFileAtomic(e.path, out, 0o644); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(stderr, "%s: saved, %s\n", e.path, e.format.Description())
+	if e.note != "" {
+		_, _ = fmt.Fprintf(stderr, "note: %s\n", e.note)
+	}
+	return nil
 }
 
 // runEditor opens file in $EDITOR (default vi); $EDITOR may hold arguments, split on spaces.

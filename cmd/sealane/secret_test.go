@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sealane/sealane/pkg/secret"
+	"github.com/sealane/sealane/pkg/secret/secrettest"
 )
 
 const (
@@ -53,15 +54,6 @@ func mustRun(t *testing.T, stdin string, args ...string) string {
 		t.Fatalf("sealane secret %s: %v", strings.Join(args, " "), err)
 	}
 	return out
-}
-
-func mustKey(t *testing.T, s string) secret.Key {
-	t.Helper()
-	k, err := secret.ParseKey(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -137,7 +129,7 @@ func TestSecretGenerateKey(t *testing.T) {
 		if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(k) {
 			t.Errorf("generate-key printed %q, want 32 hex characters", k)
 		}
-		mustKey(t, k)
+		secrettest.Key(t, k)
 	}
 	if a == b {
 		t.Error("two generated keys are equal")
@@ -246,7 +238,7 @@ func TestSecretKeyLookup(t *testing.T) {
 			return []string{"--secret-key", testKey}
 		}},
 	}
-	enc, err := secret.EncryptValues("x", []byte("a: b\n"), mustKey(t, testKey), secret.FormatV2)
+	enc, err := secret.EncryptValues("x", []byte("a: b\n"), secrettest.Key(t, testKey), secret.FormatV2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +291,11 @@ func TestSecretMissingKey(t *testing.T) {
 }
 
 func TestSecretWrongKey(t *testing.T) {
-	good := mustKey(t, testKey)
+	good := secrettest.Key(t, testKey)
 	valuesV2, _ := secret.EncryptValues("v", []byte("password: hunter2\n"), good, secret.FormatV2)
 	valuesWerf, _ := secret.EncryptValues("v", []byte("password: hunter2\n"), good, secret.FormatWerf)
 	fileV2, _ := secret.EncryptFile("f", []byte("hunter2"), good, secret.FormatV2)
-	fileWerf := werfFileRejecting(t, []byte("hunter2\n"), good, mustKey(t, otherKey))
+	fileWerf := werfFileRejecting(t, []byte("hunter2\n"), good, secrettest.Key(t, otherKey))
 	tests := []struct {
 		kind, name string
 		data       []byte
@@ -372,7 +364,7 @@ func TestSecretInvalidKeyNotShown(t *testing.T) {
 func TestSecretValuesEdit(t *testing.T) {
 	dir := secretEnv(t)
 	t.Setenv(secret.EnvKey, testKey)
-	key := mustKey(t, testKey)
+	key := secrettest.Key(t, testKey)
 	for _, format := range []secret.Format{secret.FormatV2, secret.FormatWerf} {
 		t.Run(string(format), func(t *testing.T) {
 			path := filepath.Join(dir, string(format)+"-secret-values.yaml")
@@ -423,7 +415,7 @@ func TestSecretValuesEdit(t *testing.T) {
 func TestSecretEditCreates(t *testing.T) {
 	dir := secretEnv(t)
 	t.Setenv(secret.EnvKey, testKey)
-	key := mustKey(t, testKey)
+	key := secrettest.Key(t, testKey)
 
 	editor, edDir := fakeEditor(t, `printf 'db:\n  password: s3cret\n' > "$f"`)
 	t.Setenv("EDITOR", editor)
@@ -456,7 +448,7 @@ func TestSecretEditCreates(t *testing.T) {
 func TestSecretFileEdit(t *testing.T) {
 	dir := secretEnv(t)
 	t.Setenv(secret.EnvKey, testKey)
-	key := mustKey(t, testKey)
+	key := secrettest.Key(t, testKey)
 	path := filepath.Join(dir, "secret", "app.conf")
 	enc, _ := secret.EncryptFile(path, []byte("user=admin\npassword=old\n"), key, secret.FormatWerf)
 	writeFile(t, path, string(enc))
@@ -489,7 +481,7 @@ func TestSecretEditLeavesFileUntouched(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := secretEnv(t)
 			t.Setenv(secret.EnvKey, testKey)
-			key := mustKey(t, testKey)
+			key := secrettest.Key(t, testKey)
 			path := filepath.Join(dir, "secret-values.yaml")
 			var enc []byte
 			if tt.kind == "values" {
@@ -571,7 +563,7 @@ func newRotateFixture(t *testing.T, dir string, key secret.Key, broken string) *
 	enc := func(path string, do func(k secret.Key) ([]byte, error)) {
 		k := key
 		if path == broken {
-			k = mustKey(t, otherKey)
+			k = secrettest.Key(t, otherKey)
 		}
 		data, err := do(k)
 		if err != nil {
@@ -698,7 +690,7 @@ func TestSecretRotateKey(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			f := newRotateFixture(t, dir, mustKey(t, testKey), "")
+			f := newRotateFixture(t, dir, secrettest.Key(t, testKey), "")
 			cmd := "rotate-key"
 			if tt.format == secret.FormatWerf {
 				cmd = "rotate-secret-key"
@@ -715,12 +707,12 @@ func TestSecretRotateKey(t *testing.T) {
 					t.Error("the chart was rotated though only a file was given")
 				}
 				data := readFile(t, f.extra)
-				if plain, err := secret.DecryptValues(f.extra, []byte(data), mustKey(t, newKey)); err != nil || string(plain) != "db:\n  password: prod\n" {
+				if plain, err := secret.DecryptValues(f.extra, []byte(data), secrettest.Key(t, newKey)); err != nil || string(plain) != "db:\n  password: prod\n" {
 					t.Errorf("extra file: %q, %v", plain, err)
 				}
 				return
 			}
-			f.check(t, mustKey(t, newKey), tt.format, tt.withExtra)
+			f.check(t, secrettest.Key(t, newKey), tt.format, tt.withExtra)
 			if !strings.Contains(out, f.values) && !strings.Contains(out, filepath.Join(".helm", "secret-values.yaml")) {
 				t.Errorf("output does not list the values file:\n%s", out)
 			}
@@ -746,13 +738,13 @@ func TestSecretRotateKeyAllOrNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := secretEnv(t)
 			// The fixture is built twice: once to learn the broken file's name.
-			probe := newRotateFixture(t, t.TempDir(), mustKey(t, testKey), "")
+			probe := newRotateFixture(t, t.TempDir(), secrettest.Key(t, testKey), "")
 			broken := tt.broken(probe)
 			if broken != "" {
 				rel, _ := filepath.Rel(probe.dir, broken)
 				broken = filepath.Join(dir, rel)
 			}
-			f := newRotateFixture(t, dir, mustKey(t, testKey), broken)
+			f := newRotateFixture(t, dir, secrettest.Key(t, testKey), broken)
 			_, _, err := runSecret(t, "", append([]string{"rotate-key"}, tt.args...)...)
 			if err == nil {
 				t.Fatal("rotate-key succeeded")
@@ -788,7 +780,7 @@ func TestSecretRotateKeyNothingToRotate(t *testing.T) {
 
 func TestSecretInfo(t *testing.T) {
 	dir := secretEnv(t)
-	key := mustKey(t, testKey)
+	key := secrettest.Key(t, testKey)
 	v2, _ := secret.EncryptValues("v", []byte("a: b\n"), key, secret.FormatV2)
 	werf, _ := secret.EncryptFile("f", []byte("x"), key, secret.FormatWerf)
 	writeFile(t, filepath.Join(dir, "v.yaml"), string(v2))
@@ -823,13 +815,13 @@ func TestSecretEncryptAlreadyEncrypted(t *testing.T) {
 func TestSecretRotateKeyProjectKeyFile(t *testing.T) {
 	dir := secretEnv(t)
 	proj := filepath.Join(dir, "proj")
-	f := newRotateFixture(t, proj, mustKey(t, testKey), "")
+	f := newRotateFixture(t, proj, secrettest.Key(t, testKey), "")
 	writeFile(t, filepath.Join(proj, ".werf_secret_key"), otherKey+"\n")
 	t.Setenv(envWerfOldKey, testKey)
 	if _, _, err := runSecret(t, "", "rotate-key", "--dir", "proj"); err != nil {
 		t.Fatal(err)
 	}
-	f.check(t, mustKey(t, otherKey), "", false)
+	f.check(t, secrettest.Key(t, otherKey), "", false)
 }
 
 // TestSecretFileEditWerfGCM checks that a file in werf's AES-GCM format, which sealane does
@@ -863,7 +855,7 @@ func TestSecretFileEditWerfGCM(t *testing.T) {
 	if f := secret.FormatOf([]byte(data)); f != secret.FormatV2 {
 		t.Errorf("format after edit = %s, want v2", f)
 	}
-	if plain, err := secret.DecryptFile(path, []byte(data), mustKey(t, testKey)); err != nil || string(plain) != "new\n" {
+	if plain, err := secret.DecryptFile(path, []byte(data), secrettest.Key(t, testKey)); err != nil || string(plain) != "new\n" {
 		t.Errorf("decrypted %q, %v", plain, err)
 	}
 	if !strings.Contains(stderr, "werf cannot read") {

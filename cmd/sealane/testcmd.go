@@ -16,7 +16,7 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 			"and fails when one fails. The release records are not changed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd.Context(), g, "test", args[0], "tests passed", events.RequestedData{Operation: events.OperationTest})
+			return f.run(cmd.Context(), g, args[0], releaseOp{verb: "test", done: "tests passed", data: events.RequestedData{Operation: events.OperationTest}})
 		},
 	}
 	f.register(cmd, "test run")

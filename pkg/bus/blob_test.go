@@ -11,11 +11,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sealane/sealane/pkg/payload"
+	"github.com/sealane/sealane/test/harness"
 )
 
 func TestBlobRoundTripAboveMaxPayload(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	data := make([]byte, 3<<20) // 3 MiB, over the 1 MiB max_payload
 	if _, err := rand.Read(data); err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestBlobRoundTripAboveMaxPayload(t *testing.T) {
 
 func TestGetBlobErrorsNameTheRef(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	missing := "nats-obj://sealane-blobs/manifests/none"
 	_, err := e.bus.GetBlob(ctx, missing)
 	if !errors.Is(err, jetstream.ErrObjectNotFound) || !strings.Contains(err.Error(), missing) {
@@ -88,7 +89,7 @@ func (e *testEnv) newKeyedBus(name string, key *payload.Key) *Bus {
 	e.t.Helper()
 	opts := DefaultOptions()
 	opts.Sealer = key
-	b, err := New(testCtx(e.t, 10*time.Second), e.connect(name), opts, e.log.Named(name))
+	b, err := New(harness.Context(e.t, 10*time.Second), e.connect(name), opts, e.log.Named(name))
 	if err != nil {
 		e.t.Fatalf("new bus %s: %v", name, err)
 	}
@@ -111,11 +112,11 @@ func testKey(t *testing.T) *payload.Key {
 // rawBlob reads a blob's stored bytes straight from the JetStream object store.
 func rawBlob(t *testing.T, b *Bus, name string) []byte {
 	t.Helper()
-	obs, err := b.JetStream().ObjectStore(testCtx(t, 5*time.Second), DefaultBlobBucket)
+	obs, err := b.JetStream().ObjectStore(t.Context(), DefaultBlobBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := obs.GetBytes(testCtx(t, 5*time.Second), name)
+	raw, err := obs.GetBytes(harness.Context(t, 5*time.Second), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func rawBlob(t *testing.T, b *Bus, name string) []byte {
 
 func TestBlobsAreEncryptedAtRest(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	key := testKey(t)
 	b := e.newKeyedBus("keyed", key)
 	const canary = "canary-9d1e5b7c-db-password"
@@ -160,7 +161,7 @@ func TestBlobsAreEncryptedAtRest(t *testing.T) {
 
 func TestGetBlobRejectsTamperedAndSwappedBlobs(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	b := e.newKeyedBus("keyed", testKey(t))
 	refA, err := b.PutBlob(ctx, "renders/a", []byte("render a"))
 	if err != nil {
@@ -194,7 +195,7 @@ func TestGetBlobRejectsTamperedAndSwappedBlobs(t *testing.T) {
 
 func TestLegacyClearTextBlobs(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	key := testKey(t)
 	b := e.newKeyedBus("keyed", key)
 	obs, err := b.JetStream().ObjectStore(ctx, DefaultBlobBucket)
@@ -224,7 +225,7 @@ func TestLegacyClearTextBlobs(t *testing.T) {
 
 func TestPutBlobAfterKeyRotation(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	oldKey, newKey := testKey(t), testKey(t)
 	chart := []byte("chart archive")
 	ref, err := e.newKeyedBus("old", oldKey).PutBlob(ctx, "charts/sha256-x", chart)
@@ -249,7 +250,7 @@ func TestPutBlobAfterKeyRotation(t *testing.T) {
 
 func TestPutBlobWithoutKeyStoresNothing(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	opts := DefaultOptions()
 	opts.Sealer = payload.Unkeyed{Pipeline: "nats://remote:4222"}
 	b, err := New(ctx, e.connect("unkeyed"), opts, e.log)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -40,7 +42,7 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestNewConcurrentReplicasAreIdempotent(t *testing.T) {
 	e := newServerEnv(t) // nothing exists yet: the replicas race to create it
-	ctx := testCtx(t, 30*time.Second)
+	ctx := harness.Context(t, 30*time.Second)
 	const replicas = 6
 	var wg sync.WaitGroup
 	errs := make([]error, replicas)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 func TestCallRetriesTransientErrorsOnly(t *testing.T) {
@@ -34,7 +36,7 @@ func TestCallRetriesTransientErrorsOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := 0
-			err := do(testCtx(t, 10*time.Second), nil, func(context.Context) error {
+			err := do(harness.Context(t, 10*time.Second), nil, func(context.Context) error {
 				calls++
 				return tt.errs[calls-1]
 			})
@@ -50,7 +52,7 @@ func TestCallRetriesTransientErrorsOnly(t *testing.T) {
 func TestCallGivesEachAttemptItsOwnDeadline(t *testing.T) {
 	var calls atomic.Int32
 	start := time.Now()
-	v, err := callWithin(testCtx(t, time.Minute), nil, 50*time.Millisecond, func(ctx context.Context) (string, error) {
+	v, err := callWithin(harness.Context(t, time.Minute), nil, 50*time.Millisecond, func(ctx context.Context) (string, error) {
 		if calls.Add(1) < 3 {
 			<-ctx.Done() // a request whose answer never comes
 			return "", ctx.Err()
@@ -156,7 +158,7 @@ func tcpEnv(t *testing.T) (*testEnv, *lossyProxy, *Bus) {
 	}
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	px := newLossyProxy(t, srv.Addr().String())
-	ctx := testCtx(t, 30*time.Second)
+	ctx := harness.Context(t, 30*time.Second)
 	nc, err := Connect(ctx, px.url(), "lossy")
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func tcpEnv(t *testing.T) (*testEnv, *lossyProxy, *Bus) {
 // the deploy's 3-minute deadline) is answered by a later attempt.
 func TestKVGetSurvivesALostRequest(t *testing.T) {
 	_, px, b := tcpEnv(t)
-	ctx := testCtx(t, time.Minute)
+	ctx := harness.Context(t, time.Minute)
 	if _, err := b.Leases().Put(ctx, "lease.x", []byte("held")); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +218,7 @@ func (a *answerLost) Delete(ctx context.Context, key string, opts ...jetstream.K
 // retry meets the write itself and recognises it.
 func TestKVWriteWhoseAnswerIsLostIsRecognised(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := harness.Context(t, 30*time.Second)
 	lossy := &answerLost{KeyValue: e.bus.State().kv}
 	kv := newKV(lossy, e.bus.js, e.bus.link, e.log)
 
@@ -257,7 +259,7 @@ func TestKVWriteWhoseAnswerIsLostIsRecognised(t *testing.T) {
 // come any more. The next attempt, on the new connection, is not affected.
 func TestAttemptEndsWhenTheConnectionDrops(t *testing.T) {
 	_, px, b := tcpEnv(t)
-	ctx := testCtx(t, time.Minute)
+	ctx := harness.Context(t, time.Minute)
 	actx, cancel := b.link.attempt(ctx, time.Minute)
 	defer cancel()
 	px.cut()

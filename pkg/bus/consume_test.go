@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // startConsume runs b.Consume in the background; the returned stop cancels it and fails the
@@ -46,7 +48,7 @@ func fixedBackoff(d time.Duration) func(uint64) time.Duration {
 // consumerInfo fetches the durable's state, nil if it does not exist (yet).
 func consumerInfo(t *testing.T, b *Bus, durable string) *jetstream.ConsumerInfo {
 	t.Helper()
-	ctx := testCtx(t, 5*time.Second)
+	ctx := harness.Context(t, 5*time.Second)
 	c, err := b.JetStream().Consumer(ctx, DefaultStream, durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil
@@ -296,7 +298,7 @@ func TestConsumeRecoversDeletedConsumer(t *testing.T) {
 	publishTest(t, e.bus, testSubject, "before", "del-1")
 	waitAcked(t, e.bus, "recorder", 1)
 
-	if err := e.bus.JetStream().DeleteConsumer(testCtx(t, 5*time.Second), DefaultStream, "recorder"); err != nil {
+	if err := e.bus.JetStream().DeleteConsumer(t.Context(), DefaultStream, "recorder"); err != nil {
 		t.Fatal(err)
 	}
 	publishTest(t, e.bus, testSubject, "after", "del-2")
@@ -311,7 +313,7 @@ func TestConsumeRecoversDeletedConsumer(t *testing.T) {
 
 func TestConsumeRejectsBadInput(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 5*time.Second)
+	ctx := harness.Context(t, 5*time.Second)
 	if err := e.bus.Consume(ctx, ConsumerOptions{Durable: "x"}, nil); err == nil {
 		t.Error("nil handler accepted")
 	}
@@ -331,7 +333,7 @@ func TestConsumeReturnsWhenConnectionCloses(t *testing.T) {
 			func(context.Context, jetstream.Msg) error { return nil })
 	}()
 	waitFor(t, 5*time.Second, "consumer to exist", func() bool {
-		_, err := e.bus.JetStream().Consumer(testCtx(t, time.Second), DefaultStream, "renderer")
+		_, err := e.bus.JetStream().Consumer(harness.Context(t, time.Second), DefaultStream, "renderer")
 		return err == nil
 	})
 	b.Conn().Close()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // waitDeadLetters waits until n dead letters are recorded and returns them.
@@ -18,7 +20,7 @@ func waitDeadLetters(t *testing.T, b *Bus, n int) []DeadLetter {
 	var dls []DeadLetter
 	waitFor(t, 10*time.Second, "dead letters", func() bool {
 		var err error
-		dls, err = b.DeadLetters(testCtx(t, 10*time.Second))
+		dls, err = b.DeadLetters(harness.Context(t, 10*time.Second))
 		if err != nil {
 			t.Fatalf("DeadLetters: %v", err)
 		}
@@ -32,7 +34,7 @@ func waitDeadLetters(t *testing.T, b *Bus, n int) []DeadLetter {
 
 func TestDeadLettersEmpty(t *testing.T) {
 	e := newTestEnv(t)
-	dls, err := e.bus.DeadLetters(testCtx(t, 5*time.Second))
+	dls, err := e.bus.DeadLetters(harness.Context(t, 5*time.Second))
 	if err != nil || len(dls) != 0 {
 		t.Fatalf("DeadLetters on a fresh bus = %v, %v; want none", dls, err)
 	}
@@ -131,7 +133,7 @@ func TestRedriveRedelivers(t *testing.T) {
 	dl := waitDeadLetters(t, e.bus, 1)[0]
 
 	fixed.Store(true)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	for range 2 { // a retried Redrive of the same dead letter is deduplicated
 		if err := e.bus.Redrive(ctx, dl); err != nil {
 			t.Fatalf("Redrive: %v", err)

@@ -51,13 +51,14 @@ var errFollowIdle = errors.New("no message for a while")
 // (no acks, no durable state) until ctx is done (nil), fn returns ErrStop (nil) or another
 // error (returned). Lost or silent consumers are recreated from the last delivered message.
 func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.Msg) error) error {
-	return follow(ctx, b.js, b.link, b.followed(opts), opts, fn, b.log)
+	f := &follower{js: b.js, link: b.link, stream: b.followed(opts), opts: opts, fn: fn, log: b.log}
+	return f.follow(ctx)
 }
 
-// follow is Follow on any stream of js.
-func follow(ctx context.Context, js jetstream.JetStream, l *link, stream string, opts FollowOptions,
-	fn func(jetstream.Msg) error, log *zap.Logger) error {
-	if fn == nil {
+// follow is Follow on any stream of f.js.
+func (f *follower) follow(ctx context.Context) error {
+	stream, opts, l := f.stream, f.opts, f.link
+	if f.fn == nil {
 		return errors.New("follow: nil callback")
 	}
 	for _, s := range opts.FilterSubjects {
@@ -65,7 +66,7 @@ func follow(ctx context.Context, js jetstream.JetStream, l *link, stream string,
 			return fmt.Errorf("follow %s: invalid filter subject %q", stream, s)
 		}
 	}
-	f := &follower{js: js, link: l, stream: stream, opts: opts, fn: fn, log: log.With(zap.String("stream", stream), zap.Strings("filter", opts.FilterSubjects))}
+	f.log = f.log.With(zap.String("stream", stream), zap.Strings("filter", opts.FilterSubjects))
 	if !opts.DeliverAll && opts.StartTime.IsZero() {
 		// "Only new messages" is pinned to a sequence, so that a recreated consumer neither
 		// skips what was published meanwhile nor repeats what came before.

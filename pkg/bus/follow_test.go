@@ -10,13 +10,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // followN follows with opts until n messages arrived and returns their payloads.
 func followN(t *testing.T, b *Bus, opts FollowOptions, n int) []string {
 	t.Helper()
 	var got []string
-	err := b.Follow(testCtx(t, 10*time.Second), opts, func(m jetstream.Msg) error {
+	err := b.Follow(harness.Context(t, 10*time.Second), opts, func(m jetstream.Msg) error {
 		got = append(got, string(m.Data()))
 		if len(got) == n {
 			return ErrStop
@@ -68,7 +70,7 @@ func TestFollowStartTimeAndLive(t *testing.T) {
 	start := time.Now()
 	publishTest(t, e.bus, testSubject, "new", "st-2")
 
-	ctx := testCtx(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	seen := make(chan string, 10)
 	done := make(chan error, 1)
 	go func() {
@@ -96,7 +98,7 @@ func TestFollowHeadersOnly(t *testing.T) {
 	checkLeaks(t)
 	e := newTestEnv(t)
 	publishTest(t, e.bus, testSubject, "payload", "h-1")
-	err := e.bus.Follow(testCtx(t, 10*time.Second), FollowOptions{DeliverAll: true, HeadersOnly: true}, func(m jetstream.Msg) error {
+	err := e.bus.Follow(harness.Context(t, 10*time.Second), FollowOptions{DeliverAll: true, HeadersOnly: true}, func(m jetstream.Msg) error {
 		if len(m.Data()) != 0 || m.Headers().Get("X-Test") != "kept" {
 			t.Errorf("headers-only message: data %q headers %v", m.Data(), m.Headers())
 		}
@@ -112,7 +114,7 @@ func TestFollowReturnsCallbackErrorAndStopsOnCancel(t *testing.T) {
 	e := newTestEnv(t)
 	publishTest(t, e.bus, testSubject, "x", "cb-1")
 	boom := errors.New("render failed")
-	err := e.bus.Follow(testCtx(t, 10*time.Second), FollowOptions{DeliverAll: true}, func(jetstream.Msg) error { return boom })
+	err := e.bus.Follow(harness.Context(t, 10*time.Second), FollowOptions{DeliverAll: true}, func(jetstream.Msg) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Errorf("Follow = %v, want the callback's error", err)
 	}
@@ -155,7 +157,7 @@ func TestFollowerConfigResumesAfterLastSeq(t *testing.T) {
 func TestLogStreamIsApartFromDeployEvents(t *testing.T) {
 	checkLeaks(t)
 	e := newTestEnv(t)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	for i := range 3 {
 		if _, err := e.bus.PublishLog(ctx, nats.NewMsg("sealane.logs.c1.ns.web"), fmt.Sprintf("log-%d", i)); err != nil {
 			t.Fatalf("PublishLog: %v", err)
@@ -195,7 +197,7 @@ func TestFollowResumesWhenIdle(t *testing.T) {
 	t.Cleanup(func() { followIdle = old })
 	e := newTestEnv(t)
 	publishTest(t, e.bus, testSubject, "0", "idle-0")
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	seen := make(chan string, 10)
 	done := make(chan error, 1)
 	go func() {

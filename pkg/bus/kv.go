@@ -134,8 +134,9 @@ func (k *KV) Keys(ctx context.Context, filter string) ([]string, error) {
 func (k *KV) Watch(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry) error) error {
 	bucket := k.Bucket()
 	prefix := "$KV." + bucket + "."
-	return follow(ctx, k.js, k.link, "KV_"+bucket, FollowOptions{FilterSubjects: []string{prefix + filter}},
-		func(m jetstream.Msg) error { return fn(kvEntryOf(bucket, prefix, m)) }, k.log)
+	f := &follower{js: k.js, link: k.link, stream: "KV_" + bucket, opts: FollowOptions{FilterSubjects: []string{prefix + filter}},
+		fn: func(m jetstream.Msg) error { return fn(kvEntryOf(bucket, prefix, m)) }, log: k.log}
+	return f.follow(ctx)
 }
 
 // OpenKV binds to the existing bucket named bucket over nc, for a program without a Bus (a

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // restartable is a server on a fixed TCP port and store that can be stopped and started again,
@@ -33,7 +35,7 @@ func newRestartable(t *testing.T) *restartable {
 	l.Close()
 	r.start()
 	t.Cleanup(r.stop)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := harness.Context(t, 30*time.Second)
 	nc, err := Connect(ctx, r.srv.ClientURL(), "restartable")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func (r *restartable) stop() {
 func TestKVAcrossServerRestart(t *testing.T) {
 	r := newRestartable(t)
 	kv := r.bus.State()
-	ctx := testCtx(t, time.Minute)
+	ctx := harness.Context(t, time.Minute)
 	seen := make(chan string, 16)
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan error, 1)
@@ -122,7 +124,7 @@ func TestKVAcrossServerRestart(t *testing.T) {
 
 func TestKVWatchStopsOnCallbackError(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	boom := errors.New("boom")
 	done := make(chan error, 1)
 	go func() {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 const testSubject = "sealane.deploy.requested.c1.ns.api"
@@ -18,14 +20,14 @@ func publishTest(t *testing.T, b *Bus, subj, data, msgID string) {
 	msg := nats.NewMsg(subj)
 	msg.Data = []byte(data)
 	msg.Header.Set("X-Test", "kept")
-	if _, err := b.Publish(testCtx(t, 10*time.Second), msg, msgID); err != nil {
+	if _, err := b.Publish(harness.Context(t, 10*time.Second), msg, msgID); err != nil {
 		t.Fatalf("publish %s: %v", msgID, err)
 	}
 }
 
 func TestPublishDeduplicates(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	msg := nats.NewMsg(testSubject)
 	msg.Data = []byte("hello")
 
@@ -52,7 +54,7 @@ func TestPublishDeduplicates(t *testing.T) {
 
 func TestPublishRetriesUntilStreamIsBack(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 15*time.Second)
+	ctx := harness.Context(t, 15*time.Second)
 	if err := e.bus.JetStream().DeleteStream(ctx, DefaultStream); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestPublishFailsFast(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := testCtx(t, 10*time.Second)
+			ctx := harness.Context(t, 10*time.Second)
 			start := time.Now()
 			_, err := e.bus.Publish(ctx, tt.msg, tt.id)
 			if err == nil || !strings.Contains(err.Error(), tt.inErr) {
@@ -106,7 +108,7 @@ func TestPublishFailsFast(t *testing.T) {
 
 func TestPublishGivesUpWithContext(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := testCtx(t, 800*time.Millisecond)
+	ctx := harness.Context(t, 800*time.Millisecond)
 	// A subject no stream binds: no responders, retried until ctx ends.
 	_, err := e.bus.Publish(ctx, &nats.Msg{Subject: "sealane.nostream.x"}, "id")
 	if err == nil || !errors.Is(err, ctx.Err()) {
@@ -117,7 +119,7 @@ func TestPublishGivesUpWithContext(t *testing.T) {
 func TestPublishAsyncKeepsOrderAndWaitsForAcks(t *testing.T) {
 	checkLeaks(t)
 	e := newTestEnv(t)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	var waits []*Pending
 	for i := range 50 {
 		m := nats.NewMsg(testSubject)

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // testEnv is one embedded server, an in-process connection and a Bus on it.
@@ -119,14 +121,6 @@ func checkLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// testCtx returns a context cancelled after d or at test end.
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -146,7 +140,7 @@ func TestStartServerRequiresStoreDir(t *testing.T) {
 }
 
 func TestStartServerListenModes(t *testing.T) {
-	ctx := testCtx(t, 20*time.Second)
+	ctx := harness.Context(t, 20*time.Second)
 	t.Run("random port", func(t *testing.T) {
 		s, err := StartServer(ServerOptions{StoreDir: t.TempDir(), Port: -1})
 		if err != nil {
@@ -183,7 +177,7 @@ func TestStartServerListenModes(t *testing.T) {
 }
 
 func TestConnectGivesUpWhenContextEnds(t *testing.T) {
-	ctx := testCtx(t, 700*time.Millisecond)
+	ctx := harness.Context(t, 700*time.Millisecond)
 	start := time.Now()
 	_, err := Connect(ctx, "nats://127.0.0.1:1", "nobody")
 	if err == nil {
@@ -211,7 +205,7 @@ func TestRestartKeepsStreamAndDurableProgress(t *testing.T) {
 	stop()
 
 	e.restart()
-	s, err := e.bus.JetStream().Stream(testCtx(t, 5*time.Second), DefaultStream)
+	s, err := e.bus.JetStream().Stream(t.Context(), DefaultStream)
 	if err != nil {
 		t.Fatal(err)
 	}

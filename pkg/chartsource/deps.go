@@ -86,12 +86,38 @@ func (s *session) buildDependencies(work, chartDir string, ch *helmchart.Chart, 
 			return err
 		}
 	}
+	pinned, err := s.pinMissing(ch, chartDir, archive)
+	if err != nil {
+		return err
+	}
+	if len(pinned.deps) == 0 {
+		return nil
+	}
+	scratch, err := s.scratchChart(pinned)
+	if err != nil {
+		return err
+	}
+	if err := s.download(scratch, pinned.oci); err != nil {
+		return err
+	}
+	return moveCharts(filepath.Join(scratch, "charts"), filepath.Join(work, "charts"))
+}
 
+// pinnedDependencies are the dependencies of a chart to download, pinned by pinDependency,
+// with the http(s) repositories they come from.
+type pinnedDependencies struct {
+	deps  []*helmchart.Dependency
+	repos []*repoIndex
+	// oci says some come from an OCI registry.
+	oci bool
+}
+
+// pinMissing pins the dependencies of ch that are missing from charts/: at the version of
+// Chart.lock when it has one for them, else at the newest that satisfies Chart.yaml.
+func (s *session) pinMissing(ch *helmchart.Chart, chartDir string, archive bool) (pinnedDependencies, error) {
 	var (
-		need    []*helmchart.Dependency
-		repos   []*repoIndex
-		seen    = map[string]bool{}
-		haveOCI bool
+		out  pinnedDependencies
+		seen = map[string]bool{}
 	)
 	present := map[string]bool{}
 	for _, d := range ch.Dependencies() {
@@ -111,41 +137,49 @@ func (s *session) buildDependencies(work, chartDir string, ch *helmchart.Chart, 
 		ri, err := s.pinDependency(pin, chartDir, archive)
 		if err != nil {
 			if locked {
-				return fmt.Errorf("dependency %q (version %s pinned by %s; run `helm dependency update` to pin another): %w", d.Name, pin.Version, lockFileName(ch), err)
+				return out, fmt.Errorf("dependency %q (version %s pinned by %s; run `helm dependency update` to pin another): %w", d.Name, pin.Version, lockFileName(ch), err)
 			}
-			return fmt.Errorf("dependency %q (%s): %w", d.Name, depsFileName(ch), err)
+			return out, fmt.Errorf("dependency %q (%s): %w", d.Name, depsFileName(ch), err)
 		}
 		if ri != nil && !seen[ri.name] {
 			seen[ri.name] = true
-			repos = append(repos, ri)
+			out.repos = append(out.repos, ri)
 		}
-		haveOCI = haveOCI || registry.IsOCI(pin.Repository)
-		need = append(need, pin)
+		out.oci = out.oci || registry.IsOCI(pin.Repository)
+		out.deps = append(out.deps, pin)
 	}
-	if len(need) == 0 {
-		return nil
-	}
+	return out, nil
+}
 
+// scratchChart writes the scratch chart that lists only the missing dependencies, in a fresh
+// directory of the session, and the private repositories.yaml with their repositories; it
+// returns the directory.
+func (s *session) scratchChart(pinned pinnedDependencies) (string, error) {
 	scratch, err := os.MkdirTemp(s.tmp, "deps-")
 	if err != nil {
-		return err
+		return "", err
 	}
-	md := &helmchart.Metadata{APIVersion: helmchart.APIVersionV2, Name: scratchChartName, Version: "0.0.0", Dependencies: need}
+	md := &helmchart.Metadata{APIVersion: helmchart.APIVersionV2, Name: scratchChartName, Version: "0.0.0", Dependencies: pinned.deps}
 	data, err := yaml.Marshal(md)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(scratch, "Chart.yaml"), data, 0o600); err != nil {
-		return err
+		return "", err
 	}
 	rf := repo.NewFile()
-	for _, ri := range repos {
+	for _, ri := range pinned.repos {
 		rf.Add(&repo.Entry{Name: ri.name, URL: ri.url})
 	}
 	if err := rf.WriteFile(s.repoConfig, 0o600); err != nil {
-		return fmt.Errorf("write private repositories.yaml: %w", err)
+		return "", fmt.Errorf("write private repositories.yaml: %w", err)
 	}
+	return scratch, nil
+}
 
+// download runs Helm's dependency manager on the scratch chart, which downloads its
+// dependencies into scratch/charts; oci says some come from an OCI registry.
+func (s *session) download(scratch string, oci bool) error {
 	m := &downloader.Manager{
 		Out:              s.log,
 		ChartPath:        scratch,
@@ -154,7 +188,8 @@ func (s *session) buildDependencies(work, chartDir string, ch *helmchart.Chart, 
 		RepositoryConfig: s.repoConfig,
 		RepositoryCache:  s.repoCache,
 	}
-	if haveOCI {
+	if oci {
+		var err error
 		if m.RegistryClient, err = s.registryClient(); err != nil {
 			return err
 		}
@@ -165,7 +200,7 @@ func (s *session) buildDependencies(work, chartDir string, ch *helmchart.Chart, 
 		}
 		return fmt.Errorf("download dependencies: %w", redactError(err))
 	}
-	return moveCharts(filepath.Join(scratch, "charts"), filepath.Join(work, "charts"))
+	return nil
 }
 
 // pinDependency rewrites d to what Helm's manager can download without any configuration

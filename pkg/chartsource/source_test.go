@@ -63,16 +63,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func resolve(t *testing.T, src Source, opts Options) ([]byte, chart.Meta, string) {
 	t.Helper()
-	archive, meta, digest, err := Resolve(testCtx(t), src, opts)
+	archive, meta, digest, err := Resolve(t.Context(), src, opts)
 	if err != nil {
 		t.Fatalf("Resolve(%s): %v", src, err)
 	}
@@ -81,7 +74,7 @@ func resolve(t *testing.T, src Source, opts Options) ([]byte, chart.Meta, string
 
 func resolveErr(t *testing.T, src Source, opts Options) error {
 	t.Helper()
-	_, _, _, err := Resolve(testCtx(t), src, opts)
+	_, _, _, err := Resolve(t.Context(), src, opts)
 	if err == nil {
 		t.Fatalf("Resolve(%s): no error", src)
 	}
@@ -179,7 +172,7 @@ func TestResolveLocalDir(t *testing.T) {
 	assertUnchanged(t, "chart dir", before, snapshot(t, dir))
 
 	// A version given with a path is checked.
-	if _, _, _, err := Resolve(testCtx(t), Source{Path: dir, Version: "^1.2"}, Options{}); err != nil {
+	if _, _, _, err := Resolve(t.Context(), Source{Path: dir, Version: "^1.2"}, Options{}); err != nil {
 		t.Errorf("matching version: %v", err)
 	}
 	err = resolveErr(t, Source{Path: dir, Version: "2.0.0"}, Options{})

@@ -87,14 +87,24 @@ func Deploy(ctx context.Context, b *bus.Bus, req DeployRequest, onEvent func(clo
 	return Run(ctx, b, ev, onEvent)
 }
 
-// Rollback asks the pipeline for a new revision of target made from revision (0: the one
-// before the last) and follows it like Deploy.
-func Rollback(ctx context.Context, b *bus.Bus, target events.Target, revision int, timeout time.Duration, requestedBy string, onEvent func(cloudevents.Event)) (Result, error) {
+// RollbackRequest is a rollback of a release as a person asks for it.
+type RollbackRequest struct {
+	Target events.Target
+	// Revision is the revision to roll back to; 0 is the one before the last.
+	Revision    int
+	Timeout     time.Duration
+	RequestedBy string
+}
+
+// Rollback asks the pipeline for a new revision of req.Target made from req.Revision and
+// follows it like Deploy.
+func Rollback(ctx context.Context, b *bus.Bus, req RollbackRequest, onEvent func(cloudevents.Event)) (Result, error) {
+	target, revision := req.Target, req.Revision
 	if revision < 0 {
 		return Result{}, fmt.Errorf("rollback %s: revision %d: want a positive revision, or none for the previous one", target.Release, revision)
 	}
 	return Request(ctx, b, events.RequestedData{Target: target, Operation: events.OperationRollback, RollbackTo: revision,
-		Timeout: events.Duration(timeout), RequestedBy: requestedBy}, onEvent)
+		Timeout: events.Duration(req.Timeout), RequestedBy: req.RequestedBy}, onEvent)
 }
 
 // Request publishes a request that needs no chart (a rollback, an uninstall) and follows it
@@ -123,67 +133,14 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	}
 	var res Result
 	res.DeployID = deployID
-	done := make(chan error, 1)
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	start := time.Now().Add(-time.Minute)
-	// Log lines of the deploy's resources come on the log stream; they are shown as they
-	// arrive and stop with the deploy. A missing log stream (an older pipeline) only loses them.
-	var mu sync.Mutex
-	deliver := func(e cloudevents.Event) {
-		if onEvent == nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		onEvent(e)
-	}
-	logsDone := make(chan struct{})
-	logSubject := events.NATSSubject(events.LogLines, target)
-	logs := newLogWaiter()
-	go func() {
-		defer close(logsDone)
-		_ = b.Follow(followCtx, bus.FollowOptions{Logs: true, StartTime: start, FilterSubjects: []string{logSubject}},
-			func(m jetstream.Msg) error {
-				if e, err := events.Decode(m.Headers(), m.Data()); err == nil && events.CorrelationID(e) == deployID {
-					deliver(e)
-					logs.got(e)
-				}
-				return nil
-			})
-	}()
+	w := &deployWatch{b: b, deployID: deployID, target: target, start: time.Now().Add(-time.Minute), onEvent: onEvent, logs: newLogWaiter()}
+	logsDone := w.followLogs(followCtx)
 	defer func() { cancel(); <-logsDone }()
-	go func() {
-		done <- b.Follow(followCtx, bus.FollowOptions{
-			FilterSubjects: []string{events.Filter{Cluster: target.Cluster, Namespace: target.Namespace, Release: target.Release}.Subject()},
-			StartTime:      start,
-		}, func(m jetstream.Msg) error {
-			e, err := events.Decode(m.Headers(), m.Data())
-			if err != nil || events.CorrelationID(e) != deployID {
-				return nil
-			}
-			deliver(e)
-			if events.Type(e.Type()) == events.PhaseTracked {
-				logs.expect(e)
-			}
-			if events.Type(e.Type()) == events.ReleaseRecorded {
-				if err := events.DecodeData(e, &res.RecordedData); err != nil {
-					return err
-				}
-				return bus.ErrStop
-			}
-			return nil
-		})
-	}()
-	if p := b.Options().Pipeline; p != "" {
-		ev.SetExtension(events.ExtPipeline, p) // handled by this process's own stages
-	}
-	msg, err := events.Encode(ev)
-	if err != nil {
+	done := w.followEvents(followCtx, &res.RecordedData)
+	if err := publish(ctx, b, ev); err != nil {
 		return res, err
-	}
-	if _, err := b.Publish(ctx, msg, ev.ID()); err != nil {
-		return res, fmt.Errorf("publish deploy request: %w", err)
 	}
 	select {
 	case err := <-done:
@@ -193,11 +150,99 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	case <-ctx.Done():
 		return res, fmt.Errorf("deploy %s: no final answer from the pipeline: %w", deployID, ctx.Err())
 	}
-	logs.wait(ctx)
+	w.logs.wait(ctx)
 	if res.Outcome != events.OutcomeSucceeded {
 		return res, fmt.Errorf("%w: %s", ErrDeployFailed, res.Reason)
 	}
 	return res, nil
+}
+
+// deployWatch follows the events and the log lines of one deploy and passes them to onEvent,
+// one at a time.
+type deployWatch struct {
+	b        *bus.Bus
+	deployID string
+	target   events.Target
+	// start is where both follows begin: a minute before Run started.
+	start   time.Time
+	mu      sync.Mutex
+	onEvent func(cloudevents.Event)
+	logs    *logWaiter
+}
+
+func (w *deployWatch) deliver(e cloudevents.Event) {
+	if w.onEvent == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onEvent(e)
+}
+
+// followLogs delivers the log lines of the deploy's resources, which come on the log stream,
+// as they arrive, until ctx ends; the returned channel is closed when it stops. A missing log
+// stream (an older pipeline) only loses them.
+func (w *deployWatch) followLogs(ctx context.Context) <-chan struct{} {
+	logsDone := make(chan struct{})
+	logSubject := events.NATSSubject(events.LogLines, w.target)
+	go func() {
+		defer close(logsDone)
+		_ = w.b.Follow(ctx, bus.FollowOptions{Logs: true, StartTime: w.start, FilterSubjects: []string{logSubject}},
+			func(m jetstream.Msg) error {
+				if e, err := events.Decode(m.Headers(), m.Data()); err == nil && events.CorrelationID(e) == w.deployID {
+					w.deliver(e)
+					w.logs.got(e)
+				}
+				return nil
+			})
+	}()
+	return logsDone
+}
+
+// followEvents delivers the deploy's events until its release_recorded event, whose data it
+// decodes into rec; the returned channel then receives Follow's result.
+func (w *deployWatch) followEvents(ctx context.Context, rec *events.RecordedData) <-chan error {
+	done := make(chan error, 1)
+	target := w.target
+	go func() {
+		done <- w.b.Follow(ctx, bus.FollowOptions{
+			FilterSubjects: []string{events.Filter{Cluster: target.Cluster, Namespace: target.Namespace, Release: target.Release}.Subject()},
+			StartTime:      w.start,
+		}, func(m jetstream.Msg) error {
+			e, err := events.Decode(m.Headers(), m.Data())
+			if err != nil || events.CorrelationID(e) != w.deployID {
+				return nil
+			}
+			w.deliver(e)
+			if events.Type(e.Type()) == events.PhaseTracked {
+				w.logs.expect(e)
+			}
+			if events.Type(e.Type()) == events.ReleaseRecorded {
+				if err := events.DecodeData(e, rec); err != nil {
+					return err
+				}
+				return bus.ErrStop
+			}
+			return nil
+		})
+	}()
+	return done
+}
+
+// publish publishes the deploy.requested event ev, marked for this process's own stages when
+// b's options name a pipeline.
+func publish(ctx context.Context, b *bus.Bus, ev cloudevents.Event) error {
+	if p := b.Options().Pipeline; p != "" {
+		ev.SetExtension(events.ExtPipeline, p) // handled by this process's own stages
+	}
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := b.Publish(ctx, msg, ev.ID()); err != nil {
+		return fmt.Errorf("publish deploy request: %w", err)
+	}
+	return nil
 }
 
 // logDrain bounds how long a finished deploy waits for log lines it was told of but has not

@@ -126,8 +126,9 @@ func (p *planner) deploy(ctx context.Context, o manifest.Object) (Change, error)
 		return ch, err
 	}
 	sens := SensitivityOf(obj, live, prev)
+	st := objectState{obj: obj, prev: prev, live: live, oc: oc, sens: sens}
 	if live == nil {
-		return p.create(ctx, ch, obj, prev, oc, sens)
+		return p.create(ctx, ch, st)
 	}
 	ch.Type = Update
 	if owner := apply.OwnerOf(obj); !owner.IsZero() {
@@ -161,20 +162,28 @@ func (p *planner) deploy(ctx context.Context, o manifest.Object) (Change, error)
 		}
 	}
 	if prev != nil {
-		if err := p.drift(ctx, &ch, prev, live, oc, sens); err != nil {
+		if err := p.drift(ctx, &ch, st); err != nil {
 			ch.Reason = joinReason(ch.Reason, "drift not known: "+safeError(err, sens).Error())
 		}
 	}
 	return ch, nil
 }
 
+// objectState is one object as deploy plans it: the planned object, the previous revision's
+// (nil: none) and the live one (nil: absent), with its on-creation settings and sensitivity.
+type objectState struct {
+	obj, prev, live *unstructured.Unstructured
+	oc              apply.OnCreation
+	sens            Sensitivity
+}
+
 // create is the change of an object that does not exist: the dry-run of its creation.
-func (p *planner) create(ctx context.Context, ch Change, obj, prev *unstructured.Unstructured, oc apply.OnCreation, sens Sensitivity) (Change, error) {
+func (p *planner) create(ctx context.Context, ch Change, st objectState) (Change, error) {
 	ch.Type = Create
-	if prev != nil {
+	if st.prev != nil {
 		ch.Drift, ch.Reason = true, "missing from the cluster although the last release applied it"
 	}
-	body := apply.ForCreate(obj, oc)
+	body := apply.ForCreate(st.obj, st.oc)
 	var result *unstructured.Unstructured
 	var err error
 	if p.opts.Method == apply.ThreeWayMerge {
@@ -189,9 +198,9 @@ func (p *planner) create(ctx context.Context, ch Change, obj, prev *unstructured
 		result = body
 		ch.Reason = joinReason(ch.Reason, "namespace "+ch.Ref.Namespace+" does not exist yet; shown as rendered")
 	default:
-		return ch, safeError(err, sens)
+		return ch, safeError(err, st.sens)
 	}
-	ch.Diff, err = p.text(nil, result, sens, toPlanned)
+	ch.Diff, err = p.text(nil, result, st.sens, toPlanned)
 	return ch, err
 }
 
@@ -225,14 +234,15 @@ func (p *planner) clientSideFields(live *unstructured.Unstructured) bool {
 
 // drift dry-runs the previous revision's object over live (the repair patch) and records
 // whether the result differs from live.
-func (p *planner) drift(ctx context.Context, ch *Change, prev, live *unstructured.Unstructured, oc apply.OnCreation, sens Sensitivity) error {
-	last := p.asLastApplied(prev, live, manifest.RefOf(live))
+func (p *planner) drift(ctx context.Context, ch *Change, st objectState) error {
+	live := st.live
+	last := p.asLastApplied(st.prev, live, manifest.RefOf(live))
 	var result *unstructured.Unstructured
 	var err error
 	if p.opts.Method == apply.ThreeWayMerge || p.clientSideFields(live) {
-		result, err = p.dryRunThreeWay(ctx, last, last, live, oc)
+		result, err = p.dryRunThreeWay(ctx, last, last, live, st.oc)
 	} else {
-		body, _ := apply.ServerSideUpdate(last, live, p.opts.FieldManager, oc)
+		body, _ := apply.ServerSideUpdate(last, live, p.opts.FieldManager, st.oc)
 		result, err = p.c.dryRunApply(ctx, body, p.opts.FieldManager)
 	}
 	if err != nil {
@@ -242,7 +252,7 @@ func (p *planner) drift(ctx context.Context, ch *Change, prev, live *unstructure
 		return nil
 	}
 	ch.Drift = true
-	ch.DriftDiff, err = p.text(live, result, sens, toLastApplied)
+	ch.DriftDiff, err = p.text(live, result, st.sens, toLastApplied)
 	return err
 }
 
@@ -364,7 +374,7 @@ func (p *planner) settle(obj *unstructured.Unstructured) (served bool, err error
 
 // text is the masked diff from live (nil: absent) to planned (nil: deleted).
 func (p *planner) text(live, planned *unstructured.Unstructured, s Sensitivity, toName string) (string, error) {
-	return Text(live, planned, s, fromLive, toName, p.opts.ContextLines)
+	return Text(live, planned, s, Header{From: fromLive, To: toName}, p.opts.ContextLines)
 }
 
 // equal reports whether a and b hold the same content once cleaned.

@@ -13,10 +13,15 @@ import (
 // --diff-context-lines default).
 const DefaultContextLines = 3
 
+// Header names the two sides of a diff on its "---" and "+++" lines.
+type Header struct {
+	From, To string
+}
+
 // Text is the unified diff between two versions of one object as YAML, after Clean and Mask
 // with s: from is the live object (nil when it does not exist), to the planned one (nil when
-// it is deleted). It is "" when both look the same. fromName and toName head the diff.
-func Text(from, to *unstructured.Unstructured, s Sensitivity, fromName, toName string, context int) (string, error) {
+// it is deleted). It is "" when both look the same. h heads the diff.
+func Text(from, to *unstructured.Unstructured, s Sensitivity, h Header, context int) (string, error) {
 	a, err := objectYAML(from, s)
 	if err != nil {
 		return "", err
@@ -25,7 +30,7 @@ func Text(from, to *unstructured.Unstructured, s Sensitivity, fromName, toName s
 	if err != nil {
 		return "", err
 	}
-	return Unified(a, b, fromName, toName, context), nil
+	return Unified(a, b, h.From, h.To, context), nil
 }
 
 // objectYAML is obj cleaned, masked and encoded as YAML with sorted keys; "" for nil.

@@ -134,7 +134,7 @@ data: {user: YWRtaW4=, password: ` + password + `}
 			if tt.to != "" {
 				to = obj(t, tt.to)
 			}
-			got, err := Text(from, to, SensitivityOf(from, to), "live", "planned", tt.context)
+			got, err := Text(from, to, SensitivityOf(from, to), Header{From: "live", To: "planned"}, tt.context)
 			if err != nil {
 				t.Fatal(err)
 			}

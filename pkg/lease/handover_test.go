@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/sealane/sealane/test/harness"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -71,7 +72,7 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 	for _, window := range []string{"after the lease write", "during the re-publish"} {
 		t.Run(window, func(t *testing.T) {
 			e := newEnv(t)
-			ctx := testCtx(t)
+			ctx := harness.Context(t, 30*time.Second)
 			var (
 				dropped []string
 				pos     int
@@ -124,7 +125,7 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 // hand-over too: a superseding request meanwhile must not drop it.
 func TestSupersedeWhileTheHeadTakesTheLease(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	for _, id := range []string{"b", "c"} {
 		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
 			t.Fatal(err)
@@ -151,7 +152,7 @@ func TestSupersedeWhileTheHeadTakesTheLease(t *testing.T) {
 // hand-over marks) is not dropped by a superseding request either.
 func TestSupersedeKeepsTheHolderStillQueued(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	for _, id := range []string{"b", "c"} {
 		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
 			t.Fatal(err)
@@ -171,7 +172,7 @@ func TestSupersedeKeepsTheHolderStillQueued(t *testing.T) {
 // the hand-over mark), kick takes its lease write back and hands the lease to the next one.
 func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 // otherwise its release would hand the lease to it again.
 func TestAcquireByTheHolderDequeuesIt(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	if _, _, err := e.m.Enqueue(ctx, target, request("b", false)); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestAcquireByTheHolderDequeuesIt(t *testing.T) {
 // retry and find its lease "lost". The sweeper publishes the hand-over once the lease expires.
 func TestUnpublishedHandOverIsPublishedBySweep(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +286,7 @@ func TestUnpublishedHandOverIsPublishedBySweep(t *testing.T) {
 // original event id, and the request behind it waits.
 func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 // releasing it leaves the queue at the next kick, and the lease goes to the request behind it.
 func TestEndedHandedDeployLeavesTheQueue(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +357,7 @@ func TestEndedHandedDeployLeavesTheQueue(t *testing.T) {
 // TTLs under MinTTL are raised to it: a 1 ns TTL made the sweeper's ticker (TTL/4) panic.
 func TestTinyTTLIsRaised(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	if err := (Options{TTL: time.Nanosecond}).Validate(); err == nil || !strings.Contains(err.Error(), "at least 1s") {
 		t.Errorf("Validate of a 1ns TTL = %v, want an error naming the minimum", err)
 	}
@@ -391,7 +392,7 @@ func TestTinyTTLIsRaised(t *testing.T) {
 // Releases racing superseding requests: no deploy is both dropped and handed the lease.
 func TestSupersedeRacingReleases(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	for i := range 30 {
 		tg := target
 		tg.Release = "api" + string(rune('a'+i%26)) + string(rune('0'+i/26))

@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/lease/leasetest"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // fakeClock is a settable clock.
@@ -101,12 +102,6 @@ func (e *env) kick(ctx context.Context, t events.Target) error {
 	return e.m.Publish(ctx, h)
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 var target = events.Target{Cluster: "kind", Namespace: "shop", Release: "api"}
 
 // request is deploy id's deploy.requested as the renderer queues it: the message it got,
@@ -127,7 +122,7 @@ func request(id string, supersede bool) Request {
 
 func TestAcquireBusyRenewCheckRelease(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil || tok == 0 {
 		t.Fatalf("Acquire = %d, %v", tok, err)
@@ -175,7 +170,7 @@ func TestAcquireBusyRenewCheckRelease(t *testing.T) {
 
 func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	old, err := e.m.Acquire(ctx, target, "dead", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +197,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 
 func TestEndedHolderIsTakenOver(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	if _, err := e.m.Acquire(ctx, target, "a", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +211,7 @@ func TestEndedHolderIsTakenOver(t *testing.T) {
 
 func TestQueueHandsOverInOrder(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	tok, err := e.m.Acquire(ctx, target, "a", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +279,7 @@ func TestQueueHandsOverInOrder(t *testing.T) {
 
 func TestSupersede(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	if _, err := e.m.Acquire(ctx, target, "a", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +300,7 @@ func TestSupersede(t *testing.T) {
 
 func TestExpiredHandOverIsRetriedBySweep(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	if _, err := e.m.Acquire(ctx, target, "dead", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +324,7 @@ func TestExpiredHandOverIsRetriedBySweep(t *testing.T) {
 
 func TestConcurrentAcquireOneWinner(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := harness.Context(t, 30*time.Second)
 	var winners atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, 10)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // A hand-over loses no delivery: a private pipeline's consumer, fed a message every 5 ms while
@@ -22,7 +23,7 @@ func TestHandOverLosesNoDelivery(t *testing.T) {
 	dir := t.TempDir()
 	first := open(t, dir, "first")
 	second := open(t, dir, "second")
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := harness.Context(t, 2*time.Minute)
 	opts := bus.DefaultOptions()
 	opts.Pipeline = "local-b"
 	b, err := bus.New(ctx, second.Conn(), opts, zaptest.NewLogger(t))

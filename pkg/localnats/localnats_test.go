@@ -1,7 +1,6 @@
 package localnats
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,18 +12,12 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/test/harness"
 )
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func open(t *testing.T, dir, name string) *Node {
 	t.Helper()
-	n, err := Open(testCtx(t, 30*time.Second), Options{Dir: dir, Name: name, Log: zaptest.NewLogger(t)})
+	n, err := Open(harness.Context(t, 30*time.Second), Options{Dir: dir, Name: name, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}
@@ -51,7 +44,7 @@ func TestOneServerForManyProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Go(func() {
-			n, err := Open(testCtx(t, 30*time.Second), Options{Dir: dir, Name: "p", Log: zaptest.NewLogger(t)})
+			n, err := Open(harness.Context(t, 30*time.Second), Options{Dir: dir, Name: "p", Log: zaptest.NewLogger(t)})
 			if err != nil {
 				t.Errorf("open %d: %v", i, err)
 				return
@@ -96,7 +89,7 @@ func TestTakeOverWhenTheServerLeaves(t *testing.T) {
 	if !first.Serving() || serving(second, third) != 0 {
 		t.Fatalf("serving: first %v, second %v, third %v; want the first only", first.Serving(), second.Serving(), third.Serving())
 	}
-	ctx := testCtx(t, time.Minute)
+	ctx := harness.Context(t, time.Minute)
 	b, err := bus.New(ctx, second.Conn(), bus.DefaultOptions(), zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)

@@ -154,12 +154,20 @@ func (l *ErrorLog) add(n int, msg string) {
 	l.last = Clip(msg)
 }
 
-// observeContainer counts the failure of one container seen with restartCount restarts (failure
-// "" when it is not failing). The first failure seen counts once per restart since the tracking
-// start (at least once): a crash loop that began before the pod was watched is not
-// underestimated. Later it counts once per restartCount increase, so seeing the same state again
-// counts nothing.
-func (l *ErrorLog) observeContainer(key string, podCreated, now time.Time, restarts int32, started bool, failure string) {
+// containerState is what one container status of a pod says for counting errors: its
+// restartCount, whether it has started, and its failure ("" when it is not failing).
+type containerState struct {
+	restarts int32
+	started  bool
+	failure  string
+}
+
+// observeContainer counts the failure of one container seen in state st. The first failure
+// seen counts once per restart since the tracking start (at least once): a crash loop that
+// began before the pod was watched is not underestimated. Later it counts once per
+// restartCount increase, so seeing the same state again counts nothing.
+func (l *ErrorLog) observeContainer(key string, podCreated, now time.Time, st containerState) {
+	restarts, failure := st.restarts, st.failure
 	c := l.containers[key]
 	if c == nil {
 		c = &containerSeen{counted: -1}
@@ -168,7 +176,7 @@ func (l *ErrorLog) observeContainer(key string, podCreated, now time.Time, resta
 		}
 		l.containers[key] = c
 	}
-	if started && (c.started.IsZero() || restarts != c.startedAt) {
+	if st.started && (c.started.IsZero() || restarts != c.startedAt) {
 		c.started, c.startedAt = now, restarts
 	}
 	if failure == "" {
@@ -209,7 +217,8 @@ func (l *ErrorLog) ObservePod(pod *unstructured.Unstructured, prefix string, now
 			} else if code, _ := num(m, "state", "terminated", "exitCode"); what == "init container" && code != 0 {
 				failure = fmt.Sprintf("%sinit container %s: exited with %d (%s)", prefix, name, code, str(m, "state", "terminated", "reason"))
 			}
-			l.observeContainer(string(pod.GetUID())+"/"+field+"/"+name, created, now, restarts, started, failure)
+			l.observeContainer(string(pod.GetUID())+"/"+field+"/"+name, created, now,
+				containerState{restarts: restarts, started: started, failure: failure})
 		}
 	}
 }

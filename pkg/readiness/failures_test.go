@@ -148,7 +148,7 @@ func TestObserveContainer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := NewErrorLog(since)
 			for i, o := range tt.seq {
-				l.observeContainer("p1/containerStatuses/app", tt.created, since, o.restarts, false, o.failure)
+				l.observeContainer("p1/containerStatuses/app", tt.created, since, containerState{restarts: o.restarts, failure: o.failure})
 				if l.count != o.want {
 					t.Fatalf("observation %d (%+v): count = %d, want %d", i, o, l.count, o.want)
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/secret"
+	"github.com/sealane/sealane/pkg/secret/secrettest"
 	"github.com/sealane/sealane/pkg/validate"
 )
 
@@ -17,15 +18,6 @@ const (
 	testKey  = "0123456789abcdef0123456789abcdef"
 	otherKey = "fedcba9876543210fedcba9876543210"
 )
-
-func mustKey(t *testing.T, s string) secret.Key {
-	t.Helper()
-	k, err := secret.ParseKey(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func encValues(t *testing.T, key secret.Key, format secret.Format, yaml string) []byte {
 	t.Helper()
@@ -69,7 +61,7 @@ data:
 }
 
 func TestRenderSecretsAndServiceValues(t *testing.T) {
-	key := mustKey(t, testKey)
+	key := secrettest.Key(t, testKey)
 	res, err := Render(Request{
 		Chart: secretChart(t, key),
 		Inputs: chart.Inputs{
@@ -122,7 +114,7 @@ func unstructuredData(res *Result) (map[string]string, bool, error) {
 }
 
 func TestRenderSecretErrors(t *testing.T) {
-	key := mustKey(t, testKey)
+	key := secrettest.Key(t, testKey)
 	ch := secretChart(t, key)
 	tests := []struct {
 		name    string
@@ -139,14 +131,14 @@ func TestRenderSecretErrors(t *testing.T) {
 		},
 		{
 			name:    "wrong key",
-			secrets: Secrets{Key: mustKey(t, otherKey)},
+			secrets: Secrets{Key: secrettest.Key(t, otherKey)},
 			want:    []string{"app/secret-values.yaml", "does not match"},
 			is:      secret.ErrKeyMismatch,
 		},
 		{
 			name:    "wrong key for a v2 --secret-values file",
 			secrets: Secrets{Key: key},
-			inputs:  chart.Inputs{SecretValuesFiles: []chart.ValuesFile{{Name: "secret-prod.yaml", Content: encValues(t, mustKey(t, otherKey), secret.FormatV2, "a: b\n")}}},
+			inputs:  chart.Inputs{SecretValuesFiles: []chart.ValuesFile{{Name: "secret-prod.yaml", Content: encValues(t, secrettest.Key(t, otherKey), secret.FormatV2, "a: b\n")}}},
 			want:    []string{"secret-prod.yaml", "does not match"},
 			is:      secret.ErrKeyMismatch,
 		},
@@ -175,7 +167,7 @@ func TestRenderSecretErrors(t *testing.T) {
 }
 
 func TestRenderIgnoreSecretKey(t *testing.T) {
-	ch := secretChart(t, mustKey(t, testKey))
+	ch := secretChart(t, secrettest.Key(t, testKey))
 	res, err := Render(Request{Chart: ch, Release: chart.Release{Name: "r", Namespace: "n"}, Secrets: Secrets{Ignore: true}})
 	if err != nil {
 		t.Fatal(err)

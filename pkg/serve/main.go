@@ -24,11 +24,12 @@ import (
 // reads $SEALANE_ACK_WAIT, $SEALANE_LEASE_TTL, $SEALANE_RETENTION, $SEALANE_NATS_REPLICAS and the
 // payload and secret keys from the environment.
 func Main(name events.Stage) {
+	var f serviceFlags
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
-	natsURL := fs.String("nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig; empty inside a cluster uses the pod's service account")
+	fs.StringVar(&f.natsURL, "nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig; empty inside a cluster uses the pod's service account")
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
-	keyFile := fs.String("payload-key-file", os.Getenv(PayloadKeyFileEnv),
+	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
 	_ = fs.Parse(os.Args[1:])
 
@@ -47,7 +48,7 @@ func Main(name events.Stage) {
 	log = log.With(zap.String("service", string(name)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, name, *natsURL, *kubeconfig, *keyFile, log); err != nil {
+	if err := run(ctx, name, f, log); err != nil {
 		log.Error("exit", zap.Error(err))
 		_ = log.Sync()
 		os.Exit(1)
@@ -55,17 +56,24 @@ func Main(name events.Stage) {
 	_ = log.Sync()
 }
 
-func run(ctx context.Context, name events.Stage, natsURL, kubeconfig, payloadKeyFile string, log *zap.Logger) error {
-	node, err := Open(ctx, Options{NATSURL: natsURL, Name: "sealane-" + string(name), Log: log, PayloadKeyFile: payloadKeyFile})
+// serviceFlags are the flags of a one-stage service that say where it connects.
+type serviceFlags struct {
+	natsURL        string
+	kubeconfig     string
+	payloadKeyFile string
+}
+
+func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger) error {
+	node, err := Open(ctx, Options{NATSURL: f.natsURL, Name: "sealane-" + string(name), Log: log, PayloadKeyFile: f.payloadKeyFile})
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	deps, err := ServiceDeps(node, kubeconfig, log)
+	deps, err := ServiceDeps(node, f.kubeconfig, log)
 	if err != nil {
 		return err
 	}
-	log.Info("serving", zap.String("nats", natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
+	log.Info("serving", zap.String("nats", f.natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
 	if v := os.Getenv("SEALANE_ACK_WAIT"); v != "" {
 		if runner.AckWait, err = time.ParseDuration(v); err != nil || runner.AckWait <= 0 {

@@ -12,10 +12,21 @@ import (
 	"github.com/sealane/sealane/pkg/readiness"
 )
 
-// countErrors adds to t's error log what is new about obj: container failures of its pods, and
-// Events about obj, its ReplicaSets (owners) and its pods. The namespace's Event informer is
-// started the first time a target there is not ready.
-func (w *watcher) countErrors(t *tracked, obj *unstructured.Unstructured, isPod bool, pods []*unstructured.Unstructured, owners []types.UID, state readiness.State, now time.Time) {
+// sighting is what one observation of a target read from the cluster: its live object, whether
+// that is a pod itself, its pods, and the UIDs whose Events are about it (the object and its
+// current ReplicaSets).
+type sighting struct {
+	obj    *unstructured.Unstructured
+	isPod  bool
+	pods   []*unstructured.Unstructured
+	owners []types.UID
+}
+
+// countErrors adds to t's error log what is new about the sighted object: container failures
+// of its pods, and Events about it, its ReplicaSets (owners) and its pods. The namespace's
+// Event informer is started the first time a target there is not ready.
+func (w *watcher) countErrors(t *tracked, s sighting, state readiness.State, now time.Time) {
+	obj, isPod, pods, owners := s.obj, s.isPod, s.pods, s.owners
 	byUID := make(map[types.UID]*unstructured.Unstructured, len(pods))
 	for _, p := range pods {
 		prefix := "pod " + p.GetName() + ": "

@@ -35,6 +35,9 @@ func noLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
 }
 
+// testCtx is a test's context: it ends after 2 minutes, or when the test's cleanups cancel it
+// (in t.Cleanup's order). It is not derived from t.Context, which ends before every cleanup:
+// noLeaks, registered after it, must check while it is still live.
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

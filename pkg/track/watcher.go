@@ -359,7 +359,7 @@ func (w *watcher) observe(t *tracked, now time.Time) readiness.Status {
 	// Every object is reported once, pods or not: what it is annotated with (its log and
 	// service-message settings) must be known before its first Event is passed on.
 	w.seenPods(t, obj, pods)
-	w.countErrors(t, obj, isPod, pods, owners, st.State, now)
+	w.countErrors(t, sighting{obj: obj, isPod: isPod, pods: pods, owners: owners}, st.State, now)
 	t.deps = append(t.deps, owners...)
 	for _, p := range pods {
 		t.deps = append(t.deps, p.GetUID()) // Events about its pods

@@ -1,9 +1,11 @@
 // Package harness is what the process-level suites (test/e2e, test/chaos, bench) share: the
 // sandbox's kubeconfig, the helm and nats-server binaries the sandbox build leaves in
-// ~/.cache/sealane/bin, a static sealane built from the tree, free ports and clientsets.
+// ~/.cache/sealane/bin, a static sealane built from the tree, free ports and clientsets. Unit
+// tests use its Context for a deadline on what they wait for.
 package harness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -101,4 +104,14 @@ func Clientset(t testing.TB, kubeconfig string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// Context returns t.Context with a deadline d from now, for a test that waits on something
+// (a retried call, a follow, a cluster) so that it fails when that never comes instead of
+// hanging until go test's -timeout; it is cancelled when the test ends.
+func Context(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
