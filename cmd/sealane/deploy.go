@@ -165,6 +165,7 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 	}
 	var schemas *pipeline.SchemaCache
 	if g.natsURL == "" {
+		tuneGC() // this process hosts the whole pipeline for one deploy
 		if _, err := registry.Get(cluster); err != nil {
 			return nil, err
 		}
