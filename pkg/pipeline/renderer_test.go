@@ -55,6 +55,30 @@ func TestRendererOutcomes(t *testing.T) {
 			t.Errorf("rendered = revision %d, upgrade %v; want revision 2, an upgrade", d.Revision, d.IsUpgrade)
 		}
 	})
+	t.Run("rollback", func(t *testing.T) {
+		e, r, _ := rendererEnv(t)
+		recordRevision(t, e.store(), 1, "deployed")
+		recordRevision(t, e.store(), 2, "deployed")
+		d := renderedData(t, handleOK(t, r, events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback}))
+		if d.Revision != 3 || !d.IsUpgrade || d.Chart.Name != testChart.Name() {
+			t.Errorf("rendered = revision %d, upgrade %v, chart %+v; want revision 3 from revision 1's chart", d.Revision, d.IsUpgrade, d.Chart)
+		}
+		if d.Description != "Rollback to 1" {
+			t.Errorf("description %q, want Helm's \"Rollback to 1\"", d.Description)
+		}
+		out := handleOK(t, r, events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback, RollbackTo: 7})
+		if got := failedReason(out); !strings.Contains(got, "rollback: release web has no revision 7 (revisions 1 to 2") {
+			t.Errorf("rollback to 7: failed reason %q (emitted %v), want no revision 7 of 1 to 2", got, emitted(out))
+		}
+	})
+	t.Run("uninstall", func(t *testing.T) {
+		e, r, _ := rendererEnv(t)
+		recordRevision(t, e.store(), 1, "deployed")
+		d := renderedData(t, handleOK(t, r, events.RequestedData{Target: leaseTarget, Operation: events.OperationUninstall}))
+		if d.Revision != 1 || d.Description != "Uninstallation complete" {
+			t.Errorf("rendered = revision %d, %q; want the last revision, 1, with Helm's \"Uninstallation complete\"", d.Revision, d.Description)
+		}
+	})
 	for _, tt := range []struct {
 		name   string
 		req    func(ch events.ChartSource) events.RequestedData
@@ -77,6 +101,12 @@ func TestRendererOutcomes(t *testing.T) {
 		{"values that are not JSON", func(ch events.ChartSource) events.RequestedData {
 			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: "blob:inputs/bad"}
 		}, "values blob:inputs/bad:"},
+		{"rollback of a release with no revisions", func(events.ChartSource) events.RequestedData {
+			return events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback}
+		}, "rollback: release web has no revisions in namespace shop"},
+		{"uninstall of a release that is not there", func(events.ChartSource) events.RequestedData {
+			return events.RequestedData{Target: leaseTarget, Operation: events.OperationUninstall}
+		}, "dismiss: release web not found in namespace shop"},
 		{"unknown cluster", func(ch events.ChartSource) events.RequestedData {
 			return events.RequestedData{Target: events.Target{Cluster: "nowhere", Namespace: "shop", Release: "web"}, Chart: ch}
 		}, `no cluster "nowhere"`},
