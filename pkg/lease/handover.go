@@ -118,8 +118,9 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) (*Hand
 }
 
 // Sweep kicks every queue and publishes the hand-overs (Options.Publish): a lease whose holder
-// died, or whose hand-over was never published, passes to the next queued request once it
-// expires even when no new request comes.
+// died passes to the next queued request once it expires even when no new request comes, and
+// a hand-over in flight (Handing) is published again, in case the handler that returned it
+// lost its events.
 func (m *Manager) Sweep(ctx context.Context) error {
 	keys, err := m.kv.Keys(ctx, "queue.>")
 	if err != nil {
@@ -133,6 +134,11 @@ func (m *Manager) Sweep(ctx context.Context) error {
 			continue
 		}
 		h, err := m.Kick(ctx, t)
+		if err == nil && h == nil {
+			// A hand-over whose events were lost is published again under its own id (stored
+			// once within the stream's duplicate window), not only after its lease expires.
+			h, err = m.Handing(ctx, t)
+		}
 		if err == nil && h != nil {
 			err = m.Publish(ctx, h)
 		}
