@@ -174,3 +174,85 @@ func reversed[T any](s []T) []T {
 	}
 	return out
 }
+
+// TestOrderRulesByHand states the ordering rules the golden files follow, written out by hand
+// so that a wrong golden file cannot be regenerated into truth: weight groups run in ascending
+// werf.io/weight, and a group waits for the blocking readiness of the one before it (a new
+// phase); within a group the applies follow Helm's install order of kinds (ConfigMap, Service,
+// Deployment), one step per kind; pre-install hooks run in a phase before the resources,
+// post-install hooks after them.
+func TestOrderRulesByHand(t *testing.T) {
+	objs, err := manifest.Parse(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db, annotations: {werf.io/weight: "-5"}}
+spec: {selector: {matchLabels: {app: db}}, template: {metadata: {labels: {app: db}}, spec: {containers: [{name: db, image: postgres}]}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, annotations: {helm.sh/hook: pre-install}}
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: busybox}]}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: notify, annotations: {helm.sh/hook: post-install}}
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: n, image: busybox}]}}}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(Input{Kind: Install, Release: "shop", Namespace: "shop", Objects: objs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each phase as its apply steps (resource names, per step) and what it waits for.
+	var got []string
+	for _, ph := range p.Phases {
+		var steps []string
+		for _, step := range ph.Steps {
+			var names []string
+			for _, id := range step {
+				names = append(names, id[strings.LastIndex(id, "/")+1:])
+			}
+			steps = append(steps, strings.Join(names, "+"))
+		}
+		var waits []string
+		for _, id := range ph.Wait {
+			waits = append(waits, id[strings.LastIndex(id, "/")+1:])
+		}
+		got = append(got, "apply "+strings.Join(steps, ", ")+"; wait "+strings.Join(waits, ", "))
+	}
+	want := []string{
+		"apply migrate; wait migrate",                       // the pre-install hook, first, waited for
+		"apply db; wait db",                                 // weight -5: before weight 0, waited for
+		"apply settings, web, web; wait settings, web, web", // weight 0: one kind per step; every resource tracked
+		"apply notify; wait notify",                         // the post-install hook, after the resources are ready
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	// The steps of the weight-0 phase, by kind (IDs are apply/<stage>/<namespace>/<Kind.group>/<name>):
+	// Helm's install order.
+	var kinds []string
+	for _, step := range p.Phases[min(2, len(p.Phases)-1)].Steps {
+		parts := strings.Split(step[0], "/")
+		kinds = append(kinds, strings.SplitN(parts[len(parts)-2], ".", 2)[0])
+	}
+	if got := strings.Join(kinds, ","); got != "ConfigMap,Service,Deployment" {
+		t.Errorf("weight-0 steps by kind: %s, want ConfigMap,Service,Deployment", got)
+	}
+}
