@@ -87,15 +87,7 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 					return e.pub.publish(ctx, msg, id)
 				}
 			}
-			tok, err := e.m.Acquire(ctx, target, "a", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, id := range []string{"b", "c"} {
-				if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			tok := e.holdAndQueue(t, ctx, "a", "b", "c")
 			if err := e.release(ctx, target, tok); err != nil {
 				t.Fatal(err)
 			}
@@ -173,15 +165,7 @@ func TestSupersedeKeepsTheHolderStillQueued(t *testing.T) {
 func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 	e := newEnv(t)
 	ctx := harness.Context(t, 30*time.Second)
-	tok, err := e.m.Acquire(ctx, target, "a", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"b", "c"} {
-		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tok := e.holdAndQueue(t, ctx, "a", "b", "c")
 	remove := once(func() {
 		q, rev, err := e.m.getQueue(ctx, target)
 		if err == nil {
@@ -292,15 +276,7 @@ func TestUnpublishedHandOverIsPublishedBySweep(t *testing.T) {
 func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 	e := newEnv(t)
 	ctx := harness.Context(t, 30*time.Second)
-	tok, err := e.m.Acquire(ctx, target, "a", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"b", "c", "d"} {
-		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tok := e.holdAndQueue(t, ctx, "a", "b", "c", "d")
 	if err := e.release(ctx, target, tok); err != nil {
 		t.Fatal(err)
 	}
@@ -330,15 +306,7 @@ func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 func TestEndedHandedDeployLeavesTheQueue(t *testing.T) {
 	e := newEnv(t)
 	ctx := harness.Context(t, 30*time.Second)
-	tok, err := e.m.Acquire(ctx, target, "a", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"b", "c"} {
-		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tok := e.holdAndQueue(t, ctx, "a", "b", "c")
 	if err := e.release(ctx, target, tok); err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,22 @@ func (e *env) release(ctx context.Context, t events.Target, token uint64) error 
 	return e.m.Publish(ctx, h)
 }
 
+// holdAndQueue gives holder the lease and queues the requests of queued behind it, in order;
+// it returns the holder's token.
+func (e *env) holdAndQueue(t *testing.T, ctx context.Context, holder string, queued ...string) uint64 {
+	t.Helper()
+	tok, err := e.m.Acquire(ctx, target, holder, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range queued {
+		if _, _, err := e.m.Enqueue(ctx, target, request(id, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tok
+}
+
 // kick kicks the queue and publishes its hand-over.
 func (e *env) kick(ctx context.Context, t events.Target) error {
 	h, err := e.m.Kick(ctx, t)
