@@ -191,16 +191,16 @@ func TestKickUndoesTheHandOverOfARemovedHead(t *testing.T) {
 	}
 }
 
-// A deploy whose hand-over was interrupted after its request was re-published (the lease is
-// its own, it is still queued) is dequeued when its request arrives and it renews the lease;
-// otherwise its release would hand the lease to it again.
+// A deploy handed the lease (the lease is its own, it is still queued) is dequeued when its
+// re-published request arrives and it takes the lease; otherwise its release would hand the
+// lease to it again.
 func TestAcquireByTheHolderDequeuesIt(t *testing.T) {
 	e := newEnv(t)
 	ctx := harness.Context(t, 30*time.Second)
 	if _, _, err := e.m.Enqueue(ctx, target, request("b", false)); err != nil {
 		t.Fatal(err)
 	}
-	want := e.writeLease(t, ctx, "b", "a") // kick wrote the lease and re-published; its dequeue failed
+	want := e.writeLease(t, ctx, "b", "a") // a kick wrote the lease; b is still queued
 	tok, err := e.m.Acquire(ctx, target, "b", 0)
 	if err != nil || tok != want {
 		t.Fatalf("Acquire by b = %d, %v; want its token %d", tok, err, want)

@@ -159,8 +159,8 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 				return fmt.Errorf("acquire lease %s: %w", t, err)
 			}
 			if q.index(deployID) >= 0 {
-				// Handed over, but the hand-over's dequeue did not happen (yet): leave the queue
-				// now, or the release of this deploy would hand the lease to it again.
+				// Handed the lease (a hand-over leaves the request queued and marked until now):
+				// leave the queue, which clears the mark.
 				return m.dequeue(ctx, t, deployID)
 			}
 			return nil

@@ -1,15 +1,17 @@
 // Package lease keeps the release lease: at most one active deploy per (cluster, namespace,
 // release), held in a JetStream KV entry with an expiry, renewed while the deploy works and
 // fenced by a monotonic token (the KV revision of the acquiring write). Requests for a busy
-// release wait in a per-release queue and are re-published in order when the lease is free.
+// release wait in a per-release queue and are handed the lease in order when it is free: the
+// hand-over (Handover) is the request to publish again, which a stage handler returns as an
+// event and the sweeper publishes itself.
 //
 // Handing the lease to a queued request takes several compare-and-set writes (lease and queue
 // are two keys). Their single point of truth is the queue's hand-over mark (Queue.Handing):
-// the request is marked first, then its lease is written and its request re-published, then
-// it is removed from the queue, which clears the mark. A superseding request never drops the
-// marked request (nor a lease holder still queued), and a hand-over interrupted half-way is
-// finished by the next kick (the sweeper's, at the latest). Lease lifetimes are at least
-// MinTTL.
+// the request is marked first, then its lease is written; it stays queued until its deploy
+// takes the lease (Acquire) or releases it, which removes it and clears the mark. A
+// superseding request never drops the marked request (nor a lease holder still queued), and a
+// hand-over interrupted half-way is finished by the next kick (the sweeper's, at the latest).
+// Lease lifetimes are at least MinTTL.
 package lease
 
 import (
