@@ -414,3 +414,31 @@ func TestSupersedeRacingReleases(t *testing.T) {
 		}
 	}
 }
+
+// A queued request whose stored message no longer decodes (it was decoded when queued: the
+// stored value is damaged) can never run: the hand-over drops it, logging why, and hands the
+// lease to the request behind it instead of blocking the queue.
+func TestUndecodableQueuedRequestIsDropped(t *testing.T) {
+	e := newEnv(t)
+	ctx := harness.Context(t, 30*time.Second)
+	tok := e.holdAndQueue(t, ctx, "a")
+	bad := request("b", false)
+	bad.Header = map[string][]string{"ce-correlationid": {"b"}} // no specversion, id, source, type
+	for _, r := range []Request{bad, request("c", false)} {
+		if _, _, err := e.m.Enqueue(ctx, target, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.release(ctx, target, tok); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.holder(t, ctx); got != "c" {
+		t.Errorf("lease holder %q, want c", got)
+	}
+	if got := strings.Join(e.pub.deploys(), ","); got != "c" {
+		t.Errorf("re-published %q, want c only", got)
+	}
+	if got := e.queued(t, ctx); got != "c" {
+		t.Errorf("queue %q, want c (b dropped)", got)
+	}
+}
