@@ -132,6 +132,9 @@ func (o *Objects) Container(spec corev1.PodSpec, c corev1.Container, p Pod) (Pro
 		}
 		proc.Env = append(proc.Env, e.Name+"="+mounts.mapPath(v))
 	}
+	if tmp, ok := mounts["/tmp"]; ok {
+		proc.Env = append(proc.Env, "TMPDIR="+tmp)
+	}
 	return proc, nil
 }
 
@@ -232,3 +235,6 @@ func (o *Objects) volumeFiles(v corev1.Volume) (map[string][]byte, error) {
 	}
 	return files, nil
 }
+
+// Secret returns key of the rendered Secret name ("" when absent).
+func (o *Objects) Secret(name, key string) string { return string(o.secrets[name][key]) }
