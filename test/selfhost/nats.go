@@ -55,7 +55,8 @@ func StartNATS(t *testing.T, objs *podrun.Objects, name, namespace, natsServer s
 	}
 	ctx := harness.Context(t, time.Minute)
 	for _, node := range nodes {
-		waitHealthy(ctx, t, node)
+		// healthy with JetStream's meta leader known: the chart's startup probe
+		waitHTTP(ctx, t, node.monitorURL+"/healthz", node.Running)
 	}
 	return nodes
 }
@@ -77,12 +78,11 @@ func ports(t *testing.T, n int) []int {
 	return out
 }
 
-// waitHealthy waits until the node's monitor says it is healthy, JetStream's meta leader known
-// (the chart's startup probe).
-func waitHealthy(ctx context.Context, t *testing.T, node NATSNode) {
+// waitHTTP waits until url answers 200, failing when r exits first.
+func waitHTTP(ctx context.Context, t *testing.T, url string, r *podrun.Running) {
 	t.Helper()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, node.monitorURL+"/healthz", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -90,12 +90,12 @@ func waitHealthy(ctx context.Context, t *testing.T, node NATSNode) {
 				return
 			}
 		}
-		if exited, werr := node.Exited(); exited {
-			t.Fatalf("%s exited: %v\n%s", node.Proc.Name, werr, node.Output())
+		if exited, werr := r.Exited(); exited {
+			t.Fatalf("%s exited: %v\n%s", r.Proc.Name, werr, r.Output())
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: JetStream not healthy: %v\n%s", node.Proc.Name, err, node.Output())
+			t.Fatalf("%s never answered %s: %v", r.Proc.Name, url, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
