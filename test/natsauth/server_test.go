@@ -43,6 +43,7 @@ type natsEnv struct {
 
 	mu         sync.Mutex
 	violations []string // permission violations the server logged
+	trace      *os.File // $NATSAUTH_TRACE
 }
 
 // startNATS starts nats-server from deployments/nats/{permissions,users}.conf with a TLS
@@ -94,7 +95,19 @@ include ./users.conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetLoggerV2(violationLog{e}, false, false, false)
+	// $NATSAUTH_TRACE=FILE writes every protocol line the server sees to FILE: how the
+	// permissions were derived (grep the PUB/HPUB lines per connection name).
+	trace := os.Getenv("NATSAUTH_TRACE")
+	if trace != "" {
+		f, err := os.Create(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		e.trace = f
+		opts.Trace = true
+	}
+	s.SetLoggerV2(violationLog{e}, false, trace != "", false)
 	go s.Start()
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	if !s.ReadyForConnections(20 * time.Second) {
@@ -146,7 +159,13 @@ func (l violationLog) Fatalf(format string, v ...any) {
 	l.Errorf(format, v...)
 }
 func (l violationLog) Debugf(string, ...any) {}
-func (l violationLog) Tracef(string, ...any) {}
+func (l violationLog) Tracef(format string, v ...any) {
+	if l.e.trace != nil {
+		l.e.mu.Lock()
+		fmt.Fprintf(l.e.trace, format+"\n", v...)
+		l.e.mu.Unlock()
+	}
+}
 func (l violationLog) Errorf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
 	if strings.Contains(msg, "Violation") {
