@@ -165,21 +165,24 @@ func (a Auth) Options() ([]nats.Option, error) {
 func (a Auth) Seed() ([]byte, error) {
 	switch {
 	case a.CredsFile != "":
-		kp, err := readCreds(a.CredsFile)
-		if err != nil {
-			return nil, err
-		}
-		defer kp.Wipe()
-		return kp.Seed()
+		return seedOf(readCreds(a.CredsFile))
 	case a.NkeyFile != "":
-		kp, err := readNkey(a.NkeyFile)
-		if err != nil {
-			return nil, err
-		}
-		defer kp.Wipe()
-		return kp.Seed()
+		return seedOf(readNkey(a.NkeyFile))
 	}
 	return nil, nil
+}
+
+// seedOf returns a copy of kp's seed and wipes kp.
+func seedOf(kp nkeys.KeyPair, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer kp.Wipe()
+	seed, err := kp.Seed()
+	if err != nil {
+		return nil, fmt.Errorf("nats auth: %w", err)
+	}
+	return bytes.Clone(seed), nil
 }
 
 // tlsOption is the TLS configuration of a: nil when a names no CA or client certificate.
@@ -216,10 +219,10 @@ func readCreds(file string) (nkeys.KeyPair, error) {
 		return nil, fmt.Errorf("nats auth: --nats-creds: %w", err)
 	}
 	defer wipe(b)
-	if _, err := nkeys.ParseDecoratedJWT(b); err != nil {
+	if j, err := nkeys.ParseDecoratedJWT(b); err != nil || strings.Count(j, ".") != 2 || !strings.HasPrefix(j, "eyJ") {
 		return nil, fmt.Errorf("nats auth: --nats-creds %s: no user JWT in it (want a .creds file from nsc)", file)
 	}
-	kp, err := nkeys.ParseDecoratedNKey(b)
+	kp, err := nkeys.ParseDecoratedNKey(bytes.Clone(b)) // kp keeps its slice; Wipe clears it
 	if err != nil {
 		return nil, fmt.Errorf("nats auth: --nats-creds %s: no nkey seed in it (want a .creds file from nsc)", file)
 	}
@@ -233,7 +236,7 @@ func readNkey(file string) (nkeys.KeyPair, error) {
 		return nil, fmt.Errorf("nats auth: --nats-nkey: %w", err)
 	}
 	defer wipe(b)
-	kp, err := nkeys.ParseDecoratedNKey(b)
+	kp, err := nkeys.ParseDecoratedNKey(bytes.Clone(b)) // kp keeps its slice; Wipe clears it
 	if err != nil {
 		return nil, fmt.Errorf("nats auth: --nats-nkey %s: not an nkey seed (want one line starting with SU, from `nk -gen user`)", file)
 	}

@@ -153,6 +153,14 @@ func (o Options) connect(ctx context.Context) (*nats.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Asynchronous errors (a permission the server refused) go to the log, not to stderr.
+	natsOpts = append(natsOpts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		fields := []zap.Field{zap.Error(bus.RedactError(err))}
+		if sub != nil {
+			fields = append(fields, zap.String("subject", sub.Subject))
+		}
+		o.Log.Warn("NATS error", fields...)
+	}))
 	nc, err := bus.Connect(ctx, o.NATSURL, o.Name, natsOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS %s: %w", bus.RedactURL(o.NATSURL), err)

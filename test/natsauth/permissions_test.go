@@ -2,6 +2,7 @@ package natsauth
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,41 @@ func TestScopedClientCannotTargetAnotherNamespace(t *testing.T) {
 	refused(t, e, "team-a's client requests a deploy on another cluster", err, other)
 	if n := subjectCount(ctx, t, teamA, requestedB); n != 0 {
 		t.Errorf("the stream holds %d team-b requests", n)
+	}
+}
+
+// Only serve's identities create topology, and none of the stages can change it: a stage
+// configured differently is refused with both values, cannot force the change, and the
+// provisioner identity can (serve --update-topology). A client binds and creates nothing.
+func TestTopologyBelongsToServe(t *testing.T) {
+	e := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := zap.NewNop()
+	_, err := bus.New(ctx, e.connect(t, "client"), bus.Options{Topology: bus.TopologyBind}, log)
+	if !errors.Is(err, bus.ErrNoTopology) {
+		t.Fatalf("client before serve: %v, want ErrNoTopology", err)
+	}
+	provision(ctx, t, e)
+	if _, err := bus.New(ctx, e.connect(t, "client"), bus.Options{Topology: bus.TopologyBind}, log); err != nil {
+		t.Fatalf("the client cannot bind: %v", err)
+	}
+	if _, err := bus.New(ctx, e.connect(t, "audit"), bus.Options{Topology: bus.TopologyBind}, log); err != nil {
+		t.Fatalf("the audit user cannot bind: %v", err)
+	}
+	day := bus.Options{Topology: bus.TopologyProvision, MaxAge: 24 * time.Hour}
+	_, err = bus.New(ctx, e.connect(t, "applier"), day, log)
+	if !errors.Is(err, bus.ErrTopologyMismatch) || !strings.Contains(err.Error(), "720h0m0s") || !strings.Contains(err.Error(), "24h0m0s") {
+		t.Fatalf("applier with another retention: %v, want a mismatch naming 720h and 24h", err)
+	}
+	day.Topology = bus.TopologyCreateOrUpdate
+	_, err = bus.New(short(ctx, t), e.connect(t, "applier"), day, log)
+	refused(t, e, "applier updates the deploy stream", err, "STREAM.UPDATE."+bus.DefaultStream)
+	if _, err := bus.New(ctx, e.connect(t, "provisioner"), day, log); err != nil {
+		t.Fatalf("the provisioner cannot update the topology: %v", err)
+	}
+	s, err := jsAs(t, e, "audit").Stream(ctx, bus.DefaultStream)
+	if err != nil || s.CachedInfo().Config.MaxAge != 24*time.Hour {
+		t.Fatalf("after the provisioner's update: %v, %v", s, err)
 	}
 }
