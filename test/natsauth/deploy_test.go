@@ -66,6 +66,15 @@ func TestDeployWithEveryStageOnItsOwnUserOverTLS(t *testing.T) {
 			t.Errorf("the audit user's events lack %s", tok)
 		}
 	}
+	// The example audit consumer, as the audit user, prints who deployed what.
+	auditBin := filepath.Join(t.TempDir(), "audit-consumer")
+	if out, code := runProc(t, 2*time.Minute, filepath.Join(env.RepoRoot, "examples", "audit-consumer"), os.Environ(), "go", "build", "-o", auditBin, "."); code != 0 {
+		t.Fatalf("build the audit consumer: %s", out)
+	}
+	auditOut, code := runProc(t, time.Minute, env.RepoRoot, os.Environ(), auditBin, "--nats", e.url, "--nats-nkey", e.seeds["audit"], "--nats-tls-ca", e.caPEM, "--follow=false")
+	if code != 0 || !strings.Contains(auditOut, "/"+ns+"/natsauth revision 1: succeeded") {
+		t.Errorf("audit consumer as the audit user: exit %d, want the deploy's line\n%s", code, auditOut)
+	}
 	for _, v := range e.takeViolations() {
 		if strings.Contains(v, "$JS.API.CONSUMER.DELETE.") && !strings.Contains(v, "sealane-renderer") &&
 			!strings.Contains(v, "sealane-applier") && !strings.Contains(v, "sealane-tracker") && !strings.Contains(v, "sealane-recorder") {
