@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/test/harness"
@@ -66,6 +68,54 @@ func TestDeployWithEveryStageOnItsOwnUserOverTLS(t *testing.T) {
 			t.Errorf("the audit user's events lack %s", tok)
 		}
 	}
+	// Two deploys of the release at once: one waits in the release's queue (the renderer
+	// publishes queued) and is handed the lease when the other ends (the recorder re-publishes
+	// its request).
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			cmd := exec.Command(env.Sealane, append([]string{"deploy", "examples/demo", "--release", "natsauth", "--namespace", ns,
+				"--timeout", "2m", "--set", "replicas=" + []string{"1", "3"}[i]}, natsArgs("client")...)...)
+			cmd.Dir, cmd.Env = env.RepoRoot, procEnv
+			b, err := cmd.CombinedOutput()
+			outs[i], errs[i] = string(b), err
+		})
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("concurrent deploy %d: %v\n%s", i, errs[i], outs[i])
+		}
+	}
+	if !strings.Contains(outs[0]+outs[1], "queued") {
+		t.Errorf("neither concurrent deploy was queued:\n%s\n%s", outs[0], outs[1])
+	}
+	// A request the renderer cannot decode is dead-lettered by the renderer user.
+	poison := "sealane.deploy.requested.sandbox." + ns + ".poison"
+	if err := e.connect(t, "client").Publish(poison, []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := harness.Context(t, 30*time.Second)
+	js, err := jetstream.New(e.connect(t, "provisioner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		s, err := js.Stream(ctx, "SEALANE_DEADLETTER")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.CachedInfo().State.Msgs == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the poison request was never dead-lettered")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	// The example audit consumer, as the audit user, prints who deployed what.
 	auditBin := filepath.Join(t.TempDir(), "audit-consumer")
 	if out, code := runProc(t, 2*time.Minute, filepath.Join(env.RepoRoot, "examples", "audit-consumer"), os.Environ(), "go", "build", "-o", auditBin, "."); code != 0 {
