@@ -51,3 +51,11 @@ func TestRegisterNATSFlags(t *testing.T) {
 		t.Errorf("WithEnv = %+v", got)
 	}
 }
+
+// The embedded pipeline takes no credentials: a credentials flag without --nats is a mistake.
+func TestEmbeddedRefusesNATSFlags(t *testing.T) {
+	_, err := Open(t.Context(), Options{DataDir: t.TempDir(), Auth: bus.Auth{NkeyFile: "/k.nk"}})
+	if err == nil || !strings.Contains(err.Error(), "need --nats") {
+		t.Fatalf("Open = %v, want an error asking for --nats", err)
+	}
+}

@@ -116,6 +116,11 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		}
 		busOpts.Topology = o.topology()
 	} else {
+		if !o.Auth.IsZero() {
+			// Only flags are in o.Auth here (the environment is read when connecting): someone
+			// meant a shared NATS and forgot --nats.
+			return nil, errors.New("NATS credentials or TLS flags need --nats URL: the embedded pipeline uses none")
+		}
 		if o.DataDir == "" {
 			o.DataDir = DefaultDataDir()
 		}
