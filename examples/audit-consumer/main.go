@@ -57,18 +57,19 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *natsURL, *since, *follow, os.Stdout, opts...); err != nil {
+	nc, err := nats.Connect(*natsURL, append([]nats.Option{nats.Name("sealane-audit-consumer")}, opts...)...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "audit-consumer: connect to %s: %v\n", redactURL(*natsURL), err)
+		os.Exit(1)
+	}
+	defer nc.Close()
+	if err := run(ctx, nc, *since, *follow, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "audit-consumer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, url, since string, follow bool, out io.Writer, opts ...nats.Option) error {
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("sealane-audit-consumer")}, opts...)...)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", redactURL(url), err)
-	}
-	defer nc.Close()
+func run(ctx context.Context, nc *nats.Conn, since string, follow bool, out io.Writer) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
