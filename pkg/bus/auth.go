@@ -29,6 +29,10 @@ type Auth struct {
 	TLSCA        string // --nats-tls-ca: PEM CA bundle that verifies the server
 	TLSCert      string // --nats-tls-cert: PEM client certificate (with TLSKey)
 	TLSKey       string // --nats-tls-key: PEM client key (with TLSCert)
+	// InboxPrefix replaces "_INBOX" in the subjects replies come on (--nats-inbox-prefix): a
+	// stage given "_INBOX_<stage>" and permission to subscribe there only keeps its replies
+	// (state, leases, blobs) from anyone allowed "_INBOX.>".
+	InboxPrefix string
 }
 
 // The environment variables that fill an Auth field the flags left empty (WithEnv).
@@ -43,6 +47,7 @@ const (
 	EnvTLSCA        = "SEALANE_NATS_TLS_CA"
 	EnvTLSCert      = "SEALANE_NATS_TLS_CERT"
 	EnvTLSKey       = "SEALANE_NATS_TLS_KEY"
+	EnvInboxPrefix  = "SEALANE_NATS_INBOX_PREFIX"
 )
 
 // fields pairs each field with its environment variable.
@@ -56,7 +61,7 @@ func (a *Auth) fields() []struct {
 	}{
 		{&a.CredsFile, EnvCreds}, {&a.NkeyFile, EnvNkey}, {&a.User, EnvUser}, {&a.Password, EnvPassword},
 		{&a.PasswordFile, EnvPasswordFile}, {&a.Token, EnvToken}, {&a.TokenFile, EnvTokenFile},
-		{&a.TLSCA, EnvTLSCA}, {&a.TLSCert, EnvTLSCert}, {&a.TLSKey, EnvTLSKey},
+		{&a.TLSCA, EnvTLSCA}, {&a.TLSCert, EnvTLSCert}, {&a.TLSKey, EnvTLSKey}, {&a.InboxPrefix, EnvInboxPrefix},
 	}
 }
 
@@ -103,6 +108,8 @@ func (a Auth) Validate() error {
 		return fmt.Errorf("nats auth: --nats-tls-cert %s needs --nats-tls-key", a.TLSCert)
 	case a.TLSKey != "" && a.TLSCert == "":
 		return fmt.Errorf("nats auth: --nats-tls-key %s needs --nats-tls-cert", a.TLSKey)
+	case a.InboxPrefix != "" && !validSubject(a.InboxPrefix, false):
+		return fmt.Errorf("nats auth: --nats-inbox-prefix %q: want subject tokens without wildcards, such as _INBOX_renderer", a.InboxPrefix)
 	}
 	return nil
 }
@@ -156,6 +163,9 @@ func (a Auth) Options() ([]nats.Option, error) {
 	}
 	if tlsOpt != nil {
 		opts = append(opts, tlsOpt)
+	}
+	if a.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(a.InboxPrefix))
 	}
 	return opts, nil
 }

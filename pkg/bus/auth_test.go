@@ -57,6 +57,7 @@ func TestAuthOptionsErrors(t *testing.T) {
 		{"key without cert", Auth{TLSKey: cert}, []string{"--nats-tls-key", "needs --nats-tls-cert"}},
 		{"bad cert pair", Auth{TLSCert: cert, TLSKey: cert}, []string{"client certificate", cert}},
 		{"CA without PEM", Auth{TLSCA: cert}, []string{"--nats-tls-ca", "no PEM certificate"}},
+		{"inbox prefix with a wildcard", Auth{InboxPrefix: "_INBOX.>"}, []string{"--nats-inbox-prefix", "without wildcards"}},
 		{"empty password file", Auth{User: "a", PasswordFile: writeFile(t, "empty", "\n")}, []string{"--nats-password-file", "is empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ func RegisterNATSFlags(fs FlagSet, a *bus.Auth) {
 		{&a.TLSCA, "nats-tls-ca", "PEM CA bundle that verifies the NATS server; turns TLS on ($" + bus.EnvTLSCA + ")"},
 		{&a.TLSCert, "nats-tls-cert", "PEM client certificate for NATS TLS, with --nats-tls-key ($" + bus.EnvTLSCert + ")"},
 		{&a.TLSKey, "nats-tls-key", "PEM key of --nats-tls-cert ($" + bus.EnvTLSKey + ")"},
+		{&a.InboxPrefix, "nats-inbox-prefix", "subject prefix of this connection's replies instead of _INBOX, e.g. _INBOX_renderer for the renderer user of deployments/nats ($" + bus.EnvInboxPrefix + ")"},
 	} {
 		fs.StringVar(f.p, f.name, "", f.usage)
 	}

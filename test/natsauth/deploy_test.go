@@ -42,7 +42,11 @@ func TestDeployWithEveryStageOnItsOwnUserOverTLS(t *testing.T) {
 	}
 	procEnv := append(os.Environ(), payload.EnvKey+"="+key)
 	natsArgs := func(role string) []string {
-		return []string{"--nats", e.url, "--nats-nkey", e.seeds[role], "--nats-tls-ca", e.caPEM, "--kubeconfig", env.Kubeconfig}
+		args := []string{"--nats", e.url, "--nats-nkey", e.seeds[role], "--nats-tls-ca", e.caPEM, "--kubeconfig", env.Kubeconfig}
+		if stageRole(role) {
+			args = append(args, "--nats-inbox-prefix", "_INBOX_"+role)
+		}
+		return args
 	}
 	for _, s := range []string{"renderer", "applier", "tracker", "recorder"} {
 		startProc(t, "serve "+s, env.RepoRoot, procEnv, env.Sealane, append([]string{"serve", s, "--log-level", "info"}, natsArgs(s)...)...)

@@ -153,6 +153,14 @@ func TestRolesPublishOnlyTheirEvents(t *testing.T) {
 		Durable: "renderer", FilterSubject: "sealane.deploy.>", AckPolicy: jetstream.AckExplicitPolicy,
 	})
 	refused(t, e, "client redirects the renderer's consumer", err, "CONSUMER.CREATE."+bus.DefaultStream+".renderer")
+	// A stage's replies come on its own inbox prefix, which nobody else may read.
+	sub, err := e.connect(t, "client").SubscribeSync("_INBOX_renderer.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sub.NextMsg(time.Second)
+	refused(t, e, "client reads the renderer's replies", err, "_INBOX_renderer.>")
+
 	// Only serve's identities create topology; a client cannot change a stream.
 	_, err = client.UpdateStream(short(ctx, t), jetstream.StreamConfig{Name: bus.DefaultStream, Subjects: []string{bus.DefaultSubject}, MaxAge: time.Second})
 	refused(t, e, "client updates the deploy stream", err, "STREAM.UPDATE."+bus.DefaultStream)

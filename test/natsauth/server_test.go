@@ -117,9 +117,21 @@ include ./users.conf
 	return e
 }
 
-// auth is how role connects: its nkey seed file and the test CA.
+// auth is how role connects: its nkey seed file, the test CA, and a stage's own inbox prefix.
 func (e *natsEnv) auth(role string) bus.Auth {
-	return bus.Auth{NkeyFile: e.seeds[role], TLSCA: e.caPEM}
+	a := bus.Auth{NkeyFile: e.seeds[role], TLSCA: e.caPEM}
+	if stageRole(role) {
+		a.InboxPrefix = "_INBOX_" + role
+	}
+	return a
+}
+
+func stageRole(role string) bool {
+	switch role {
+	case "renderer", "applier", "tracker", "recorder":
+		return true
+	}
+	return false
 }
 
 // connect connects as role; the connection closes with the test.
