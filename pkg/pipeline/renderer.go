@@ -35,6 +35,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err := decode(in, &req); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
+	req.RequestedBy = requestedBy(ctx, req.RequestedBy)
 	out, err := r.handle(ctx, in, req)
 	var ref refusal
 	if errors.As(err, &ref) {
@@ -117,9 +118,9 @@ func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*c
 		if req.Chart.Name == "" {
 			return nil, inputs, refuse("the request names no chart")
 		}
-		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart)
-		if chartMissing(err) {
-			return nil, inputs, refuse("%s", err.Error())
+		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart, r.Intake.fetchOptions())
+		if reason, ok := r.Intake.fetchRefused(ctx, err); ok {
+			return nil, inputs, refuse("%s", reason)
 		}
 		if err != nil {
 			return nil, inputs, err
