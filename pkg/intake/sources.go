@@ -64,7 +64,7 @@ func compilePattern(raw string) (sourcePattern, error) {
 	}
 	host, p, _ := strings.Cut(rest, "/")
 	if host == "" || strings.ContainsAny(rest, "@#") {
-		return sourcePattern{}, fmt.Errorf("chart source pattern %q: needs a host, and no user information or fragment", raw)
+		return sourcePattern{}, fmt.Errorf("chart source pattern %q: needs a host, and no user information or fragment", redactLocation(raw))
 	}
 	norm := strings.ToLower(scheme) + "://" + strings.ToLower(stripDefaultPort(strings.ToLower(scheme), host))
 	if p != "" {
