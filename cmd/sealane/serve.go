@@ -20,6 +20,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var replicas int
 	var retention time.Duration
 	var leaseTTL time.Duration
+	var intakeFlags *serve.IntakeFlags
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
@@ -58,6 +59,10 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				}
 				deps.LeaseTTL = leaseTTL
 			}
+			if deps.Intake, err = intakeFlags.Intake(); err != nil { // intakeflags.go
+				return err
+			}
+			serve.LogIntake(log, deps.Intake)
 			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 			runner := node.Runner(log)
 			runner.AckWait = ackWait
@@ -76,5 +81,6 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
 	cmd.Flags().DurationVar(&leaseTTL, "lease-ttl", 0,
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
+	intakeFlags = addIntakeFlags(cmd)
 	return cmd
 }

@@ -62,12 +62,13 @@ func (i Intake) fetchOptions() chartsource.Options {
 // requesterKey carries the verified client name from the intake to the renderer.
 type requesterKey struct{}
 
-// requestedBy is the verified client of the request being handled, else claimed.
-func requestedBy(ctx context.Context, claimed string) string {
+// requestedBy is the verified client of the request being handled (verified true), else the
+// claimed one.
+func requestedBy(ctx context.Context, claimed string) (name string, verified bool) {
 	if name, ok := ctx.Value(requesterKey{}).(string); ok && name != "" {
-		return name
+		return name, true
 	}
-	return claimed
+	return claimed, false
 }
 
 // intakeRenderer checks a deploy.requested before the lease step and the renderer see it:

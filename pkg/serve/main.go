@@ -24,13 +24,14 @@ import (
 // reads $SEALANE_ACK_WAIT, $SEALANE_LEASE_TTL, $SEALANE_RETENTION, $SEALANE_NATS_REPLICAS and the
 // payload and secret keys from the environment.
 func Main(name events.Stage) {
-	var f serviceFlags
+	f := serviceFlags{intake: IntakeFlagsFromEnv()}
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
 	fs.StringVar(&f.natsURL, "nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig; empty inside a cluster uses the pod's service account")
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
+	f.intake.Register(fs) // intake.go: the renderer's chart sources and client keys
 	_ = fs.Parse(os.Args[1:])
 
 	lvl, err := zapcore.ParseLevel(*level)
@@ -61,6 +62,7 @@ type serviceFlags struct {
 	natsURL        string
 	kubeconfig     string
 	payloadKeyFile string
+	intake         IntakeFlags
 }
 
 func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger) error {
@@ -72,6 +74,12 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 	deps, err := ServiceDeps(node, f.kubeconfig, log)
 	if err != nil {
 		return err
+	}
+	if deps.Intake, err = f.intake.Intake(); err != nil {
+		return err
+	}
+	if name == events.StageRenderer {
+		LogIntake(log, deps.Intake)
 	}
 	log.Info("serving", zap.String("nats", f.natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
