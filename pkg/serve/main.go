@@ -22,7 +22,8 @@ import (
 // Main is the whole main function of a one-stage service binary (services/<stage>): flags or
 // environment for NATS and the kubeconfig, JSON logs, run until SIGTERM. Besides its flags it
 // reads $SEALANE_ACK_WAIT, $SEALANE_LEASE_TTL, $SEALANE_RETENTION, $SEALANE_NATS_REPLICAS and the
-// payload and secret keys from the environment.
+// payload and secret keys from the environment. The renderer's intake flags (--allow-chart-source,
+// --client-keys, ...) are in intake.go.
 func Main(name events.Stage) {
 	f := serviceFlags{intake: IntakeFlagsFromEnv()}
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
