@@ -96,6 +96,9 @@ func (g *intakeRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 		return g.next.Handle(ctx, in)
 	}
 	reason := "request refused: " + err.Error()
+	if client != "" {
+		reason += " (request signed by client " + client + ")"
+	}
 	g.log().Warn("deploy request refused", zap.String("deploy", in.DeployID), zap.String("event", in.Event.ID()),
 		zap.String("subject", in.Subject), zap.String("reason", reason))
 	switch {
@@ -113,19 +116,20 @@ func (g *intakeRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 	return stage.Output{}, nil // another copy of a queued deploy: not its requester's to fail
 }
 
-// check runs the intake checks; it returns the verified client ("" without client keys).
+// check runs the intake checks; it returns the verified client ("" without client keys), also
+// with the error of a check after the signature's, for the refusal to name who was refused.
 func (g *intakeRenderer) check(in stage.Input, req events.RequestedData, handed bool) (string, error) {
-	if in.Subject != "" {
-		if err := intake.CheckSubject(in.Subject, in.Target, req.Target); err != nil {
-			return "", err
-		}
-	}
 	client, err := g.Intake.Verifier.Verify(in.Event, g.now(), handed)
 	if err != nil {
 		return "", err
 	}
+	if in.Subject != "" {
+		if err := intake.CheckSubject(in.Subject, in.Target, req.Target); err != nil {
+			return client, err
+		}
+	}
 	if err := checkInputsRef(req.InputsRef, in.DeployID); err != nil {
-		return "", err
+		return client, err
 	}
 	return client, g.Intake.checkChart(req.Chart)
 }

@@ -170,6 +170,10 @@ func TestIntakeRefuses(t *testing.T) {
 			return events.RequestedData{Target: leaseTarget, Chart: ch}
 		}, in: func(in *stage.Input) { in.Subject = "sealane.deploy.requested.kind.shop.api" },
 			reason: []string{"payload targets clusters/kind/namespaces/shop/releases/web", "published on sealane.deploy.requested.kind.shop.api"}},
+		{name: "signed by a registered client, for another namespace", policy: signed, kp: ci,
+			req: func(_ *testing.T, ch events.ChartSource) events.RequestedData {
+				return events.RequestedData{Target: events.Target{Cluster: "kind", Namespace: "team-b", Release: "web"}, Chart: ch}
+			}, reason: []string{"payload targets clusters/kind/namespaces/team-b/releases/web", "(request signed by client ci-deployer)"}},
 		{name: "unsigned", policy: signed, reason: []string{"is not signed", "--client-keys"}},
 		{name: "bad signature", policy: signed, kp: ci, in: func(in *stage.Input) {
 			in.Event.SetExtension(events.ExtSignature, strings.Repeat("A", 86))
