@@ -98,6 +98,30 @@ func TestSignedRequests(t *testing.T) {
 			t.Errorf("request %s was not refused with %q", release, want)
 		}
 	}
+
+	// Signed deploys queued behind each other: a request handed the release lease is
+	// re-published with its signature, which still verifies.
+	t.Setenv("SEALANE_NATS_NKEY", seedFile)
+	chart := configMapChart(t)
+	const n = 6
+	runs := make([]*background, n)
+	for i := range n {
+		runs[i] = sealaneBackground(t, t.TempDir(), "deploy", chart, "--nats", url, "--release", "queued", "--namespace", ns,
+			"--set", fmt.Sprintf("n=%d", i+1), "--timeout", "3m", "--output", "json")
+	}
+	queued := 0
+	for i, b := range runs {
+		r := b.wait(t, 5*time.Minute)
+		if r.code != 0 {
+			t.Errorf("signed deploy %d exit %d:\n%s", i, r.code, r.out)
+		}
+		if strings.Contains(r.out, string(events.DeployQueued)) {
+			queued++
+		}
+	}
+	if hist := helmHistory(t, ns, "queued"); len(hist) != n || queued == 0 {
+		t.Errorf("helm history %+v after %d signed deploys (%d queued), want %d revisions and one queued at least", hist, n, queued, n)
+	}
 }
 
 // publishRequest publishes a deploy.requested for payload, signed by kp, on the subject of
