@@ -368,6 +368,10 @@ type RecordedData struct {
 	Reason   string  `json:"reason,omitempty"`
 	// UpToDate says the deploy changed nothing and wrote no revision.
 	UpToDate bool `json:"upToDate,omitempty"`
+	// RequestedBy and RequestedByVerified are the deploy's requester as RenderedData has them
+	// (absent for a request refused before it was rendered).
+	RequestedBy         string `json:"requestedBy,omitempty"`
+	RequestedByVerified bool   `json:"requestedByVerified,omitempty"`
 }
 
 // PlannedChange is what a deploy would do to one resource. It carries no field values: the

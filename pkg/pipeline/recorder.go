@@ -156,6 +156,9 @@ func pendingDescription(d events.RenderedData) string {
 
 func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, error) {
 	rec := events.RecordedData{Target: in.Target, Revision: revision, Outcome: events.OutcomeFailed, Reason: reason}
+	if in.State != nil {
+		rec.RequestedBy, rec.RequestedByVerified = in.State.RequestedBy, in.State.RequestedByVerified
+	}
 	if ok {
 		rec.Outcome = events.OutcomeSucceeded
 		rec.Reason = ""

@@ -74,6 +74,9 @@ func TestSignedRequests(t *testing.T) {
 	if !strings.Contains(ev.out, `"customData":{"requestedBy":"ci-deployer","requestedByVerified":true}`) {
 		t.Errorf("the CDEvent of the signed deploy does not name the verified client:\n%s", ev.out)
 	}
+	if !strings.Contains(ev.out, `"outcome":"succeeded","requestedBy":"ci-deployer","requestedByVerified":true`) {
+		t.Errorf("release_recorded of the signed deploy does not name the verified client:\n%s", ev.out)
+	}
 
 	// As a client scoped to ns might try: a payload for namespace team-b on ns's subject.
 	publishRequest(t, url, kp, events.Target{Cluster: "sandbox", Namespace: ns, Release: "mismatch"},
