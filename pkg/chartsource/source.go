@@ -12,7 +12,9 @@
 // must be in sync with Chart.yaml, as `helm dependency build` requires.
 //
 // Network calls use the caller's context (and Options.Timeout), including those Helm's
-// libraries make. Errors name the source and say what to do; passwords, given in Auth or
+// libraries make; everything one resolution reads from the network, OCI layers and
+// dependencies included, is bounded by Options.MaxBytes (ErrTooLarge), and Options.Allow
+// may refuse the source and any dependency repository (ErrNotAllowed). Errors name the source and say what to do; passwords, given in Auth or
 // in URLs, never appear in them. ErrChartNotFound and ErrVersionNotFound can be tested
 // with errors.Is; the latter's message lists the available versions.
 package chartsource
