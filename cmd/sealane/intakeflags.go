@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
@@ -16,4 +17,14 @@ func addIntakeFlags(cmd *cobra.Command) *serve.IntakeFlags {
 	cmd.Flags().StringVar(&f.MaxChartSize, "max-chart-size", f.MaxChartSize, serve.UsageMaxChartSize)
 	cmd.Flags().DurationVar(&f.ChartFetchTimeout, "chart-fetch-timeout", f.ChartFetchTimeout, serve.UsageChartFetchTimeout)
 	return &f
+}
+
+// runsRenderer says whether the stages named for `sealane serve` include the renderer.
+func runsRenderer(names []events.Stage) bool {
+	for _, n := range names {
+		if n == events.StageRenderer || n == "all" {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
@@ -22,5 +23,20 @@ func TestServeIntakeFlags(t *testing.T) {
 	got, _ := cmd.Flags().GetStringSlice("allow-chart-source")
 	if len(got) != 2 || got[0] != "oci://r.example.com/charts/*" || got[1] != "https://c.example.com/*" {
 		t.Errorf("--allow-chart-source = %v", got)
+	}
+}
+
+func TestRunsRenderer(t *testing.T) {
+	for _, tt := range []struct {
+		names []events.Stage
+		want  bool
+	}{
+		{[]events.Stage{"all"}, true},
+		{[]events.Stage{events.StageApplier, events.StageRenderer}, true},
+		{[]events.Stage{events.StageApplier, events.StageRecorder, events.StageTracker}, false},
+	} {
+		if got := runsRenderer(tt.names); got != tt.want {
+			t.Errorf("runsRenderer(%v) = %v, want %v", tt.names, got, tt.want)
+		}
 	}
 }

@@ -59,10 +59,12 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				}
 				deps.LeaseTTL = leaseTTL
 			}
-			if deps.Intake, err = intakeFlags.Intake(); err != nil { // intakeflags.go
-				return err
+			if runsRenderer(names) { // intakeflags.go: only the renderer reads the intake settings
+				if deps.Intake, err = intakeFlags.Intake(); err != nil {
+					return err
+				}
+				serve.LogIntake(log, deps.Intake)
 			}
-			serve.LogIntake(log, deps.Intake)
 			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 			runner := node.Runner(log)
 			runner.AckWait = ackWait

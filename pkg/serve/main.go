@@ -76,10 +76,10 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 	if err != nil {
 		return err
 	}
-	if deps.Intake, err = f.intake.Intake(); err != nil {
-		return err
-	}
-	if name == events.StageRenderer {
+	if name == events.StageRenderer { // intake.go: only the renderer reads the intake settings
+		if deps.Intake, err = f.intake.Intake(); err != nil {
+			return err
+		}
 		LogIntake(log, deps.Intake)
 	}
 	log.Info("serving", zap.String("nats", f.natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
