@@ -23,6 +23,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var leaseTTL time.Duration
 	var httpAddr string
 	var updateTopology bool
+	var intakeFlags *serve.IntakeFlags
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
@@ -62,6 +63,12 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				}
 				deps.LeaseTTL = leaseTTL
 			}
+			if runsRenderer(names) { // intakeflags.go: only the renderer reads the intake settings
+				if deps.Intake, err = intakeFlags.Intake(); err != nil {
+					return err
+				}
+				serve.LogIntake(log, deps.Intake)
+			}
 			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 			runner := node.Runner(log)
 			runner.AckWait = ackWait
@@ -86,5 +93,6 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
 	cmd.Flags().StringVar(&httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
 		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
+	intakeFlags = addIntakeFlags(cmd)
 	return cmd
 }
