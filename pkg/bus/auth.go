@@ -170,29 +170,16 @@ func (a Auth) Options() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// Seed returns the nkey seed the connection authenticates with (from the .creds or nkey
-// file), for signing; nil without either. The caller wipes it after use.
-func (a Auth) Seed() ([]byte, error) {
+// KeyPair returns the user nkey the connection authenticates with (from --nats-creds or
+// --nats-nkey; nil without either): the key a client signs its requests with.
+func (a Auth) KeyPair() (nkeys.KeyPair, error) {
 	switch {
 	case a.CredsFile != "":
-		return seedOf(readCreds(a.CredsFile))
+		return readCreds(a.CredsFile)
 	case a.NkeyFile != "":
-		return seedOf(readNkey(a.NkeyFile))
+		return readNkey(a.NkeyFile)
 	}
 	return nil, nil
-}
-
-// seedOf returns a copy of kp's seed and wipes kp.
-func seedOf(kp nkeys.KeyPair, err error) ([]byte, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer kp.Wipe()
-	seed, err := kp.Seed()
-	if err != nil {
-		return nil, fmt.Errorf("nats auth: %w", err)
-	}
-	return bytes.Clone(seed), nil
 }
 
 // tlsOption is the TLS configuration of a: nil when a names no CA or client certificate.

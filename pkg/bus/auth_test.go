@@ -79,7 +79,7 @@ func TestAuthOptionsErrors(t *testing.T) {
 	}
 }
 
-func TestAuthOptionsAndSeed(t *testing.T) {
+func TestAuthOptionsAndKeyPair(t *testing.T) {
 	seed := userSeed(t)
 	nk := writeFile(t, "user.nk", "-----BEGIN USER NKEY SEED-----\n"+seed+"\n------END USER NKEY SEED------\n")
 	a := Auth{NkeyFile: nk}
@@ -87,15 +87,14 @@ func TestAuthOptionsAndSeed(t *testing.T) {
 	if err != nil || len(opts) != 1 {
 		t.Fatalf("nkey: %d options, %v", len(opts), err)
 	}
-	got, err := a.Seed()
-	if err != nil || string(got) != seed {
-		t.Fatalf("Seed() = %q, %v", got, err)
+	if got := seedOf(t, a); got != seed {
+		t.Fatalf("KeyPair() has seed %q", got)
 	}
 	if s, err := (Auth{User: "a", PasswordFile: writeFile(t, "pw", "hunter2\n")}).Options(); err != nil || len(s) != 1 {
 		t.Fatalf("user and password file: %v", err)
 	}
-	if s, err := (Auth{}).Seed(); err != nil || s != nil {
-		t.Fatalf("Seed of no key: %q, %v", s, err)
+	if kp, err := (Auth{}).KeyPair(); err != nil || kp != nil {
+		t.Fatalf("KeyPair of no key: %v, %v", kp, err)
 	}
 	if !(Auth{}).IsZero() {
 		t.Fatal("zero Auth not IsZero")
@@ -129,7 +128,21 @@ func TestAuthCredsFile(t *testing.T) {
 	if opts, err := a.Options(); err != nil || len(opts) != 1 {
 		t.Fatalf("creds: %d options, %v", len(opts), err)
 	}
-	if got, err := a.Seed(); err != nil || string(got) != string(seed) {
-		t.Fatalf("Seed() from creds = %q, %v", got, err)
+	if got := seedOf(t, a); got != string(seed) {
+		t.Fatalf("KeyPair() from creds has seed %q", got)
 	}
+}
+
+// seedOf is the seed of a's key pair.
+func seedOf(t *testing.T, a Auth) string {
+	t.Helper()
+	kp, err := a.KeyPair()
+	if err != nil || kp == nil {
+		t.Fatalf("KeyPair() = %v, %v", kp, err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(seed)
 }

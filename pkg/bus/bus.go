@@ -68,6 +68,13 @@ type Options struct {
 	LogStream   string
 	LogMaxAge   time.Duration
 	LogMaxBytes int64
+	// Signer signs the deploy requests a client publishes on this Bus (pkg/client): the user
+	// nkey it authenticates with, so that the renderer can tell who asked. Nil signs nothing
+	// (stages, the embedded pipeline). An nkeys.KeyPair is one.
+	Signer interface {
+		PublicKey() (string, error)
+		Sign(input []byte) ([]byte, error)
+	}
 	// Sealer encrypts blobs at rest (a *payload.Key). Nil seals with a random key that only
 	// this Bus knows: for tests, since no other process can read such blobs.
 	Sealer Sealer

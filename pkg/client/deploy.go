@@ -236,7 +236,7 @@ func publish(ctx context.Context, b *bus.Bus, ev cloudevents.Event) error {
 	if p != "" {
 		ev.SetExtension(events.ExtPipeline, p) // handled by this process's own stages
 	}
-	if err := signRequest(&ev, p != ""); err != nil { // signer.go
+	if err := signRequest(&ev, b.Options()); err != nil { // signer.go
 		return fmt.Errorf("deploy request: %w", err)
 	}
 	msg, err := events.Encode(ev)

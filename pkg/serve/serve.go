@@ -119,6 +119,12 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 			return nil, err
 		}
 		busOpts.Topology = o.topology()
+		if !o.Provision { // a client signs its requests with the key it connects with
+			if busOpts.Signer, err = o.Auth.WithEnv().KeyPair(); err != nil {
+				n.Close()
+				return nil, err
+			}
+		}
 	} else {
 		if !o.Auth.IsZero() {
 			// Only flags are in o.Auth here (the environment is read when connecting): someone

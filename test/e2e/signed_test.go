@@ -40,12 +40,21 @@ func TestSignedRequests(t *testing.T) {
 	if err := os.WriteFile(keysFile, []byte("ci-deployer: "+pub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A NATS that authenticates everyone: the client by its nkey (the key it signs with), the
+	// services and an unsigned client by password.
 	port := harness.FreePort(t)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	start(t, "nats-server", natsBin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, `listen: 127.0.0.1:%d
+jetstream { store_dir: %q }
+authorization { users: [ {nkey: %s}, {user: serve, password: %s}, {user: plain, password: %s} ] }
+`, port, t.TempDir(), pub, signedTestPassword, signedTestPassword), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start(t, "nats-server", natsBin, "-c", conf)
 	waitTCP(t, port)
-	start(t, "serve all", sealaneBin, "serve", "all", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info",
-		"--client-keys", keysFile)
+	startProcess(t, "serve all", sealaneBin, append(os.Environ(), "SEALANE_NATS_USER=serve", "SEALANE_NATS_PASSWORD="+signedTestPassword),
+		"serve", "all", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info", "--client-keys", keysFile)
 	ns := namespace(t)
 
 	r := runWithEnv(t, 5*time.Minute, []string{"SEALANE_NATS_NKEY=" + seedFile}, sealaneBin, "deploy", "examples/demo", "--nats", url,
@@ -64,13 +73,13 @@ func TestSignedRequests(t *testing.T) {
 		t.Errorf("helm list = %+v, want the release deployed (helm reads the labelled record)", rels)
 	}
 
-	r = runWithEnv(t, 5*time.Minute, nil, sealaneBin, "deploy", "examples/demo", "--nats", url,
+	r = runWithEnv(t, 5*time.Minute, plainUser, sealaneBin, "deploy", "examples/demo", "--nats", url,
 		"--release", "unsigned", "--namespace", ns, "--timeout", "2m", "--kubeconfig", kubeconfig)
 	if r.code == 0 || !strings.Contains(r.out, "is not signed") {
 		t.Errorf("unsigned deploy exit %d, want a failure saying it is not signed:\n%s", r.code, r.out)
 	}
 
-	ev := run(t, time.Minute, sealaneBin, "events", "--nats", url, "--release", "signed", "-o", "json")
+	ev := runWithEnv(t, time.Minute, plainUser, sealaneBin, "events", "--nats", url, "--release", "signed", "-o", "json")
 	if !strings.Contains(ev.out, `"customData":{"requestedBy":"ci-deployer","requestedByVerified":true}`) {
 		t.Errorf("the CDEvent of the signed deploy does not name the verified client:\n%s", ev.out)
 	}
@@ -90,7 +99,7 @@ func TestSignedRequests(t *testing.T) {
 		"local":    {"local chart paths are refused"},
 	} {
 		if !eventually(context.Background(), time.Minute, func(context.Context) bool {
-			ev := run(t, time.Minute, sealaneBin, "events", "--nats", url, "--release", release, "-o", "json")
+			ev := runWithEnv(t, time.Minute, plainUser, sealaneBin, "events", "--nats", url, "--release", release, "-o", "json")
 			for _, w := range want {
 				if !strings.Contains(ev.out, w) || !strings.Contains(ev.out, string(events.ReleaseRecorded)) {
 					return false
@@ -127,6 +136,13 @@ func TestSignedRequests(t *testing.T) {
 	}
 }
 
+// signedTestPassword is the password of TestSignedRequests' NATS users serve and plain.
+const signedTestPassword = "e2e-signed-requests"
+
+// plainUser is the environment of a client that authenticates by password: it has no key to
+// sign with.
+var plainUser = []string{"SEALANE_NATS_USER=plain", "SEALANE_NATS_PASSWORD=" + signedTestPassword}
+
 // publishRequest publishes a deploy.requested for payload, signed by kp, on the subject of
 // target, as a client that builds its own requests would.
 func publishRequest(t *testing.T, url string, kp nkeys.KeyPair, target events.Target, payload events.RequestedData) {
@@ -144,7 +160,7 @@ func publishRequest(t *testing.T, url string, kp nkeys.KeyPair, target events.Ta
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, nats.UserInfo("plain", signedTestPassword))
 	if err != nil {
 		t.Fatal(err)
 	}
