@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,9 +27,9 @@ func (r *Registry) WatchSecrets(ctx context.Context, cs kubernetes.Interface, na
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = clusterspec.ClusterLabel }))
 	inf := factory.Core().V1().Secrets().Informer()
-	var lastErr error
+	var lastErr atomic.Value // error, from the reflector's goroutine
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		lastErr = err
+		lastErr.Store(fmt.Sprint(err))
 		r.log.Warn("watch cluster Secrets", zap.String("namespace", namespace), zap.Error(err))
 	})
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -54,7 +55,7 @@ func (r *Registry) WatchSecrets(ctx context.Context, cs kubernetes.Interface, na
 	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 		stop()
 		return nil, fmt.Errorf("list cluster Secrets (label %s) in namespace %s: not done within %s: %v; "+
-			"the service account needs get, list and watch on secrets there", clusterspec.ClusterLabel, namespace, DefaultSyncTimeout, lastErr)
+			"the service account needs get, list and watch on secrets there", clusterspec.ClusterLabel, namespace, DefaultSyncTimeout, lastErr.Load())
 	}
 	return stop, nil
 }
