@@ -49,7 +49,9 @@ func clusterSecret(name, cluster string, data map[string]string) *corev1.Secret 
 	return s
 }
 
-func inPod() (*rest.Config, error) { return &rest.Config{Host: "https://10.0.0.1:443", BearerToken: "pod-token"}, nil }
+func inPod() (*rest.Config, error) {
+	return &rest.Config{Host: "https://10.0.0.1:443", BearerToken: "pod-token"}, nil
+}
 
 func notInPod() (*rest.Config, error) { return nil, rest.ErrNotInCluster }
 
