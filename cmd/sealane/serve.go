@@ -20,6 +20,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var replicas int
 	var retention time.Duration
 	var leaseTTL time.Duration
+	clusterOpts := serve.DefaultClusterOptions()
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
@@ -52,6 +53,13 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			clusterOpts.Kubeconfig = g.kubeconfig
+			registry, stopClusters, err := serve.StartClusters(cmd.Context(), node, clusterOpts, log)
+			if err != nil {
+				return err
+			}
+			defer stopClusters()
+			deps.Clusters = registry
 			if cmd.Flags().Changed("lease-ttl") {
 				if err := (lease.Options{TTL: leaseTTL}).Validate(); err != nil || leaseTTL == 0 {
 					return fmt.Errorf("--lease-ttl %s: must be at least %s", leaseTTL, lease.MinTTL)
@@ -76,5 +84,6 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
 	cmd.Flags().DurationVar(&leaseTTL, "lease-ttl", 0,
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
+	registerClusterFlags(cmd.Flags(), &clusterOpts) // cluster.go
 	return cmd
 }

@@ -184,15 +184,24 @@ func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
 
 // build makes the clients of a Secret's spec.
 func (r *Registry) build(spec clusterspec.Spec) (*kube.Cluster, error) {
+	return Build(spec, r.inCluster)
+}
+
+// Build makes the clients of spec; inCluster is the config of the cluster the process runs
+// in (nil: not in one). It does not contact the cluster.
+func Build(spec clusterspec.Spec, inCluster *rest.Config) (*kube.Cluster, error) {
 	if spec.InCluster {
-		if r.inCluster == nil {
+		if inCluster == nil {
 			return nil, fmt.Errorf("%s registers the cluster the service runs in, but this process is not running in a cluster", spec.Source)
 		}
-		return kube.NewCluster(spec.Name, r.inCluster)
+		return kube.NewCluster(spec.Name, inCluster)
+	}
+	if spec.Kubeconfig == nil {
+		return nil, fmt.Errorf("cluster %s: no kubeconfig", spec.Name)
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*spec.Kubeconfig, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec.Source, err)
+		return nil, fmt.Errorf("cluster %s: %w", spec.Name, err)
 	}
 	return kube.NewCluster(spec.Name, cfg)
 }

@@ -27,7 +27,9 @@ func Main(name events.Stage) {
 	var f serviceFlags
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
 	fs.StringVar(&f.natsURL, "nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig; empty inside a cluster uses the pod's service account")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig whose contexts are clusters (optional: see --in-cluster-name, --cluster-secrets-namespace)")
+	f.clusters = DefaultClusterOptions()
+	f.clusters.RegisterFlags(fs) // clusters.go
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
@@ -61,6 +63,7 @@ type serviceFlags struct {
 	natsURL        string
 	kubeconfig     string
 	payloadKeyFile string
+	clusters       ClusterOptions
 }
 
 func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger) error {
@@ -73,6 +76,13 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 	if err != nil {
 		return err
 	}
+	f.clusters.Kubeconfig = f.kubeconfig
+	registry, stopClusters, err := StartClusters(ctx, node, f.clusters, log)
+	if err != nil {
+		return err
+	}
+	defer stopClusters()
+	deps.Clusters = registry
 	log.Info("serving", zap.String("nats", f.natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
 	if v := os.Getenv("SEALANE_ACK_WAIT"); v != "" {
