@@ -34,7 +34,8 @@ type Options struct {
 	// InClusterName names the cluster the process runs in (its service account); empty: no
 	// in-cluster source. It is served only when InCluster finds a pod's config.
 	InClusterName string
-	// InCluster builds the in-cluster config; nil is rest.InClusterConfig.
+	// InCluster builds the in-cluster config (also used by cluster Secrets that say
+	// in-cluster); nil is rest.InClusterConfig.
 	InCluster func() (*rest.Config, error)
 	Log       *zap.Logger
 }
@@ -78,6 +79,8 @@ func New(opts Options) (*Registry, error) {
 		if err := clusterspec.ValidateName(opts.InClusterName); err != nil {
 			return nil, fmt.Errorf("in-cluster name: %w", err)
 		}
+	}
+	if opts.InClusterName != "" || opts.InCluster != nil {
 		get := opts.InCluster
 		if get == nil {
 			get = rest.InClusterConfig
@@ -126,7 +129,7 @@ func (e *UnreachableError) Error() string {
 		seen = s.LastSeen.UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("cluster %q is unreachable: the check at %s failed: %s (last seen: %s); deploys to it fail until it answers "+
-		"again — see `sealane cluster list`, or fix its Secret with `sealane cluster add %s --kubeconfig FILE`",
+		"again — see `sealane cluster list`, or fix its Secret with `sealane cluster add %s --kubeconfig FILE --overwrite`",
 		s.Name, s.CheckedAt.UTC().Format(time.RFC3339), s.Error, seen, s.Name)
 }
 
