@@ -160,3 +160,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestStartClustersRefuses: options that cannot work fail the start with the reason.
+func TestStartClustersRefuses(t *testing.T) {
+	notInPod := func() (*rest.Config, error) { return nil, rest.ErrNotInCluster }
+	missing := filepath.Join(t.TempDir(), "missing-kubeconfig")
+	for _, tt := range []struct {
+		name string
+		opts ClusterOptions
+		want string
+	}{
+		{"no home cluster", ClusterOptions{Kubeconfig: missing, SecretsNamespace: "sealane", InCluster: notInPod},
+			"the cluster holding the cluster Secrets (namespace sealane): not in a pod, and kubeconfig " + missing},
+		{"bad in-cluster name", ClusterOptions{InClusterName: "In_Cluster", InCluster: notInPod}, `in-cluster name: cluster name "In_Cluster"`},
+		{"negative interval", ClusterOptions{CheckInterval: -time.Second}, "cluster check interval -1s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := StartClusters(context.Background(), nil, tt.opts, zaptest.NewLogger(t))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("StartClusters = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultClusterOptions(t *testing.T) {
+	t.Setenv(InClusterNameEnv, "home")
+	t.Setenv(ClusterSecretsNamespaceEnv, "sealane-system")
+	t.Setenv(ClusterCheckIntervalEnv, "1m")
+	if o := DefaultClusterOptions(); o.InClusterName != "home" || o.SecretsNamespace != "sealane-system" || o.CheckInterval != time.Minute {
+		t.Fatalf("options from the environment: %+v", o)
+	}
+	t.Setenv(InClusterNameEnv, "")
+	if o := DefaultClusterOptions(); o.InClusterName != "" {
+		t.Fatalf("an empty $%s must turn the in-cluster cluster off: %+v", InClusterNameEnv, o)
+	}
+}
