@@ -10,6 +10,7 @@ package clusters
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -52,6 +53,8 @@ type Registry struct {
 	clients map[string]*kube.Cluster
 	status  map[string]Status
 	changed chan struct{} // signalled (without blocking) when a cluster Secret changes
+	// watching: WatchSecrets serves cluster Secrets (unknown names then need registering).
+	watching bool
 }
 
 // secretEntry is one cluster Secret as the watcher last saw it: its spec or why it is unusable.
@@ -99,6 +102,9 @@ func New(opts Options) (*Registry, error) {
 type UnknownError struct {
 	Name  string
 	Known []string
+	// Kubeconfig is set when the registry serves only a kubeconfig's contexts (the embedded
+	// CLI): the fix is another context, not a registration.
+	Kubeconfig string
 }
 
 // ErrUnknown matches every *UnknownError (errors.Is).
@@ -108,6 +114,9 @@ func (e *UnknownError) Error() string {
 	known := "none"
 	if len(e.Known) > 0 {
 		known = strings.Join(e.Known, ", ")
+	}
+	if e.Kubeconfig != "" {
+		return fmt.Sprintf("cluster %q is not a context of kubeconfig %s (have: %s): pass --kube-context with one of them", e.Name, e.Kubeconfig, known)
 	}
 	return fmt.Sprintf("cluster %q is not registered (known: %s): add it with `sealane cluster add %s --kubeconfig FILE` "+
 		"(or --in-cluster), or name a registered cluster", e.Name, known, e.Name)
@@ -176,13 +185,27 @@ func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
 	case r.opts.Contexts && r.hasContext(name):
 		c, err = kube.Connect(kube.Options{Kubeconfig: r.opts.Kubeconfig, Context: name})
 	default:
-		return nil, &UnknownError{Name: name, Known: r.namesLocked()}
+		return nil, r.unknownLocked(name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", name, err)
 	}
 	r.clients[name] = c
 	return c, nil
+}
+
+// unknownLocked is the error for a name no source has; r.mu is held.
+func (r *Registry) unknownLocked(name string) error {
+	e := &UnknownError{Name: name, Known: r.namesLocked()}
+	if r.opts.Contexts && !r.watching && r.inCluster == nil {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = r.opts.Kubeconfig
+		e.Kubeconfig = r.opts.Kubeconfig
+		if e.Kubeconfig == "" {
+			e.Kubeconfig = strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator))
+		}
+	}
+	return e
 }
 
 // build makes the clients of a Secret's spec.

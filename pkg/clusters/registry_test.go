@@ -167,6 +167,17 @@ func TestEntries(t *testing.T) {
 	}
 }
 
+// TestUnknownContext: a registry of kubeconfig contexts only (the embedded CLI) points at
+// --kube-context, not at registering a cluster.
+func TestUnknownContext(t *testing.T) {
+	kc := writeKubeconfig(t, testKubeconfig)
+	_, err := NewRegistry(kc).Get("nope")
+	want := `cluster "nope" is not a context of kubeconfig ` + kc + ` (have: ctx-a, ctx-b): pass --kube-context with one of them`
+	if !errors.Is(err, ErrUnknown) || err.Error() != want {
+		t.Fatalf("Get = %v, want %q", err, want)
+	}
+}
+
 func TestNewRefusesBadInClusterName(t *testing.T) {
 	if _, err := New(Options{InClusterName: "In Cluster"}); err == nil || !strings.Contains(err.Error(), `in-cluster name: cluster name "In Cluster"`) {
 		t.Fatalf("err = %v", err)

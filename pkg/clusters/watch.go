@@ -44,6 +44,9 @@ func (r *Registry) WatchSecrets(ctx context.Context, cs kubernetes.Interface, na
 	if err != nil {
 		return nil, fmt.Errorf("watch cluster Secrets in %s: %w", namespace, err)
 	}
+	r.mu.Lock()
+	r.watching = true
+	r.mu.Unlock()
 	done := make(chan struct{})
 	factory.Start(done)
 	stop = func() {
