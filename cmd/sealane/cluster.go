@@ -43,6 +43,15 @@ func (g *globalFlags) targetCluster(registry *clusters.Registry) (string, error)
 	return name, err
 }
 
+// localContext is the kubeconfig context of a command that talks to the cluster from this
+// process: --kube-context, else --cluster (the same thing there), else the current context.
+func (g *globalFlags) localContext() string {
+	if g.kubeContext != "" {
+		return g.kubeContext
+	}
+	return g.cluster
+}
+
 // registerClusterFlags adds the cluster registry's flags to `sealane serve`.
 func registerClusterFlags(fl *pflag.FlagSet, o *serve.ClusterOptions) {
 	u := serve.ClusterFlagUsage

@@ -179,3 +179,82 @@ func TestClusterListFromPipeline(t *testing.T) {
 		t.Fatalf("list --nats:\n%s", out)
 	}
 }
+
+// TestDeployToRegisteredCluster runs `sealane serve all` with cluster Secrets and deploys with
+// `sealane deploy --nats --cluster`: to a registered cluster it succeeds; to an unknown one the
+// pipeline fails it at once with how to add it.
+func TestDeployToRegisteredCluster(t *testing.T) {
+	home := kubetest.Cluster(t)
+	ns := kubetest.NamespaceWithPrefix(t, home, "sealane-clusters-")
+	releaseNS := kubetest.UncreatedNamespace(t, home.Typed, "sealane-test-")
+	kc := kubetest.KubeconfigPath()
+	key, _ := payload.GenerateKey()
+	t.Setenv(payload.EnvKey, key)
+	t.Setenv("SEALANE_IGNORE_SECRET_KEY", "true")
+	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	url := srv.ClientURL()
+	if _, err := runCLI(t, "cluster", "add", "registered", "--kubeconfig", kc, "--home-kubeconfig", kc, "--sealane-namespace", ns); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		root := newRoot()
+		root.SetArgs([]string{"serve", "all", "--nats", url, "--kubeconfig", kc, "--cluster-secrets-namespace", ns, "--in-cluster-name", ""})
+		served <- root.ExecuteContext(serveCtx)
+	}()
+	defer func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	nc, err := bus.Connect(ctx, url, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kv, err := bus.OpenKV(ctx, nc, bus.DefaultClusterBucket)
+		if err == nil {
+			if st, err := (clusters.KVStatus{KV: kv}).List(ctx); err == nil && st["registered"].Reachable {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the served registry never checked the registered cluster")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	chart := filepath.Join(t.TempDir(), "hello")
+	if err := os.MkdirAll(filepath.Join(chart, "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: hello\nversion: 0.1.0\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(chart, "templates", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hello}\ndata: {a: b}\n"), 0o644)
+	deploy := func(cluster string) error {
+		_, err := runCLI(t, "deploy", chart, "--nats", url, "--cluster", cluster, "--release", "hello", "-n", releaseNS, "-o", "json", "--timeout", "1m")
+		return err
+	}
+	if err := deploy("registered"); err != nil {
+		t.Fatalf("deploy --cluster registered: %v", err)
+	}
+	if _, err := home.Typed.CoreV1().ConfigMaps(releaseNS).Get(ctx, "hello", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the deployed ConfigMap: %v", err)
+	}
+	start := time.Now()
+	err = deploy("ghost")
+	want := "cluster \"ghost\" is not registered (known: registered, sandbox): add it with `sealane cluster add ghost --kubeconfig FILE`"
+	if err == nil || !strings.Contains(err.Error(), want) || time.Since(start) > 15*time.Second {
+		t.Fatalf("deploy --cluster ghost: %v after %s, want %q at once", err, time.Since(start), want)
+	}
+}
