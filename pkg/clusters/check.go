@@ -37,6 +37,8 @@ type Checker struct {
 const (
 	DefaultCheckInterval = 30 * time.Second
 	DefaultCheckTimeout  = 10 * time.Second
+	// maxParallelChecks bounds the clusters checked at once.
+	maxParallelChecks = 16
 	// storeTimeout bounds one status write (retried inside by the bus's call rule).
 	storeTimeout = 15 * time.Second
 )
@@ -67,10 +69,12 @@ func (c *Checker) CheckAll(ctx context.Context) map[string]Status {
 	entries := c.Registry.Entries()
 	results := make([]Status, len(entries))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxParallelChecks)
 	for i, e := range entries {
 		wg.Add(1)
+		slots <- struct{}{}
 		go func() {
-			defer wg.Done()
+			defer func() { <-slots; wg.Done() }()
 			results[i] = c.check(ctx, e)
 		}()
 	}

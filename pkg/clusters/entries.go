@@ -78,6 +78,12 @@ func (r *Registry) namesLocked() []string {
 // parse makes its cluster fail with the reason. The cluster's clients are rebuilt on next use.
 func (r *Registry) PutSecret(s *corev1.Secret) {
 	key := s.Namespace + "/" + s.Name
+	r.mu.Lock()
+	old, ok := r.secrets[key]
+	r.mu.Unlock()
+	if ok && s.ResourceVersion != "" && old.version == s.ResourceVersion {
+		return // the informer's relist: nothing changed
+	}
 	spec, err := clusterspec.FromSecret(s)
 	if err != nil {
 		spec = clusterspec.Spec{Name: s.Labels[clusterspec.ClusterLabel], Source: "secret " + key}
@@ -92,7 +98,7 @@ func (r *Registry) PutSecret(s *corev1.Secret) {
 	if old, ok := r.secrets[key]; ok {
 		r.forgetLocked(old.spec.Name)
 	}
-	r.secrets[key] = secretEntry{spec: spec, err: err}
+	r.secrets[key] = secretEntry{spec: spec, err: err, version: s.ResourceVersion}
 	r.forgetLocked(spec.Name)
 }
 

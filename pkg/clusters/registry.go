@@ -59,8 +59,9 @@ type Registry struct {
 
 // secretEntry is one cluster Secret as the watcher last saw it: its spec or why it is unusable.
 type secretEntry struct {
-	spec clusterspec.Spec
-	err  error
+	spec    clusterspec.Spec
+	err     error
+	version string // the Secret's resourceVersion
 }
 
 // NewRegistry serves the contexts of one kubeconfig file ("" = the usual loading rules:

@@ -132,6 +132,19 @@ func TestSecretChanges(t *testing.T) {
 	if second == first || second.Config.Host != "https://b.example:6443" {
 		t.Fatalf("clients not rebuilt: host %s", second.Config.Host)
 	}
+	// The informer's relist (the same resourceVersion) changes nothing.
+	changed.ResourceVersion = "7"
+	r.PutSecret(changed)
+	third, _ := r.Get("prod")
+	r.SetStatus(Status{Name: "prod", Error: "down"})
+	r.PutSecret(changed.DeepCopy())
+	if _, err := r.Get("prod"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("a relist cleared the unreachable status: %v", err)
+	}
+	r.SetStatus(Status{Name: "prod", Reachable: true})
+	if again, _ := r.Get("prod"); again != third {
+		t.Fatal("a relist rebuilt the clients")
+	}
 	r.DeleteSecret("sealane/cluster-prod")
 	if _, err := r.Get("prod"); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("Get after the Secret was removed = %v, want unknown", err)

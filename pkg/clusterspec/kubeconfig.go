@@ -90,6 +90,9 @@ func checkServer(c *clientcmdapi.Cluster, where, name string) error {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("%s: cluster %q: server %q is not an http(s) URL", where, name, c.Server)
 	}
+	if u.User != nil {
+		return fmt.Errorf("%s: cluster %q: the server URL holds credentials: put them in the user (token or client certificate) instead", where, name)
+	}
 	if c.CertificateAuthority != "" {
 		return fmt.Errorf("%s: cluster %q: certificate-authority is a file path (%s), which a Secret cannot carry: "+
 			"embed it (certificate-authority-data, e.g. `kubectl config view --minify --flatten`)", where, name, c.CertificateAuthority)

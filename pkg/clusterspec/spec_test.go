@@ -70,6 +70,8 @@ func TestFromSecret(t *testing.T) {
 			wantErr: `cluster "prod" has no server URL`},
 		{name: "server not a URL", secret: secret(named, map[string]string{KubeconfigKey: strings.Replace(tokenKubeconfig, "https://prod.example:6443", "prod.example", 1)}),
 			wantErr: `server "prod.example" is not an http(s) URL`},
+		{name: "credentials in the server URL", secret: secret(named, map[string]string{KubeconfigKey: strings.Replace(tokenKubeconfig, "https://prod.example:6443", "https://admin:s3cr3t@prod.example:6443", 1)}),
+			wantErr: `cluster "prod": the server URL holds credentials`},
 		{name: "CA file", secret: secret(named, map[string]string{KubeconfigKey: strings.Replace(tokenKubeconfig, `certificate-authority-data: "Q0E="`, "certificate-authority: /etc/ca.crt", 1)}),
 			wantErr: "certificate-authority is a file path (/etc/ca.crt)"},
 		{name: "no current context", secret: secret(named, map[string]string{KubeconfigKey: strings.Replace(tokenKubeconfig, "current-context: prod", "", 1)}),
