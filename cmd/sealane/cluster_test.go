@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,9 @@ func TestClusterCommands(t *testing.T) {
 	out, _ = cli("cluster", "list")
 	if !strings.Contains(out, "sandbox  env=test,region=eu  https://127.0.0.1:16443") {
 		t.Fatalf("list table:\n%s", out)
+	}
+	if tok := sandboxToken(t, kc); tok != "" && strings.Contains(out+fmt.Sprint(rows), tok) {
+		t.Fatal("cluster list prints the cluster's token")
 	}
 
 	// Refusals write nothing.
@@ -257,4 +261,23 @@ func TestDeployToRegisteredCluster(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) || time.Since(start) > 15*time.Second {
 		t.Fatalf("deploy --cluster ghost: %v after %s, want %q at once", err, time.Since(start), want)
 	}
+}
+
+// sandboxToken is the bearer token in the sandbox's kubeconfig ("" if it has none).
+func sandboxToken(t *testing.T, kc string) string {
+	t.Helper()
+	data, err := os.ReadFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clusterspec.DecodeKubeconfig(data, kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range cfg.AuthInfos {
+		if u.Token != "" {
+			return u.Token
+		}
+	}
+	return ""
 }
