@@ -50,6 +50,18 @@ func (r *Registry) Entries() []Entry {
 	return out
 }
 
+// Select returns the usable clusters whose labels match selector (Kubernetes label-selector
+// syntax; empty: all), sorted by name: what a fleet rollout targets.
+func (r *Registry) Select(selector string) ([]clusterspec.Spec, error) {
+	var specs []clusterspec.Spec
+	for _, e := range r.Entries() {
+		if e.Err == nil {
+			specs = append(specs, e.Spec)
+		}
+	}
+	return clusterspec.Select(specs, selector)
+}
+
 // namesLocked lists the usable cluster names, for an unknown name's error; r.mu is held.
 func (r *Registry) namesLocked() []string {
 	set := map[string]bool{}

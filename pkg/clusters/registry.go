@@ -33,7 +33,8 @@ type Options struct {
 	Contexts   bool
 	Kubeconfig string
 	// InClusterName names the cluster the process runs in (its service account); empty: no
-	// in-cluster source. It is served only when InCluster finds a pod's config.
+	// in-cluster source. It is served only when InCluster finds a pod's config, which also
+	// serves the cluster Secrets that say in-cluster.
 	InClusterName string
 	// InCluster builds the in-cluster config (also used by cluster Secrets that say
 	// in-cluster); nil is rest.InClusterConfig.
@@ -84,17 +85,15 @@ func New(opts Options) (*Registry, error) {
 			return nil, fmt.Errorf("in-cluster name: %w", err)
 		}
 	}
-	if opts.InClusterName != "" || opts.InCluster != nil {
-		get := opts.InCluster
-		if get == nil {
-			get = rest.InClusterConfig
-		}
-		cfg, err := get()
-		if err != nil {
-			r.log.Info("not running in a cluster: no in-cluster source", zap.String("name", opts.InClusterName), zap.Error(err))
-		} else {
-			r.inCluster = cfg
-		}
+	// The pod's config serves the in-cluster name and the Secrets that say in-cluster.
+	get := opts.InCluster
+	if get == nil {
+		get = rest.InClusterConfig
+	}
+	if cfg, err := get(); err == nil {
+		r.inCluster = cfg
+	} else if opts.InClusterName != "" {
+		r.log.Info("not running in a cluster: no in-cluster source", zap.String("name", opts.InClusterName), zap.Error(err))
 	}
 	return r, nil
 }
@@ -198,7 +197,7 @@ func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
 // unknownLocked is the error for a name no source has; r.mu is held.
 func (r *Registry) unknownLocked(name string) error {
 	e := &UnknownError{Name: name, Known: r.namesLocked()}
-	if r.opts.Contexts && !r.watching && r.inCluster == nil {
+	if r.opts.Contexts && !r.watching && (r.opts.InClusterName == "" || r.inCluster == nil) {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = r.opts.Kubeconfig
 		e.Kubeconfig = r.opts.Kubeconfig

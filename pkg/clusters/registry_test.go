@@ -191,6 +191,30 @@ func TestUnknownContext(t *testing.T) {
 	}
 }
 
+// TestInClusterSecret: a Secret that says in-cluster is served with the pod's config even when
+// the in-cluster name is turned off, and selection goes by the Secrets' labels.
+func TestInClusterSecret(t *testing.T) {
+	r, _ := New(Options{InCluster: inPod})
+	if _, err := r.Get("in-cluster"); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("the in-cluster name is off, Get = %v", err)
+	}
+	r.PutSecret(clusterSecret("cluster-home", "home", map[string]string{clusterspec.InClusterKey: "true"}))
+	c, err := r.Get("home")
+	if err != nil || c.Config.Host != "https://10.0.0.1:443" {
+		t.Fatalf("Get(home) = %v, %v", c, err)
+	}
+	sel, err := r.Select("env=prod")
+	if err != nil || len(sel) != 1 || sel[0].Name != "home" {
+		t.Fatalf("Select(env=prod) = %v, %v", sel, err)
+	}
+	if sel, _ := r.Select("env=dev"); len(sel) != 0 {
+		t.Fatalf("Select(env=dev) = %v", sel)
+	}
+	if _, err := r.Select("env==("); err == nil {
+		t.Fatal("a bad selector is accepted")
+	}
+}
+
 func TestNewRefusesBadInClusterName(t *testing.T) {
 	if _, err := New(Options{InClusterName: "In Cluster"}); err == nil || !strings.Contains(err.Error(), `in-cluster name: cluster name "In Cluster"`) {
 		t.Fatalf("err = %v", err)
