@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +16,44 @@ import (
 	"github.com/sealane/sealane/test/harness"
 )
 
-// TestClusterRegistryShared runs a shared pipeline (nats-server and `sealane serve all`
-// processes) whose clusters are registered with `sealane cluster add`: a deploy with --cluster
-// reaches the registered cluster; a deploy to an unknown cluster fails at once naming how to
-// add it; `sealane cluster list --nats` shows the stages' checks; a removed cluster is refused
-// without restarting the stages; the stages' output holds no credential.
+// TestClusterRegistryShared runs a shared pipeline (nats-server and a `sealane serve all`
+// process, configured by flags) whose clusters are registered with `sealane cluster add`.
 func TestClusterRegistryShared(t *testing.T) {
+	clusterRegistryScenario(t, func(url, secretsNS string) *process {
+		return start(t, "serve all", sealaneBin, "serve", "all", "--nats", url, "--kubeconfig", kubeconfig,
+			"--cluster-secrets-namespace", secretsNS, "--cluster-check-interval", "2s", "--log-level", "info")
+	})
+}
+
+// TestClusterRegistryServices is TestClusterRegistryShared with the services/* binaries as the
+// stages, configured by the environment alone.
+func TestClusterRegistryServices(t *testing.T) {
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+"/", "./services/renderer", "./services/applier", "./services/tracker", "./services/recorder")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build services: %v\n%s", err, out)
+	}
+	clusterRegistryScenario(t, func(url, secretsNS string) *process {
+		env := append(os.Environ(), "SEALANE_NATS_URL="+url, "KUBECONFIG="+kubeconfig,
+			"SEALANE_CLUSTER_SECRETS_NAMESPACE="+secretsNS, "SEALANE_CLUSTER_CHECK_INTERVAL=2s")
+		var renderer *process
+		for _, s := range []string{"renderer", "applier", "tracker", "recorder"} {
+			p := startProcess(t, "service "+s, filepath.Join(dir, s), env)
+			if s == "renderer" {
+				renderer = p
+			}
+		}
+		return renderer
+	})
+}
+
+// clusterRegistryScenario registers the sandbox as cluster "reg", starts the stages with
+// startStages (it returns the process whose output is checked for credentials), and checks: a
+// deploy with --cluster reaches the registered cluster; a deploy to an unknown cluster fails at
+// once naming how to add it; `sealane cluster list --nats` shows the stages' checks; a removed
+// cluster is refused without restarting the stages; the stages' output holds no credential.
+func clusterRegistryScenario(t *testing.T, startStages func(url, secretsNS string) *process) {
 	sharePayloadKey(t)
 	port := harness.FreePort(t)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
@@ -34,8 +68,7 @@ func TestClusterRegistryShared(t *testing.T) {
 	if add.code != 0 || !strings.Contains(add.out, "cluster reg added") {
 		t.Fatalf("cluster add: exit %d\n%s", add.code, add.out)
 	}
-	served := start(t, "serve all", sealaneBin, "serve", "all", "--nats", url, "--kubeconfig", kubeconfig,
-		"--cluster-secrets-namespace", secretsNS, "--cluster-check-interval", "2s", "--log-level", "info")
+	served := startStages(url, secretsNS)
 
 	ctx := context.Background()
 	if !eventually(ctx, time.Minute, func(context.Context) bool {
