@@ -141,7 +141,7 @@ func (f progressFlags) useColor() (bool, error) {
 }
 
 // pipelineRun is the pipeline a CLI command talks to: a NATS node (embedded, with all four
-// stages running in this process, or a shared one at --nats-url) and the cluster to target.
+// stages running in this process, or a shared one at --nats) and the cluster to target.
 type pipelineRun struct {
 	log     *zap.Logger
 	node    *serve.Node
@@ -149,7 +149,7 @@ type pipelineRun struct {
 	close   func()
 }
 
-// openPipeline connects to the shared pipeline at --nats-url, or starts an embedded NATS server
+// openPipeline connects to the shared pipeline at --nats, or starts an embedded NATS server
 // with the four stages in this process; close stops them.
 func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (*pipelineRun, error) {
 	log, err := g.logger()

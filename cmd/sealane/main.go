@@ -81,7 +81,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (the embedded stages log only when it is given)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.logLevelSet = cmd.Flags().Changed("log-level") }
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
-	root.AddCommand(newDeployCmd(g), newServeCmd(g), newEventsCmd(g), newSlugifyCmd(), newSecretCmd(), newRenderCmd(g), newRollbackCmd(g), newDismissCmd(g), newTestCmd(g), newPlanCmd(g))
+	root.AddCommand(newDeployCmd(g), newServeCmd(g), newEventsCmd(g), newSlugifyCmd(), newSecretCmd(), newRenderCmd(g), newRollbackCmd(g), newDismissCmd(g), newTestCmd(g), newPlanCmd(g), newVersionCmd())
 	root.AddCommand(newListCmd(g))
 	root.AddCommand(newHistoryCmd(g))
 	root.AddCommand(newGetCmd(g))

@@ -59,7 +59,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	f.chartFlags.register(fl)
 	fl.StringVar(&f.applyMethod, "apply-method", "ssa", "the apply method whose writes are dry-run: ssa (server-side apply) or 3wm (client-side three-way merge)")
 	fl.BoolVar(&f.takeOwnership, "take-ownership", false, "plan as a deploy with --take-ownership: existing objects of other releases are adopted")
-	fl.BoolVar(&f.viaPipeline, "pipeline", false, "plan through the pipeline (the embedded one, or the shared one with --nats-url, which implies it): its renderer renders and dry-runs as for a deploy")
+	fl.BoolVar(&f.viaPipeline, "pipeline", false, "plan through the pipeline (the embedded one, or the shared one with --nats, which implies it): its renderer renders and dry-runs as for a deploy")
 	fl.BoolVar(&f.graph, "graph", false, "print the plan's DAG in Graphviz DOT instead of the changes")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 2 when the deploy would change something (0: nothing to do, 1: error)")
 	fl.IntVar(&f.contextLines, "diff-context-lines", diff.DefaultContextLines, "unchanged lines shown around each change of a diff")
@@ -146,7 +146,7 @@ func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string
 		Deployed: deployed, ContextLines: f.diffContextLines()})
 }
 
-// planThroughPipeline asks the pipeline (embedded, or the shared one at --nats-url) for the
+// planThroughPipeline asks the pipeline (embedded, or the shared one at --nats) for the
 // plan: its renderer renders and dry-runs exactly as for a deploy and stores the report.
 func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, stderr io.Writer) (*pipeline.PlanReport, error) {
 	secrets, err := f.secrets(chartRef)

@@ -224,33 +224,74 @@ func splitSources(out string) []sourceDoc {
 
 // writeOutputDir writes every manifest to DIR/<chart>/<template path>, appending the
 // manifests of one template to one file and naming each file written, like helm template
-// --output-dir.
+// --output-dir. A template path that would leave DIR is refused, and a file holding a Secret
+// (or a manifest that does not parse) is readable by its owner only.
 func writeOutputDir(dir, out string, stdout io.Writer) error {
+	docs := splitSources(out)
+	private := map[string]bool{}
+	for _, d := range docs {
+		if !filepath.IsLocal(filepath.FromSlash(d.source)) {
+			return fmt.Errorf("--output-dir: template path %q would be written outside %s; nothing was written", d.source, dir)
+		}
+		if holdsSecret(d.body) {
+			private[d.source] = true
+		}
+	}
 	written := map[string]bool{}
-	for _, d := range splitSources(out) {
+	for _, d := range docs {
 		name := filepath.Join(dir, filepath.FromSlash(d.source))
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			return fmt.Errorf("--output-dir: %w", err)
-		}
-		flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-		if written[name] {
-			flag = os.O_APPEND | os.O_WRONLY
-		}
-		fh, err := os.OpenFile(name, flag, 0o644)
-		if err != nil {
-			return fmt.Errorf("--output-dir: %w", err)
-		}
-		_, werr := fmt.Fprintf(fh, "---\n# Source: %s\n%s\n", d.source, strings.TrimSuffix(d.body, "\n"))
-		if cerr := fh.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return fmt.Errorf("--output-dir %s: %w", name, werr)
+		if err := writeSource(name, d, written[name], private[d.source]); err != nil {
+			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", name)
 		written[name] = true
 	}
 	return nil
+}
+
+// writeSource creates (or, when appending, extends) name with one manifest of d; a private
+// file gets mode 0600.
+func writeSource(name string, d sourceDoc, appending, private bool) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return fmt.Errorf("--output-dir: %w", err)
+	}
+	flag, mode := os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(0o644)
+	if appending {
+		flag = os.O_APPEND | os.O_WRONLY
+	}
+	if private {
+		mode = 0o600
+	}
+	fh, err := os.OpenFile(name, flag, mode)
+	if err != nil {
+		return fmt.Errorf("--output-dir: %w", err)
+	}
+	werr := fh.Chmod(mode) // an existing file keeps its old mode otherwise
+	if werr == nil {
+		_, werr = fmt.Fprintf(fh, "---\n# Source: %s\n%s\n", d.source, strings.TrimSuffix(d.body, "\n"))
+	}
+	if cerr := fh.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("--output-dir %s: %w", name, werr)
+	}
+	return nil
+}
+
+// holdsSecret says whether a template's manifests include a Secret (or cannot be parsed, so
+// might).
+func holdsSecret(body string) bool {
+	objs, err := manifest.Parse(body)
+	if err != nil {
+		return true
+	}
+	for _, o := range objs {
+		if o.Obj.GetKind() == "Secret" && o.Obj.GroupVersionKind().Group == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // withMetadata re-serialises each manifest with the deploy-time annotations and labels added.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -20,6 +21,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var replicas int
 	var retention time.Duration
 	var leaseTTL time.Duration
+	var httpAddr string
 	clusterOpts := serve.DefaultClusterOptions()
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
@@ -69,7 +71,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 			runner := node.Runner(log)
 			runner.AckWait = ackWait
-			return serve.RunStages(cmd.Context(), runner, deps, names...)
+			return node.WithProbes(cmd.Context(), httpAddr, func(ctx context.Context) error {
+				return serve.RunStages(ctx, runner, deps, names...)
+			})
 		},
 	}
 	defAckWait, err := time.ParseDuration(os.Getenv("SEALANE_ACK_WAIT"))
@@ -84,6 +88,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
 	cmd.Flags().DurationVar(&leaseTTL, "lease-ttl", 0,
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
+	cmd.Flags().StringVar(&httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
+		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
 	registerClusterFlags(cmd.Flags(), &clusterOpts) // cluster.go
 	return cmd
 }

@@ -182,21 +182,16 @@ func TestLoadRejectsGarbage(t *testing.T) {
 	}
 }
 
-// helmPath is the helm CLI used for golden files: $HELM_BIN, else ~/.cache/sealane/bin/helm.
-func helmPath() string {
-	if bin := os.Getenv("HELM_BIN"); bin != "" {
-		return bin
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "sealane", "bin", "helm")
-}
-
-// helmBin returns helmPath, skipping the test when it is not installed.
+// helmBin returns the reference helm CLI (findHelmCLI); without one the test fails, except
+// in -short mode, which runs no CLI.
 func helmBin(t *testing.T) string {
 	t.Helper()
-	bin := helmPath()
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("helm CLI not available at %s", bin)
+	if testing.Short() {
+		t.Skip("runs the helm CLI; skipped in -short mode")
+	}
+	bin, err := findHelmCLI()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

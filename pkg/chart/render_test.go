@@ -156,7 +156,7 @@ func (tc renderCase) helmArgs() []string {
 
 func updateGolden(t *testing.T, tc renderCase) {
 	t.Helper()
-	cmd := exec.Command(helmPath(), tc.helmArgs()...)
+	cmd := exec.Command(helmBin(t), tc.helmArgs()...)
 	cmd.Dir = "testdata"
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -53,6 +53,9 @@ type Options struct {
 	Dir  string      // the data directory; created (0700) when missing
 	Name string      // this process's connection name
 	Log  *zap.Logger // nil: no logs
+	// Private refuses a Dir others may read (not 0700), as for a fallback in a shared place
+	// like /tmp. Any Dir must belong to this user and not be writable by others.
+	Private bool
 }
 
 // Node is one process's place on a data directory's NATS: a connection that follows the
@@ -80,6 +83,9 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", o.Dir, err)
+	}
+	if err := checkDataDir(o.Dir, o.Private); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	token, err := readOrCreateToken(filepath.Join(o.Dir, tokenFile))
 	if err != nil {

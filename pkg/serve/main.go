@@ -33,6 +33,7 @@ func Main(name events.Stage) {
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
+	fs.StringVar(&f.httpAddr, "http-addr", os.Getenv(HTTPAddrEnv), "address for /healthz and /readyz, e.g. :8080 ($"+HTTPAddrEnv+"; empty: none)")
 	_ = fs.Parse(os.Args[1:])
 
 	lvl, err := zapcore.ParseLevel(*level)
@@ -63,6 +64,7 @@ type serviceFlags struct {
 	natsURL        string
 	kubeconfig     string
 	payloadKeyFile string
+	httpAddr       string // probes (health.go)
 	clusters       ClusterOptions
 }
 
@@ -90,7 +92,7 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 			return fmt.Errorf("$SEALANE_ACK_WAIT=%q: want a positive duration such as 30s", v)
 		}
 	}
-	return RunStages(ctx, runner, deps, name)
+	return node.WithProbes(ctx, f.httpAddr, func(ctx context.Context) error { return RunStages(ctx, runner, deps, name) })
 }
 
 // ServiceDeps are the stage dependencies of a long-running service: the node's bus, clusters

@@ -81,10 +81,14 @@ func DefaultDataDir() string {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return filepath.Join(os.TempDir(), "sealane")
+		return fallbackDataDir()
 	}
 	return filepath.Join(home, ".local", "share", "sealane")
 }
+
+// fallbackDataDir is the data directory of a user without a home: in a place every user
+// shares, so it must be private (see localnats.Options.Private).
+func fallbackDataDir() string { return filepath.Join(os.TempDir(), "sealane") }
 
 // Open connects to a remote NATS or starts an embedded one, and ensures the bus topology.
 func Open(ctx context.Context, o Options) (*Node, error) {
@@ -111,7 +115,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		}
 		// Every process on the data directory shares its NATS (the first serves it); each runs
 		// its own stages for its own deploys: a private pipeline.
-		n.local, err = localnats.Open(ctx, localnats.Options{Dir: o.DataDir, Name: o.Name, Log: o.Log})
+		n.local, err = localnats.Open(ctx, localnats.Options{Dir: o.DataDir, Name: o.Name, Log: o.Log, Private: o.DataDir == fallbackDataDir()})
 		if err != nil {
 			return nil, fmt.Errorf("embedded NATS in %s: %w", o.DataDir, err)
 		}

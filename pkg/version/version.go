@@ -7,7 +7,7 @@ import "runtime/debug"
 // otherwise it is the module version Go recorded, or "dev" for a build from a work tree.
 var Version = ""
 
-// String returns the sealane version, as shown by `sealane version` and in werf.io/version.
+// String returns the sealane version, as `sealane version` shows it and werf.io/version carries it.
 func String() string {
 	if Version != "" {
 		return Version
@@ -17,3 +17,8 @@ func String() string {
 	}
 	return "dev"
 }
+
+// Commit is the git commit the binary was built from, set at build time with
+// -ldflags "-X github.com/sealane/sealane/pkg/version.Commit=<sha>" (the Makefile and the image
+// do); empty when unknown.
+var Commit = ""

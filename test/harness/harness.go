@@ -115,3 +115,21 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// BuildServices builds the four stage services (./services/<stage>) of the tree at repoRoot
+// into dir, static as shipped, and returns them by their path in the image ("/sealane-<stage>",
+// deployments/Dockerfile), as a chart or compose file names them.
+func BuildServices(repoRoot, dir string) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, s := range []string{"renderer", "applier", "tracker", "recorder"} {
+		out := filepath.Join(dir, "sealane-"+s)
+		build := exec.Command("go", "build", "-o", out, "./services/"+s)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.Dir = repoRoot
+		if b, err := build.CombinedOutput(); err != nil {
+			return nil, errors.New("build services/" + s + ": " + err.Error() + "\n" + string(b))
+		}
+		bins["/sealane-"+s] = out
+	}
+	return bins, nil
+}

@@ -1,0 +1,32 @@
+package selfhost
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/sealane/sealane/test/podrun"
+)
+
+// Render renders deployments/chart of repoRoot with helm (release "sealane" in namespace)
+// and the given --set values, and parses it.
+func Render(t *testing.T, helm, repoRoot, namespace string, set ...string) *podrun.Objects {
+	t.Helper()
+	args := []string{"template", "sealane", filepath.Join(repoRoot, "deployments", "chart"), "--namespace", namespace}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(helm, args...).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("helm %v: %v\n%s", args, err, msg)
+	}
+	objs, err := podrun.Parse(string(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}

@@ -1,0 +1,87 @@
+package selfhost
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sealane/sealane/test/harness"
+	"github.com/sealane/sealane/test/podrun"
+)
+
+// TestComposeServices runs docker-compose.yaml's services as it configures them — NATS and the
+// four stage binaries, commands and environment from the file, the kubeconfig bind-mounted —
+// and deploys a chart through them with the CLI.
+func TestComposeServices(t *testing.T) {
+	bins, err := harness.BuildServices(env.RepoRoot, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	payloadKey := hex.EncodeToString(key)
+	ctx := harness.Context(t, 3*time.Minute)
+	project, err := LoadCompose(ctx, env.RepoRoot, map[string]string{"SEALANE_PAYLOAD_KEY": payloadKey, "KUBECONFIG": env.Kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsPort, monitorPort := harness.FreePort(t), harness.FreePort(t)
+	// host networking: the file's fixed port 4222 becomes a free one
+	rewrite := func(s string) string {
+		return strings.ReplaceAll(s, "127.0.0.1:4222", fmt.Sprintf("127.0.0.1:%d", natsPort))
+	}
+	bins[project.Services["nats"].Image] = env.NATSServer
+	root := t.TempDir()
+	nats := podrun.Start(t, ComposeProc(t, project.Services["nats"], bins, root, rewrite),
+		"-p", fmt.Sprint(natsPort), "-m", fmt.Sprint(monitorPort))
+	waitHTTP(ctx, t, fmt.Sprintf("http://127.0.0.1:%d/healthz", monitorPort), nats)
+	for _, name := range []string{"renderer", "applier", "tracker", "recorder"} {
+		s, ok := project.Services[name]
+		if !ok {
+			t.Fatalf("docker-compose.yaml has no service %s", name)
+		}
+		podrun.Start(t, ComposeProc(t, s, bins, root, rewrite))
+	}
+
+	ns := "selfhost-compose-" + hex.EncodeToString(key[:3])
+	t.Cleanup(func() {
+		_ = exec.Command(env.Sealane, "dismiss", "web", "-n", ns, "--with-namespace", "--kubeconfig", env.Kubeconfig).Run()
+	})
+	deploy := exec.CommandContext(ctx, env.Sealane, "deploy", smallChart(t), "--release", "web", "--namespace", ns,
+		"--nats", fmt.Sprintf("nats://127.0.0.1:%d", natsPort), "--kubeconfig", env.Kubeconfig, "--kube-context", "sandbox", "--timeout", "2m")
+	deploy.Env = append(os.Environ(), "SEALANE_PAYLOAD_KEY="+payloadKey)
+	if out, err := deploy.CombinedOutput(); err != nil {
+		t.Fatalf("sealane deploy --nats through the compose services: %v\n%s", err, out)
+	}
+	out, err := exec.Command(env.Helm, "status", "web", "-n", ns, "--kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "STATUS: deployed") {
+		t.Fatalf("helm status: %v\n%s", err, out)
+	}
+}
+
+// smallChart writes a chart of one ConfigMap and one Deployment.
+func smallChart(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "web")
+	files := map[string]string{
+		"Chart.yaml":                "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"templates/config.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: b}\n",
+		"templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

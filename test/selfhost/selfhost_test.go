@@ -1,0 +1,61 @@
+package selfhost
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/test/harness"
+)
+
+var env harness.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("selfhost: skipped in -short mode (needs the sandbox's binaries)")
+		os.Exit(0)
+	}
+	e, cleanup, err := harness.Setup("")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "selfhost:", err)
+		os.Exit(1)
+	}
+	env = e
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// TestChartNATSCluster starts the chart's NATS exactly as rendered: three nodes form one
+// JetStream cluster that takes a stream at R3, and only the chart's users get in.
+func TestChartNATSCluster(t *testing.T) {
+	objs := Render(t, env.Helm, env.RepoRoot, "sealane")
+	nodes := StartNATS(t, objs, "sealane-nats", "sealane", env.NATSServer)
+	if _, err := nats.Connect(URLs(nodes), nats.MaxReconnects(0)); err == nil {
+		t.Error("an unauthenticated client got in")
+	}
+	pw := objs.Secret("sealane-nats-users", "recorder")
+	nc, err := nats.Connect(URLs(nodes), nats.UserInfo("recorder", pw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := harness.Context(t, 30*time.Second)
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R3CHECK", Subjects: []string{"r3check.>"}, Replicas: 3})
+	if err != nil {
+		t.Fatalf("create an R3 stream on the chart's cluster: %v", err)
+	}
+	if got := len(s.CachedInfo().Cluster.Replicas) + 1; got != 3 {
+		t.Errorf("stream on %d nodes, want 3", got)
+	}
+}
