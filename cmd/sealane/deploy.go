@@ -176,7 +176,7 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 	if err != nil {
 		return nil, err
 	}
-	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-cli", Log: log, PayloadKeyFile: g.payloadKeyFile})
+	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, DataDir: g.dataDir, Name: "sealane-cli", Log: log, PayloadKeyFile: g.payloadKeyFile})
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func startNATS(t *testing.T) (string, *serve.Node) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	node, err := serve.Open(context.Background(), serve.Options{NATSURL: s.ClientURL(), Name: "events-test"})
+	node, err := serve.Open(context.Background(), serve.Options{NATSURL: s.ClientURL(), Name: "events-test", Provision: true})
 	if err != nil {
 		t.Fatal(err)
 	}

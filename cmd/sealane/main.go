@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
@@ -29,6 +30,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 type globalFlags struct {
 	natsURL     string
+	natsAuth    bus.Auth
 	dataDir     string
 	kubeconfig  string
 	kubeContext string
@@ -71,7 +73,9 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.natsURL, "nats", os.Getenv("SEALANE_NATS_URL"), "NATS URL of a shared pipeline (default: embedded NATS and all stages in this process)")
+	pf.StringVar(&g.natsURL, "nats", os.Getenv("SEALANE_NATS_URL"), "NATS URL of a shared pipeline, $SEALANE_NATS_URL (default: embedded NATS and all stages in this process)")
+	pf.Lookup("nats").DefValue = bus.RedactURL(g.natsURL) // --help prints no URL credentials
+	serve.RegisterNATSFlags(pf, &g.natsAuth)
 	pf.StringVar(&g.dataDir, "data-dir", os.Getenv("SEALANE_DATA_DIR"), "where the embedded NATS keeps its JetStream data (default ~/.local/share/sealane)")
 	pf.StringVar(&g.payloadKeyFile, "payload-key-file", os.Getenv("SEALANE_PAYLOAD_KEY_FILE"),
 		"file with the 64-hex-character key that encrypts payloads in NATS (default $SEALANE_PAYLOAD_KEY; embedded: <data-dir>/payload.key, created on first use)")
@@ -96,7 +100,7 @@ func (g *globalFlags) openReader(ctx context.Context) (*serve.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return serve.Open(ctx, serve.Options{NATSURL: g.natsURL, DataDir: g.dataDir, Name: "sealane-events", Log: log})
+	return serve.Open(ctx, serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, DataDir: g.dataDir, Name: "sealane-events", Log: log})
 }
 
 // stageLogger is the logger of the stages an embedded pipeline runs in this process: the

@@ -22,6 +22,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var retention time.Duration
 	var leaseTTL time.Duration
 	var httpAddr string
+	var updateTopology bool
 	clusterOpts := serve.DefaultClusterOptions()
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
@@ -46,7 +47,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer func() { _ = log.Sync() }()
-			node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Name: "sealane-" + args[0], Log: log, Replicas: replicas, Retention: retention, PayloadKeyFile: g.payloadKeyFile})
+			node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, Provision: true, UpdateTopology: updateTopology,
+				Name: "sealane-" + args[0], Log: log, Replicas: replicas, Retention: retention, PayloadKeyFile: g.payloadKeyFile})
 			if err != nil {
 				return err
 			}
@@ -83,7 +85,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().DurationVar(&ackWait, "ack-wait", defAckWait,
 		"how long a delivery may go without ack or heartbeat before another replica gets it ($SEALANE_ACK_WAIT)")
 	cmd.Flags().IntVar(&replicas, "nats-replicas", 0,
-		"replicas of the streams and buckets on a NATS cluster (default $"+serve.ReplicasEnv+" or 1); every client of the pipeline needs the same")
+		"replicas of the streams and buckets serve creates on a NATS cluster (default $"+serve.ReplicasEnv+" or 1); an existing stream with other replicas is an error")
+	cmd.Flags().BoolVar(&updateTopology, "update-topology", false,
+		"change existing streams and buckets to --nats-replicas and --retention (otherwise a difference is an error; clients never change them)")
 	cmd.Flags().DurationVar(&retention, "retention", 0,
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
 	cmd.Flags().DurationVar(&leaseTTL, "lease-ttl", 0,

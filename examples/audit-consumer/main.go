@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -31,24 +32,44 @@ const maxPending = 10000
 
 func main() {
 	natsURL := flag.String("nats", envOr("SEALANE_NATS_URL", nats.DefaultURL), "NATS URL of the sealane pipeline ($SEALANE_NATS_URL)")
+	flag.Lookup("nats").DefValue = redactURL(*natsURL) // -help prints no URL credentials
 	since := flag.String("since", "", "start at this time: RFC 3339, or a duration ago (24h); default: everything kept")
 	follow := flag.Bool("follow", true, "keep printing new deploys; false: exit once the stored events are printed")
+	creds := flag.String("nats-creds", os.Getenv("SEALANE_NATS_CREDS"), "NATS .creds file ($SEALANE_NATS_CREDS)")
+	nkey := flag.String("nats-nkey", os.Getenv("SEALANE_NATS_NKEY"), "NATS nkey seed file, e.g. the audit user's of deployments/nats ($SEALANE_NATS_NKEY)")
+	ca := flag.String("nats-tls-ca", os.Getenv("SEALANE_NATS_TLS_CA"), "CA that verifies the NATS server's certificate ($SEALANE_NATS_TLS_CA)")
 	flag.Parse()
+	var opts []nats.Option
+	if *creds != "" {
+		opts = append(opts, nats.UserCredentials(*creds))
+	}
+	if *nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(*nkey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "audit-consumer: --nats-nkey:", err)
+			os.Exit(2)
+		}
+		opts = append(opts, o)
+	}
+	if *ca != "" {
+		opts = append(opts, nats.RootCAs(*ca))
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *natsURL, *since, *follow, os.Stdout); err != nil {
+	nc, err := nats.Connect(*natsURL, append([]nats.Option{nats.Name("sealane-audit-consumer")}, opts...)...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "audit-consumer: connect to %s: %v\n", redactURL(*natsURL), err)
+		os.Exit(1)
+	}
+	defer nc.Close()
+	if err := run(ctx, nc, *since, *follow, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "audit-consumer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, url, since string, follow bool, out io.Writer) error {
-	nc, err := nats.Connect(url, nats.Name("sealane-audit-consumer"))
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", url, err)
-	}
-	defer nc.Close()
+func run(ctx context.Context, nc *nats.Conn, since string, follow bool, out io.Writer) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -198,3 +219,9 @@ func envOr(key, def string) string {
 	}
 	return def
 }
+
+// userinfo finds a URL's credentials ("scheme://user:pass@"), never printed.
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s,]*@`)
+
+// redactURL hides the credentials of the URLs in s.
+func redactURL(s string) string { return userinfo.ReplaceAllString(s, "${1}***@") }

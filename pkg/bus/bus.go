@@ -74,6 +74,9 @@ type Options struct {
 	// Sealer encrypts blobs at rest (a *payload.Key). Nil seals with a random key that only
 	// this Bus knows: for tests, since no other process can read such blobs.
 	Sealer Sealer
+	// Topology says whether New creates, checks or only binds to the streams and buckets
+	// (see Topology); the zero value creates or updates them.
+	Topology Topology
 	// Pipeline names a private pipeline on a NATS that several processes share (the CLI's
 	// embedded mode: each process runs the stages of its own deploys; see events.ExtPipeline).
 	// Its durable consumers are its own ("<stage>-<Pipeline>"), start with the Bus, and are
@@ -184,6 +187,9 @@ func (o Options) Validate() error {
 	if o.Pipeline != "" && (!validName(o.Pipeline) || len(o.Pipeline) > 64) {
 		return fmt.Errorf("bus options: invalid pipeline name %q", o.Pipeline)
 	}
+	if err := o.Topology.validate(); err != nil {
+		return err
+	}
 	if o.Replicas < 1 || o.Replicas > 5 {
 		return fmt.Errorf("bus options: replicas %d out of range 1..5", o.Replicas)
 	}
@@ -224,8 +230,9 @@ const publishAsyncTimeout = 10 * time.Second
 // setupAttempts bounds retries of topology creation racing other replicas.
 const setupAttempts = 5
 
-// New creates or updates the deploy stream, dead-letter stream, state bucket and blob store,
-// and returns a Bus using them. Many replicas may call it at once with the same options.
+// New creates, checks or binds to (Options.Topology) the deploy, dead-letter and log streams,
+// the state and lease buckets and the blob store, and returns a Bus using them. Many replicas
+// may call it at once with the same options.
 func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bus, error) {
 	if nc == nil {
 		return nil, errors.New("new bus: nil connection")
@@ -250,21 +257,9 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 		}
 	}
 	b := &Bus{nc: nc, link: newLink(nc), js: js, opts: opts, log: log, created: time.Now(), private: map[string]bool{}}
-	steps := []struct {
-		what string
-		do   func(context.Context) error
-	}{
-		{"stream " + opts.Stream, b.ensureStream},
-		{"dead-letter stream " + opts.DeadLetterStream, b.ensureDeadLetterStream},
-		{"log stream " + opts.LogStream, b.ensureLogStream},
-		{"state bucket " + opts.StateBucket, b.ensureState},
-		{"blob bucket " + opts.BlobBucket, b.ensureBlobs},
-		{"lease bucket " + opts.LeaseBucket, b.ensureLeases},
-		{"cluster bucket " + opts.ClusterBucket, b.ensureClusters},
-	}
-	for _, st := range steps {
-		if err := retrySetup(ctx, st.do); err != nil {
-			return nil, fmt.Errorf("new bus: %s: %w", st.what, err)
+	for _, step := range b.topologySteps() {
+		if err := retrySetup(ctx, step); err != nil {
+			return nil, fmt.Errorf("new bus: %w", err)
 		}
 	}
 	return b, nil
@@ -280,110 +275,14 @@ func retrySetup(ctx context.Context, do func(context.Context) error) error {
 		actx, cancel := context.WithTimeout(ctx, CallTimeout)
 		err = do(actx)
 		cancel()
-		if err == nil {
-			return nil
+		if err == nil || errors.Is(err, ErrTopologyMismatch) {
+			return err
 		}
 		if serr := sleepCtx(ctx, bo.next()); serr != nil {
 			return errors.Join(err, serr)
 		}
 	}
 	return err
-}
-
-func (b *Bus) ensureStream(ctx context.Context) error {
-	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        b.opts.Stream,
-		Description: "sealane deploy events",
-		Subjects:    b.opts.Subjects,
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.Replicas,
-		MaxAge:      b.opts.MaxAge,
-		Duplicates:  b.opts.Duplicates,
-		Discard:     jetstream.DiscardOld,
-	})
-	return err
-}
-
-func (b *Bus) ensureDeadLetterStream(ctx context.Context) error {
-	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        b.opts.DeadLetterStream,
-		Description: "sealane messages a stage gave up on",
-		Subjects:    []string{DeadLetterSubjectPrefix + ".>"},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.Replicas,
-		MaxAge:      b.opts.MaxAge,
-		Duplicates:  b.opts.Duplicates,
-		Discard:     jetstream.DiscardOld,
-	})
-	return err
-}
-
-func (b *Bus) ensureLogStream(ctx context.Context) error {
-	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        b.opts.LogStream,
-		Description: "sealane container logs of tracked resources",
-		Subjects:    []string{LogSubject},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.Replicas,
-		MaxAge:      b.opts.LogMaxAge,
-		MaxBytes:    b.opts.LogMaxBytes,
-		MaxMsgSize:  maxLogMessage,
-		Duplicates:  b.opts.Duplicates,
-		Discard:     jetstream.DiscardOld,
-	})
-	return err
-}
-
-func (b *Bus) ensureState(ctx context.Context) error {
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      b.opts.StateBucket,
-		Description: "sealane deploy state, one key per deploy",
-		History:     stateHistory,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.Replicas,
-	})
-	if err != nil {
-		return err
-	}
-	b.state = newKV(kv, b.js, b.link, b.log)
-	return nil
-}
-
-func (b *Bus) ensureBlobs(ctx context.Context) error {
-	obs, err := b.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      b.opts.BlobBucket,
-		Description: "sealane payloads above max_payload",
-		TTL:         b.opts.MaxAge,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.Replicas,
-	})
-	if err != nil {
-		return err
-	}
-	b.blobs = obs
-	return nil
-}
-
-// leaseHistory is how many revisions of each lease and queue key are kept: enough to see
-// the last hand-overs of a release when debugging.
-const leaseHistory = 8
-
-func (b *Bus) ensureLeases(ctx context.Context) error {
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      b.opts.LeaseBucket,
-		Description: "sealane release leases and queues, one lease and one queue key per release",
-		History:     leaseHistory,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.Replicas,
-	})
-	if err != nil {
-		return err
-	}
-	b.lease = newKV(kv, b.js, b.link, b.log)
-	return nil
 }
 
 // Leases returns the release lease KV bucket (see pkg/lease).

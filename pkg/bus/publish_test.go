@@ -61,7 +61,7 @@ func TestPublishRetriesUntilStreamIsBack(t *testing.T) {
 	// No stream answers now, as during a leader election; bring it back shortly.
 	go func() {
 		time.Sleep(700 * time.Millisecond)
-		if err := e.bus.ensureStream(ctx); err != nil {
+		if _, err := e.bus.JetStream().CreateStream(ctx, e.bus.streamConfig()); err != nil {
 			t.Errorf("recreate stream: %v", err)
 		}
 	}()

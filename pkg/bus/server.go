@@ -122,10 +122,10 @@ func Connect(ctx context.Context, url, name string, opts ...nats.Option) (*nats.
 		}
 		// Only an unreachable server is worth waiting for; bad URLs and auth errors are not.
 		if !errors.Is(err, nats.ErrNoServers) && !errors.Is(err, nats.ErrTimeout) {
-			return nil, fmt.Errorf("connect %s as %s: %w", url, name, err)
+			return nil, fmt.Errorf("connect %s as %s: %w", RedactURL(url), name, RedactError(err))
 		}
 		if serr := sleepCtx(ctx, bo.next()); serr != nil {
-			return nil, fmt.Errorf("connect %s as %s: %w (last error: %v)", url, name, serr, err)
+			return nil, fmt.Errorf("connect %s as %s: %w (last error: %v)", RedactURL(url), name, serr, RedactError(err))
 		}
 	}
 }

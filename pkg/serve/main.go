@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/pipeline"
@@ -27,6 +28,10 @@ func Main(name events.Stage) {
 	var f serviceFlags
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
 	fs.StringVar(&f.natsURL, "nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
+	fs.Lookup("nats").DefValue = bus.RedactURL(fs.Lookup("nats").DefValue) // --help prints no URL credentials
+	RegisterNATSFlags(fs, &f.auth)
+	fs.BoolVar(&f.updateTopology, "update-topology", false,
+		"change existing streams and buckets to $"+ReplicasEnv+" and $"+RetentionEnv+" (otherwise a difference is an error)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig whose contexts are clusters (optional: see --in-cluster-name, --cluster-secrets-namespace)")
 	f.clusters = DefaultClusterOptions()
 	f.clusters.RegisterFlags(fs) // clusters.go
@@ -62,6 +67,8 @@ func Main(name events.Stage) {
 // serviceFlags are the flags of a one-stage service that say where it connects.
 type serviceFlags struct {
 	natsURL        string
+	auth           bus.Auth
+	updateTopology bool
 	kubeconfig     string
 	payloadKeyFile string
 	httpAddr       string // probes (health.go)
@@ -69,7 +76,8 @@ type serviceFlags struct {
 }
 
 func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger) error {
-	node, err := Open(ctx, Options{NATSURL: f.natsURL, Name: "sealane-" + string(name), Log: log, PayloadKeyFile: f.payloadKeyFile})
+	node, err := Open(ctx, Options{NATSURL: f.natsURL, Auth: f.auth, Provision: true, UpdateTopology: f.updateTopology,
+		Name: "sealane-" + string(name), Log: log, PayloadKeyFile: f.payloadKeyFile})
 	if err != nil {
 		return err
 	}
@@ -85,7 +93,7 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 	}
 	defer stopClusters()
 	deps.Clusters = registry
-	log.Info("serving", zap.String("nats", f.natsURL), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
+	log.Info("serving", zap.String("nats", bus.RedactURL(f.natsURL)), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
 	if v := os.Getenv("SEALANE_ACK_WAIT"); v != "" {
 		if runner.AckWait, err = time.ParseDuration(v); err != nil || runner.AckWait <= 0 {

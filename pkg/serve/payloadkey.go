@@ -38,7 +38,7 @@ func (o Options) payloadSealer() (bus.Sealer, *payload.Key, error) {
 		}
 	}
 	if key == nil {
-		return payload.Unkeyed{Pipeline: o.NATSURL}, nil, nil
+		return payload.Unkeyed{Pipeline: bus.RedactURL(o.NATSURL)}, nil, nil
 	}
 	o.Log.Debug("payload key", zap.String("keyID", key.ID()), zap.String("from", source))
 	return key, key, nil

@@ -44,9 +44,19 @@ type Options struct {
 	// reads $SEALANE_PAYLOAD_KEY, and without either an embedded node uses
 	// <DataDir>/payload.key, created on first use. See payloadkey.go.
 	PayloadKeyFile string
-	// Replicas of the streams and buckets on a clustered NATS; zero takes
-	// $SEALANE_NATS_REPLICAS, else 1. Every client of one pipeline must use the same value:
-	// the topology is created or updated by whoever connects.
+	// Auth authenticates and encrypts the connection to a remote NATS (flags from
+	// RegisterNATSFlags; unset fields come from the environment). The embedded one needs none.
+	Auth bus.Auth
+	// Provision makes this node the one that creates the streams, consumers and buckets on a
+	// remote NATS (sealane serve, the service binaries), with Replicas and Retention; an
+	// existing stream that differs is an error naming both values, unless UpdateTopology.
+	// Without it the node is a client: it binds to what serve created and changes nothing.
+	Provision bool
+	// UpdateTopology lets a provisioning node change existing streams and buckets to its
+	// Replicas and Retention (serve --update-topology).
+	UpdateTopology bool
+	// Replicas of the streams and buckets on a clustered NATS, for a provisioning node; zero
+	// takes $SEALANE_NATS_REPLICAS, else 1.
 	Replicas int
 	// Retention is how long the deploy stream keeps events (and the dead-letter stream and
 	// blob store theirs); zero takes $SEALANE_RETENTION, else what the existing stream has,
@@ -105,11 +115,16 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		busOpts.Replicas = replicas
 	}
 	if o.NATSURL != "" {
-		n.conn, err = bus.Connect(ctx, o.NATSURL, o.Name)
-		if err != nil {
-			return nil, fmt.Errorf("connect to NATS %s: %w", o.NATSURL, err)
+		if n.conn, err = o.connect(ctx); err != nil {
+			return nil, err
 		}
+		busOpts.Topology = o.topology()
 	} else {
+		if !o.Auth.IsZero() {
+			// Only flags are in o.Auth here (the environment is read when connecting): someone
+			// meant a shared NATS and forgot --nats.
+			return nil, errors.New("NATS credentials or TLS flags need --nats URL: the embedded pipeline uses none")
+		}
 		if o.DataDir == "" {
 			o.DataDir = DefaultDataDir()
 		}
@@ -136,9 +151,41 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 	n.Bus, err = bus.New(ctx, n.conn, busOpts, o.Log)
 	if err != nil {
 		n.Close()
-		return nil, err
+		return nil, topologyHint(err, o.NATSURL)
 	}
 	return n, nil
+}
+
+// connect dials the remote NATS with o.Auth (and its environment).
+func (o Options) connect(ctx context.Context) (*nats.Conn, error) {
+	natsOpts, err := o.Auth.WithEnv().Options()
+	if err != nil {
+		return nil, err
+	}
+	// Asynchronous errors (a permission the server refused) go to the log, not to stderr.
+	natsOpts = append(natsOpts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		fields := []zap.Field{zap.Error(bus.RedactError(err))}
+		if sub != nil {
+			fields = append(fields, zap.String("subject", sub.Subject))
+		}
+		o.Log.Warn("NATS error", fields...)
+	}))
+	nc, err := bus.Connect(ctx, o.NATSURL, o.Name, natsOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", bus.RedactURL(o.NATSURL), err)
+	}
+	return nc, nil
+}
+
+// topology is what a node on a remote NATS does with the streams and buckets.
+func (o Options) topology() bus.Topology {
+	switch {
+	case !o.Provision:
+		return bus.TopologyBind
+	case o.UpdateTopology:
+		return bus.TopologyCreateOrUpdate
+	}
+	return bus.TopologyProvision
 }
 
 // Runner returns a stage runner on this node's bus.
@@ -163,6 +210,15 @@ func (n *Node) Close() {
 		_ = n.conn.Drain()
 		n.conn.Close()
 	}
+}
+
+// topologyHint adds to a topology mismatch how to resolve it.
+func topologyHint(err error, url string) error {
+	if !errors.Is(err, bus.ErrTopologyMismatch) {
+		return err
+	}
+	return fmt.Errorf("%w (NATS %s): start serve with the stream's values (--nats-replicas or $%s, --retention or $%s), "+
+		"or pass --update-topology to change the stream to the configuration", err, bus.RedactURL(url), ReplicasEnv, RetentionEnv)
 }
 
 // privatePipelineName names this process's private pipeline: "local-" and 8 random hex digits.

@@ -1,0 +1,35 @@
+package serve
+
+import (
+	"github.com/sealane/sealane/pkg/bus"
+)
+
+// FlagSet is what RegisterNATSFlags needs of a flag set: both the standard library's
+// *flag.FlagSet (the service binaries) and pflag's (the cobra CLI) have it.
+type FlagSet interface {
+	StringVar(p *string, name, value, usage string)
+}
+
+// RegisterNATSFlags registers the NATS authentication and TLS flags on fs, filling a. The
+// flags have no defaults, so no secret shows in --help: after parsing, a.WithEnv() (done by
+// Open) takes each unset one from its environment variable.
+func RegisterNATSFlags(fs FlagSet, a *bus.Auth) {
+	for _, f := range []struct {
+		p           *string
+		name, usage string
+	}{
+		{&a.CredsFile, "nats-creds", "NATS .creds file (user JWT and nkey seed) ($" + bus.EnvCreds + ")"},
+		{&a.NkeyFile, "nats-nkey", "NATS nkey user seed file ($" + bus.EnvNkey + ")"},
+		{&a.User, "nats-user", "NATS user, with a password from --nats-password-file or $" + bus.EnvPassword + " ($" + bus.EnvUser + ")"},
+		{&a.Password, "nats-password", "NATS password; prefer --nats-password-file or $" + bus.EnvPassword + ", a flag shows in the process list"},
+		{&a.PasswordFile, "nats-password-file", "file with the NATS password ($" + bus.EnvPasswordFile + ")"},
+		{&a.Token, "nats-token", "NATS token; prefer --nats-token-file or $" + bus.EnvToken + ", a flag shows in the process list"},
+		{&a.TokenFile, "nats-token-file", "file with the NATS token ($" + bus.EnvTokenFile + ")"},
+		{&a.TLSCA, "nats-tls-ca", "PEM CA bundle that verifies the NATS server; turns TLS on ($" + bus.EnvTLSCA + ")"},
+		{&a.TLSCert, "nats-tls-cert", "PEM client certificate for NATS TLS, with --nats-tls-key ($" + bus.EnvTLSCert + ")"},
+		{&a.TLSKey, "nats-tls-key", "PEM key of --nats-tls-cert ($" + bus.EnvTLSKey + ")"},
+		{&a.InboxPrefix, "nats-inbox-prefix", "subject prefix of this connection's replies instead of _INBOX, e.g. _INBOX_renderer for the renderer user of deployments/nats ($" + bus.EnvInboxPrefix + ")"},
+	} {
+		fs.StringVar(f.p, f.name, "", f.usage)
+	}
+}
