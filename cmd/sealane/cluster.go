@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +51,13 @@ func (g *globalFlags) localContext() string {
 		return g.kubeContext
 	}
 	return g.cluster
+}
+
+// serveClusters starts the cluster registry of `sealane serve`: the kubeconfig's contexts
+// (--kubeconfig), the in-cluster cluster and the watched cluster Secrets, checked into KV.
+func (g *globalFlags) serveClusters(ctx context.Context, o serve.ClusterOptions, node *serve.Node, log *zap.Logger) (*clusters.Registry, func(), error) {
+	o.Kubeconfig = g.kubeconfig
+	return serve.StartClusters(ctx, node, o, log)
 }
 
 // registerClusterFlags adds the cluster registry's flags to `sealane serve`.

@@ -164,7 +164,7 @@ func TestClusterListFromPipeline(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	node, err := serve.Open(ctx, serve.Options{NATSURL: srv.ClientURL(), Name: "test"})
+	node, err := serve.Open(ctx, serve.Options{NATSURL: srv.ClientURL(), Provision: true, Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

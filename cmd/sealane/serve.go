@@ -57,8 +57,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			clusterOpts.Kubeconfig = g.kubeconfig
-			registry, stopClusters, err := serve.StartClusters(cmd.Context(), node, clusterOpts, log)
+			registry, stopClusters, err := g.serveClusters(cmd.Context(), clusterOpts, node, log) // cluster.go
 			if err != nil {
 				return err
 			}

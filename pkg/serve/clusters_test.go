@@ -84,7 +84,7 @@ func TestSharedPipelineClusterRegistry(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	log := zaptest.NewLogger(t)
-	node, err := Open(ctx, Options{NATSURL: srv.ClientURL(), Name: "clusters-test", Log: log})
+	node, err := Open(ctx, Options{NATSURL: srv.ClientURL(), Provision: true, Name: "clusters-test", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestProbesFollowTheNATSConnection(t *testing.T) {
 	defer srv.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	node, err := Open(ctx, Options{NATSURL: srv.ClientURL(), Name: "probes", Log: zap.NewNop()})
+	node, err := Open(ctx, Options{NATSURL: srv.ClientURL(), Provision: true, Name: "probes", Log: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
