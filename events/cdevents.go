@@ -44,6 +44,17 @@ func IsCDEvent(t Type) bool {
 type CDEvent struct {
 	Context CDContext `json:"context"`
 	Subject CDSubject `json:"subject"`
+	// CustomData says who asked for the deploy, when known; CustomDataContentType is then
+	// "application/json".
+	CustomData            *CDCustomData `json:"customData,omitempty"`
+	CustomDataContentType string        `json:"customDataContentType,omitempty"`
+}
+
+// CDCustomData is sealane's customData of a CDEvent: the requester of the deploy, as the
+// release record has it (RenderedData.RequestedBy, RequestedByVerified).
+type CDCustomData struct {
+	RequestedBy         string `json:"requestedBy"`
+	RequestedByVerified bool   `json:"requestedByVerified"`
 }
 
 // CDContext is the CDEvents context: the same id, source, type and time as the CloudEvent
@@ -94,6 +105,10 @@ type CDService struct {
 	Target Target
 	// ChartName and ChartVersion name the deployed chart; required except for CDServiceRemoved.
 	ChartName, ChartVersion string
+	// RequestedBy is who asked for the deploy (empty: no customData), RequestedByVerified
+	// whether a signature proved it.
+	RequestedBy         string
+	RequestedByVerified bool
 }
 
 // NewCDEvent builds the CDEvents payload of s. It is pure: the same input gives the same
@@ -118,7 +133,7 @@ func NewCDEvent(s CDService) (CDEvent, error) {
 		}
 		artifact = HelmPURL(s.ChartName, s.ChartVersion)
 	}
-	return CDEvent{
+	ev := CDEvent{
 		Context: CDContext{Version: CDEventsVersion, ID: s.ID, Source: s.Source, Type: s.Type, Timestamp: s.Time.UTC()},
 		Subject: CDSubject{
 			ID:     s.Target.Cluster + "/" + s.Target.Namespace + "/" + s.Target.Release,
@@ -129,7 +144,12 @@ func NewCDEvent(s CDService) (CDEvent, error) {
 				ArtifactID:  artifact,
 			},
 		},
-	}, nil
+	}
+	if s.RequestedBy != "" {
+		ev.CustomData = &CDCustomData{RequestedBy: s.RequestedBy, RequestedByVerified: s.RequestedByVerified}
+		ev.CustomDataContentType = "application/json"
+	}
+	return ev, nil
 }
 
 // HelmPURL returns the package URL of a Helm chart, "pkg:helm/<name>@<version>" (the version

@@ -31,6 +31,14 @@ func TestNewCDEventGolden(t *testing.T) {
 				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","type":"service","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.3.0"}}}`,
 		},
 		{
+			name: "upgraded by a verified client",
+			in: CDService{Type: CDServiceUpgraded, ID: "d2.cdevent", Source: "/sealane/recorder", Time: ts,
+				Target: target, ChartName: "web", ChartVersion: "1.3.0", RequestedBy: "ci-deployer", RequestedByVerified: true},
+			want: `{"context":{"version":"0.4.1","id":"d2.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.upgraded.0.2.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
+				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","type":"service","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.3.0"}},` +
+				`"customData":{"requestedBy":"ci-deployer","requestedByVerified":true},"customDataContentType":"application/json"}`,
+		},
+		{
 			name: "rolledback",
 			in: CDService{Type: CDServiceRolledBack, ID: "d3.cdevent", Source: "/sealane/recorder", Time: ts,
 				Target: target, ChartName: "web", ChartVersion: "1.2.3"},

@@ -198,6 +198,11 @@ type RenderedData struct {
 	// it runs ("Rollback to 3"), empty for Helm's defaults.
 	Operation   Operation `json:"operation,omitempty"`
 	Description string    `json:"description,omitempty"`
+	// RequestedBy is who asked for the deploy: with RequestedByVerified, the name of the client
+	// whose signature the renderer verified (see ExtSignature); else the request's requestedBy
+	// as the client claimed it.
+	RequestedBy         string `json:"requestedBy,omitempty"`
+	RequestedByVerified bool   `json:"requestedByVerified,omitempty"`
 }
 
 // StartedData is the payload of DeployStarted.
@@ -363,6 +368,10 @@ type RecordedData struct {
 	Reason   string  `json:"reason,omitempty"`
 	// UpToDate says the deploy changed nothing and wrote no revision.
 	UpToDate bool `json:"upToDate,omitempty"`
+	// RequestedBy and RequestedByVerified are the deploy's requester as RenderedData has them
+	// (absent for a request refused before it was rendered).
+	RequestedBy         string `json:"requestedBy,omitempty"`
+	RequestedByVerified bool   `json:"requestedByVerified,omitempty"`
 }
 
 // PlannedChange is what a deploy would do to one resource. It carries no field values: the

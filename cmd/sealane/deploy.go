@@ -189,7 +189,9 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 			stopStages()
 			return nil, err
 		}
-		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL, Schemas: schemas}
+		// Trusted: this process's own pipeline, for its user's own charts (docs/operations.md, "Chart sources").
+		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL, Schemas: schemas,
+			Intake: pipeline.TrustedIntake()}
 		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(stageLog), deps) }()
 	} else {
 		close(stagesDone)

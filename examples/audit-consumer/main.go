@@ -170,6 +170,12 @@ func (a *auditor) handle(t events.Type, id string, at time.Time, decode func(any
 		if !ok {
 			req = request{what: "?"} // requested before the start of the window
 		}
+		if d.RequestedBy != "" { // the recorder's word: a client name the renderer verified, or the claim
+			req.by = d.RequestedBy
+			if d.RequestedByVerified {
+				req.by += " (verified)"
+			}
+		}
 		result := string(d.Outcome)
 		switch {
 		case d.UpToDate:

@@ -232,12 +232,18 @@ func (s *session) pinDependency(d *helmchart.Dependency, chartDir string, archiv
 		if err != nil {
 			return nil, err
 		}
+		if err := s.allow("file://" + abs); err != nil {
+			return nil, err
+		}
 		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("repository %s: no chart directory at %s", r, abs)
 		}
 		d.Repository = "file://" + abs
 		return nil, nil
 	case registry.IsOCI(r):
+		if err := s.allow(joinOCI(r, d.Name)); err != nil {
+			return nil, err
+		}
 		ref := strings.TrimPrefix(joinOCI(r, d.Name), registry.OCIScheme+"://")
 		tag, err := s.ociTag(ref, d.Version)
 		if err != nil {
@@ -246,6 +252,9 @@ func (s *session) pinDependency(d *helmchart.Dependency, chartDir string, archiv
 		d.Version = tag
 		return nil, nil
 	case isHTTPURL(r):
+		if err := s.allow(r); err != nil {
+			return nil, err
+		}
 		ri, err := s.repoIndex(r)
 		if err != nil {
 			return nil, err

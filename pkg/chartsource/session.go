@@ -21,9 +21,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
-// maxDownloadSize bounds one download (a repository index or a chart archive).
-const maxDownloadSize = 512 << 20
-
 // userAgent is sent with every HTTP request.
 const userAgent = "sealane-chartsource (Helm/v3)"
 
@@ -47,6 +44,7 @@ type session struct {
 	indexes    map[string]*repoIndex      // by normalized repository URL
 	client     *http.Client
 	reg        *registry.Client
+	budget     *budget // bytes read from the network, Options.MaxBytes
 }
 
 // endpoint is a repository or registry location with its Auth.
@@ -74,6 +72,7 @@ func newSession(ctx context.Context, src Source, opts Options) (*session, error)
 		regConfig:  filepath.Join(home, "config", "registry", "config.json"),
 		transports: map[string]*http.Transport{},
 		indexes:    map[string]*repoIndex{},
+		budget:     newBudget(opts.MaxBytes),
 	}
 	if s.log == nil {
 		s.log = io.Discard
@@ -263,7 +262,16 @@ func (t sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	return tr.RoundTrip(req.WithContext(t.s.ctx))
+	resp, err := tr.RoundTrip(req.WithContext(t.s.ctx))
+	if err != nil {
+		return nil, err
+	}
+	if err := t.s.budget.check(resp); err != nil {
+		_ = resp.Body.Close()
+		return nil, err
+	}
+	resp.Body = limitedBody{ReadCloser: resp.Body, b: t.s.budget}
+	return resp, nil
 }
 
 // statusError is an HTTP response other than 200 OK.
@@ -294,12 +302,9 @@ func (s *session) fetch(rawURL string, a *Auth) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, &statusError{url: redactURL(rawURL), status: resp.Status, code: resp.StatusCode}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxDownloadSize+1))
+	data, err := io.ReadAll(resp.Body) // bounded by the session's budget (sessionTransport)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", redactURL(rawURL), err)
-	}
-	if len(data) > maxDownloadSize {
-		return nil, fmt.Errorf("GET %s: larger than %d bytes", redactURL(rawURL), maxDownloadSize)
 	}
 	return data, nil
 }

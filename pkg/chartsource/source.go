@@ -12,7 +12,9 @@
 // must be in sync with Chart.yaml, as `helm dependency build` requires.
 //
 // Network calls use the caller's context (and Options.Timeout), including those Helm's
-// libraries make. Errors name the source and say what to do; passwords, given in Auth or
+// libraries make; everything one resolution reads from the network, OCI layers and
+// dependencies included, is bounded by Options.MaxBytes (ErrTooLarge), and Options.Allow
+// may refuse the source and any dependency repository (ErrNotAllowed). Errors name the source and say what to do; passwords, given in Auth or
 // in URLs, never appear in them. ErrChartNotFound and ErrVersionNotFound can be tested
 // with errors.Is; the latter's message lists the available versions.
 package chartsource
@@ -180,6 +182,14 @@ type Options struct {
 	Timeout time.Duration
 	// Log receives Helm's progress messages while dependencies are built; nil discards them.
 	Log io.Writer
+	// MaxBytes bounds what one Resolve downloads in all (indexes, archives, OCI manifests and
+	// layers, dependencies); zero means DefaultMaxBytes. Going over fails with ErrTooLarge.
+	MaxBytes int64
+	// Allow, when set, is asked about every remote location before it is used: the source
+	// (its repository URL, its oci:// reference without tag or digest, or its archive URL)
+	// and the repository of every dependency to download (http(s), oci:// or file://). An
+	// error refuses it (wrapped in ErrNotAllowed).
+	Allow func(location string) error
 }
 
 // Resolve fetches the chart src names and returns it packed as pkg/chart.Pack packs a
@@ -206,6 +216,11 @@ func Resolve(ctx context.Context, src Source, opts Options) (archive []byte, met
 		return nil, chart.Meta{}, "", fmt.Errorf("resolve chart %s: %w", src, err)
 	}
 
+	if opts.Allow != nil {
+		if err := opts.Allow(Location(src)); err != nil {
+			return nil, chart.Meta{}, "", fmt.Errorf("chart %s: %w: %w", src, ErrNotAllowed, err)
+		}
+	}
 	if kind == kindPath {
 		archive, meta, digest, err = resolvePath(ctx, src, opts)
 	} else {
@@ -384,6 +399,33 @@ func listVersions(versions []string) string {
 		return strings.Join(versions, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(versions[:maxListedVersions], ", "), len(versions)-maxListedVersions)
+}
+
+// Location is where src is fetched from, as Options.Allow is asked about it: the repository
+// URL of a chart in a Helm repository, the oci:// reference without tag or digest, the
+// archive URL, or file://<path> for a local path.
+func Location(src Source) string {
+	switch {
+	case src.Path != "":
+		return "file://" + src.Path
+	case src.Repo != "" && registry.IsOCI(src.Repo):
+		return ociLocation(joinOCI(src.Repo, src.Name))
+	case src.Repo != "":
+		return src.Repo
+	case registry.IsOCI(src.Name):
+		return ociLocation(src.Name)
+	default:
+		return src.Name
+	}
+}
+
+// ociLocation is an oci:// reference without its tag and digest.
+func ociLocation(ref string) string {
+	r, err := parseOCIRef(ref)
+	if err != nil {
+		return ref
+	}
+	return registry.OCIScheme + "://" + r.repo
 }
 
 func isHTTPURL(s string) bool {

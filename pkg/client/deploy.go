@@ -232,8 +232,12 @@ func (w *deployWatch) followEvents(ctx context.Context, rec *events.RecordedData
 // publish publishes the deploy.requested event ev, marked for this process's own stages when
 // b's options name a pipeline.
 func publish(ctx context.Context, b *bus.Bus, ev cloudevents.Event) error {
-	if p := b.Options().Pipeline; p != "" {
+	p := b.Options().Pipeline
+	if p != "" {
 		ev.SetExtension(events.ExtPipeline, p) // handled by this process's own stages
+	}
+	if err := signRequest(&ev, p != ""); err != nil { // signer.go
+		return fmt.Errorf("deploy request: %w", err)
 	}
 	msg, err := events.Encode(ev)
 	if err != nil {

@@ -56,6 +56,10 @@ type State struct {
 	// when it holds none (plans, queued requests). Stages check it before writing.
 	LeaseToken uint64    `json:"leaseToken,omitempty"`
 	Updated    time.Time `json:"updated,omitzero"`
+	// RequestedBy is who asked for the deploy, RequestedByVerified whether a signature proved
+	// it (events.RenderedData); the recorder writes both on the release record and CDEvent.
+	RequestedBy         string `json:"requestedBy,omitempty"`
+	RequestedByVerified bool   `json:"requestedByVerified,omitempty"`
 
 	// --- Release storage ---
 

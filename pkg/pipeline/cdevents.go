@@ -32,7 +32,8 @@ func (r *Recorder) withCDEvent(ctx context.Context, in stage.Input, emits []stag
 	if !ok || rec.Outcome != events.OutcomeSucceeded || rec.UpToDate || rec.Revision == 0 || in.State == nil {
 		return emits, nil
 	}
-	svc := events.CDService{ID: events.StepID(in.DeployID, cdEventStep), Source: recorderSource, Time: r.now(), Target: in.Target}
+	svc := events.CDService{ID: events.StepID(in.DeployID, cdEventStep), Source: recorderSource, Time: r.now(), Target: in.Target,
+		RequestedBy: in.State.RequestedBy, RequestedByVerified: in.State.RequestedByVerified}
 	switch in.State.Operation {
 	case events.OperationUninstall:
 		svc.Type = events.CDServiceRemoved

@@ -14,18 +14,20 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/chartsource"
 )
 
 type memBlobs map[string][]byte
 
 func (m memBlobs) PutBlob(_ context.Context, name string, data []byte) (string, error) {
 	m[name] = data
-	return "blob:" + name, nil
+	return bus.BlobRef("mem", name), nil
 }
 
 func (m memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
-	data, ok := m[strings.TrimPrefix(ref, "blob:")]
+	data, ok := m[strings.TrimPrefix(ref, bus.BlobRef("mem", ""))]
 	if !ok {
 		return nil, fmt.Errorf("no blob %s", ref)
 	}
@@ -60,7 +62,7 @@ func helmRepo(t *testing.T, versions ...string) string {
 func TestStoreRemoteChart(t *testing.T) {
 	url := helmRepo(t, "1.0.0", "1.2.0", "2.0.0")
 	blobs := memBlobs{}
-	src, err := storeRemoteChart(context.Background(), blobs, events.ChartSource{Name: "web", Repo: url, Version: "^1"})
+	src, err := storeRemoteChart(context.Background(), blobs, events.ChartSource{Name: "web", Repo: url, Version: "^1"}, chartsource.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +77,11 @@ func TestStoreRemoteChart(t *testing.T) {
 		t.Fatalf("stored archive digest %s, source says %s", chart.Digest(archive), src.Digest)
 	}
 
-	_, err = storeRemoteChart(context.Background(), blobs, events.ChartSource{Name: "web", Repo: url, Version: "^3"})
+	_, err = storeRemoteChart(context.Background(), blobs, events.ChartSource{Name: "web", Repo: url, Version: "^3"}, chartsource.Options{})
 	if !chartMissing(err) || !strings.Contains(err.Error(), "2.0.0") {
 		t.Fatalf("missing version: err = %v, want a permanent error listing the versions", err)
 	}
-	_, err = storeRemoteChart(context.Background(), blobs, events.ChartSource{Name: "api", Repo: url})
+	_, err = storeRemoteChart(context.Background(), blobs, events.ChartSource{Name: "api", Repo: url}, chartsource.Options{})
 	if !chartMissing(err) {
 		t.Fatalf("missing chart: err = %v, want a permanent error", err)
 	}

@@ -52,6 +52,9 @@ type Deps struct {
 	// Schemas caches the clusters' OpenAPI schemas for the renderer's validation; nil gives
 	// the renderer its own. The CLI passes one it warmed as it started (SchemaCache.Warm).
 	Schemas *SchemaCache
+	// Intake is the renderer's policy for requests from the bus (intake.go): chart sources,
+	// download limits, client keys. The zero value is a shared service's strictest.
+	Intake Intake
 }
 
 func (d Deps) now() time.Time {
@@ -84,6 +87,9 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
 	}
 	withLease(d, all) // lease.go: acquire/queue in the renderer, renew and fence in the others
+	rs := all[events.StageRenderer]
+	rs.Handler = &intakeRenderer{Deps: d, next: rs.Handler} // intake.go: before the lease is taken or queued
+	all[events.StageRenderer] = rs
 	if len(names) == 0 || (len(names) == 1 && names[0] == "all") {
 		names = []events.Stage{events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker}
 	}

@@ -130,7 +130,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if _, err := store.RecordPending(ctx, release.Pending{
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
-		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback,
+		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback, Labels: requesterLabels(d.RequestedBy, d.RequestedByVerified),
 	}); err != nil {
 		// Retrying cannot help a record too large, nor a revision number another writer took
 		// or that is no longer the next one: the deploy fails (deploying again picks a fresh
@@ -156,6 +156,9 @@ func pendingDescription(d events.RenderedData) string {
 
 func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, error) {
 	rec := events.RecordedData{Target: in.Target, Revision: revision, Outcome: events.OutcomeFailed, Reason: reason}
+	if in.State != nil {
+		rec.RequestedBy, rec.RequestedByVerified = in.State.RequestedBy, in.State.RequestedByVerified
+	}
 	if ok {
 		rec.Outcome = events.OutcomeSucceeded
 		rec.Reason = ""

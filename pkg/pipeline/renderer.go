@@ -35,6 +35,7 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err := decode(in, &req); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
+	req.RequestedBy, _ = requestedBy(ctx, req.RequestedBy)
 	out, err := r.handle(ctx, in, req)
 	var ref refusal
 	if errors.As(err, &ref) {
@@ -117,9 +118,9 @@ func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*c
 		if req.Chart.Name == "" {
 			return nil, inputs, refuse("the request names no chart")
 		}
-		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart)
-		if chartMissing(err) {
-			return nil, inputs, refuse("%s", err.Error())
+		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart, r.Intake.fetchOptions())
+		if reason, ok := r.Intake.fetchRefused(ctx, err); ok {
+			return nil, inputs, refuse("%s", reason)
 		}
 		if err != nil {
 			return nil, inputs, err
@@ -280,16 +281,18 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 	if rr.bundle.Plan != nil {
 		phases = len(rr.bundle.Plan.Phases)
 	}
+	by, verified := requestedBy(ctx, req.RequestedBy)
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: phases, Deadline: r.now().Add(timeout),
 		Description: rr.description, RenderRef: ref, Operation: req.Operation,
-		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace, ReleaseStorage: req.ReleaseStorage}
+		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace, ReleaseStorage: req.ReleaseStorage,
+		RequestedBy: by, RequestedByVerified: verified}
 	return stage.Output{
 		State: &st,
 		Emits: []stage.Emit{{
 			Type: events.DeployRendered, Step: "rendered", DataRef: ref,
 			Data: events.RenderedData{Target: in.Target, Revision: rr.revision, IsUpgrade: rr.isUpgrade, Chart: rr.chart,
 				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout), Warnings: rr.warnings,
-				Operation: req.Operation, Description: rr.description},
+				Operation: req.Operation, Description: rr.description, RequestedBy: by, RequestedByVerified: verified},
 		}},
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -21,7 +22,7 @@ func rendererEnv(t *testing.T) (*leaseEnv, *Renderer, events.ChartSource) {
 	e.typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
 	fakeDiscovery(e).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
 	archive := chartArchive(t)
-	ref, _ := e.blobs.PutBlob(testContext(t), "charts/web", archive)
+	ref, _ := e.blobs.PutBlob(testContext(t), "charts/"+chart.Digest(archive), archive)
 	d := e.deps()
 	d.Charts, d.Schemas = chart.NewCache(4), NewSchemaCache(schemaTTL, nil)
 	return e, &Renderer{Deps: d}, events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
@@ -99,8 +100,8 @@ func TestRendererOutcomes(t *testing.T) {
 			return events.RequestedData{Target: leaseTarget, Chart: ch}
 		}, "does not match the expected"},
 		{"values that are not JSON", func(ch events.ChartSource) events.RequestedData {
-			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: "blob:inputs/bad"}
-		}, "values blob:inputs/bad:"},
+			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: bus.BlobRef("mem", "inputs/bad")}
+		}, "values nats-obj://mem/inputs/bad:"},
 		{"rollback of a release with no revisions", func(events.ChartSource) events.RequestedData {
 			return events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback}
 		}, "rollback: release web has no revisions in namespace shop"},

@@ -28,6 +28,9 @@ type Pending struct {
 	Description string
 	// Rollback records the revision as pending-rollback, as `helm rollback` does.
 	Rollback bool
+	// Labels are set on the record (Helm's custom release labels: labels of its Secret or
+	// ConfigMap), e.g. who asked for the revision.
+	Labels map[string]string
 }
 
 // RecordPending stores revision p.Revision as pending-install (when no revision
@@ -177,6 +180,7 @@ func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *hel
 		Manifest:  p.Manifest,
 		Hooks:     p.Hooks,
 		Version:   p.Revision,
+		Labels:    p.Labels,
 	}
 }
 

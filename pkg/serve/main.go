@@ -23,9 +23,10 @@ import (
 // Main is the whole main function of a one-stage service binary (services/<stage>): flags or
 // environment for NATS and the kubeconfig, JSON logs, run until SIGTERM. Besides its flags it
 // reads $SEALANE_ACK_WAIT, $SEALANE_LEASE_TTL, $SEALANE_RETENTION, $SEALANE_NATS_REPLICAS and the
-// payload and secret keys from the environment.
+// payload and secret keys from the environment. The renderer's intake flags (--allow-chart-source,
+// --client-keys, ...) are in intake.go.
 func Main(name events.Stage) {
-	var f serviceFlags
+	f := serviceFlags{intake: IntakeFlagsFromEnv()}
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
 	fs.StringVar(&f.natsURL, "nats", envOr("SEALANE_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL ($SEALANE_NATS_URL)")
 	fs.Lookup("nats").DefValue = bus.RedactURL(fs.Lookup("nats").DefValue) // --help prints no URL credentials
@@ -39,6 +40,7 @@ func Main(name events.Stage) {
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
 	fs.StringVar(&f.httpAddr, "http-addr", os.Getenv(HTTPAddrEnv), "address for /healthz and /readyz, e.g. :8080 ($"+HTTPAddrEnv+"; empty: none)")
+	f.intake.Register(fs) // intake.go: the renderer's chart sources and client keys
 	_ = fs.Parse(os.Args[1:])
 
 	lvl, err := zapcore.ParseLevel(*level)
@@ -73,6 +75,7 @@ type serviceFlags struct {
 	payloadKeyFile string
 	httpAddr       string // probes (health.go)
 	clusters       ClusterOptions
+	intake         IntakeFlags
 }
 
 func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger) error {
@@ -93,6 +96,12 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 	}
 	defer stopClusters()
 	deps.Clusters = registry
+	if name == events.StageRenderer { // intake.go: only the renderer reads the intake settings
+		if deps.Intake, err = f.intake.Intake(); err != nil {
+			return err
+		}
+		LogIntake(log, deps.Intake)
+	}
 	log.Info("serving", zap.String("nats", bus.RedactURL(f.natsURL)), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
 	if v := os.Getenv("SEALANE_ACK_WAIT"); v != "" {

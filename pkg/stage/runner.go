@@ -149,7 +149,7 @@ func (r *Runner) input(st Stage, msg jetstream.Msg, log *zap.Logger) (in Input, 
 		log.Debug("skipping an event of another pipeline", zap.String("event", e.ID()), zap.String("pipeline", p))
 		return in, false, nil
 	}
-	in = Input{Event: e, Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
+	in = Input{Event: e, Subject: msg.Subject(), Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
 	if in.DeployID == "" {
 		return in, false, bus.Permanent(fmt.Errorf("%s: event %s has no %s extension", st.Name, e.ID(), events.ExtCorrelationID))
 	}

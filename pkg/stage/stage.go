@@ -47,7 +47,10 @@ func deployOf(in Input, em Emit) string {
 
 // Input is what a handler gets for one event.
 type Input struct {
-	Event    cloudevents.Event
+	Event cloudevents.Event
+	// Subject is the NATS subject the event arrived on: what NATS authorised its publisher to
+	// publish to. Empty when the handler is called without the bus (tests).
+	Subject  string
 	Type     events.Type
 	DeployID string
 	Target   events.Target

@@ -61,10 +61,16 @@ func startNATS(t *testing.T) *natsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A scoped client, added as docs/operations.md says: one more user line.
+	scopedPerms, err := os.ReadFile(filepath.Join(shipped, "scoped-client.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A scoped client, added as docs/operations.md says: its permissions and one more user line.
 	scoped := "    { nkey: $SEALANE_NKEY_CLIENT_TEAM_A, permissions: $CLIENT_TEAM_A }\n  ]"
 	users = []byte(strings.Replace(string(users), "  ]", scoped, 1))
+	users = []byte(strings.Replace(string(users), "include ./permissions.conf", "include ./permissions.conf\ninclude ./scoped-client.conf", 1))
 	write(t, filepath.Join(e.dir, "permissions.conf"), perms)
+	write(t, filepath.Join(e.dir, "scoped-client.conf"), scopedPerms)
 	write(t, filepath.Join(e.dir, "users.conf"), users)
 	for _, r := range roles {
 		kp, err := nkeys.CreateUser()

@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestChartNATSCluster starts the chart's NATS exactly as rendered: three nodes form one
-// JetStream cluster that takes a stream at R3, and only the chart's users get in.
+// JetStream cluster on which a stage's user creates the deploy stream at R3, and only the
+// chart's users get in.
 func TestChartNATSCluster(t *testing.T) {
 	objs := Render(t, env.Helm, env.RepoRoot, "sealane")
 	nodes := StartNATS(t, objs, "sealane-nats", "sealane", env.NATSServer)
@@ -41,7 +42,7 @@ func TestChartNATSCluster(t *testing.T) {
 		t.Error("an unauthenticated client got in")
 	}
 	pw := objs.Secret("sealane-nats-users", "recorder")
-	nc, err := nats.Connect(URLs(nodes), nats.UserInfo("recorder", pw))
+	nc, err := nats.Connect(URLs(nodes), nats.UserInfo("recorder", pw), nats.CustomInboxPrefix("_INBOX_recorder"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestChartNATSCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := harness.Context(t, 30*time.Second)
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R3CHECK", Subjects: []string{"r3check.>"}, Replicas: 3})
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SEALANE_DEPLOY", Subjects: []string{"sealane.deploy.>"}, Replicas: 3})
 	if err != nil {
 		t.Fatalf("create an R3 stream on the chart's cluster: %v", err)
 	}

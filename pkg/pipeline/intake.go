@@ -1,0 +1,188 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/chartsource"
+	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/intake"
+	"github.com/sealane/sealane/pkg/stage"
+)
+
+// DefaultMaxChartBytes bounds what the renderer downloads for one remote chart (its
+// dependencies included) when Intake.MaxChartBytes is zero.
+const DefaultMaxChartBytes = 100 << 20
+
+// Intake is the renderer's policy for the requests it takes from the bus (see pkg/intake):
+// which chart sources it fetches, how much and for how long, and whose requests it accepts.
+// The zero value is a shared service's strictest: only charts uploaded with the request, no
+// local paths, unsigned requests accepted (no client keys) and their requestedBy as claimed.
+type Intake struct {
+	// Trusted fetches any chart source a request names, local paths included: the CLI's
+	// embedded pipeline, whose only requester is the user running it, with their own files.
+	Trusted bool
+	// Sources are the remote sources (Helm repositories, OCI repositories, archive URLs) a
+	// request may name besides uploaded charts (--allow-chart-source).
+	Sources intake.SourcePolicy
+	// Verifier checks request signatures against the client keys (--client-keys); without
+	// keys nothing is checked.
+	Verifier intake.Verifier
+	// MaxChartBytes bounds one remote chart's downloads (0: DefaultMaxChartBytes);
+	// FetchTimeout their time (0: remoteChartTimeout).
+	MaxChartBytes int64
+	FetchTimeout  time.Duration
+}
+
+// TrustedIntake is the Intake of the CLI's embedded pipeline: every chart source is fetched.
+func TrustedIntake() Intake { return Intake{Trusted: true} }
+
+// fetchOptions are the chartsource options of a remote chart fetched for a request.
+func (i Intake) fetchOptions() chartsource.Options {
+	o := chartsource.Options{MaxBytes: i.MaxChartBytes, Timeout: i.FetchTimeout}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxChartBytes
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = remoteChartTimeout
+	}
+	if !i.Trusted {
+		o.Allow = i.Sources.Allow
+	}
+	return o
+}
+
+// requesterKey carries the verified client name from the intake to the renderer.
+type requesterKey struct{}
+
+// requestedBy is the verified client of the request being handled (verified true), else the
+// claimed one.
+func requestedBy(ctx context.Context, claimed string) (name string, verified bool) {
+	if name, ok := ctx.Value(requesterKey{}).(string); ok && name != "" {
+		return name, true
+	}
+	return claimed, false
+}
+
+// intakeRenderer checks a deploy.requested before the lease step and the renderer see it:
+// subject and payload agree, the signature names a registered client, the chart is uploaded
+// or from an allowed source. A refused new request fails its deploy with the reason (the
+// deploy.failed event is the audit record); a refused copy of a deploy that exists already
+// is dropped, so that nobody can fail another client's deploy by reusing its id.
+type intakeRenderer struct {
+	Deps
+	next stage.Handler
+}
+
+// Handle checks one request and passes it on, with the verified client in ctx.
+func (g *intakeRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+	var req events.RequestedData
+	if err := decode(in, &req); err != nil || !admitsRequest(in.State) {
+		return g.next.Handle(ctx, in) // the renderer reports a bad payload, the lease step ignores a repeat
+	}
+	handed := in.State != nil && in.State.Status == deploy.Queued && events.SignedID(in.Event.ID()) != in.Event.ID()
+	client, err := g.check(in, req, handed)
+	if err == nil {
+		if client != "" {
+			ctx = context.WithValue(ctx, requesterKey{}, client)
+		}
+		return g.next.Handle(ctx, in)
+	}
+	reason := "request refused: " + err.Error()
+	if client != "" {
+		reason += " (request signed by client " + client + ")"
+	}
+	g.log().Warn("deploy request refused", zap.String("deploy", in.DeployID), zap.String("event", in.Event.ID()),
+		zap.String("subject", in.Subject), zap.String("reason", reason))
+	switch {
+	case in.State == nil:
+		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
+	case handed && g.Leases != nil:
+		released, err := g.releaseHeld(ctx, in)
+		if err != nil {
+			return stage.Output{}, err
+		}
+		return stage.Output{Emits: append([]stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}, released...)}, nil
+	case handed:
+		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
+	}
+	return stage.Output{}, nil // another copy of a queued deploy: not its requester's to fail
+}
+
+// check runs the intake checks; it returns the verified client ("" without client keys), also
+// with the error of a check after the signature's, for the refusal to name who was refused.
+func (g *intakeRenderer) check(in stage.Input, req events.RequestedData, handed bool) (string, error) {
+	client, err := g.Intake.Verifier.Verify(in.Event, g.now(), handed)
+	if err != nil {
+		return "", err
+	}
+	if in.Subject != "" {
+		if err := intake.CheckSubject(in.Subject, in.Target, req.Target); err != nil {
+			return client, err
+		}
+	}
+	if err := checkInputsRef(req.InputsRef, in.DeployID); err != nil {
+		return client, err
+	}
+	return client, g.Intake.checkChart(req.Chart)
+}
+
+// chartDigest is a chart digest as the client computes it: SHA-256, lowercase hex.
+var chartDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// checkChart refuses a chart the renderer may not fetch: an uploaded chart must be stored
+// under its digest, a remote one must be allowed by Sources; a local path is refused unless
+// the intake is trusted.
+func (i Intake) checkChart(ch events.ChartSource) error {
+	if ch.Ref != "" {
+		_, name, err := bus.ParseBlobRef(ch.Ref)
+		if err != nil || !chartDigest.MatchString(ch.Digest) || name != "charts/"+ch.Digest {
+			return fmt.Errorf("chart %s: an uploaded chart is referenced as %s, with its SHA-256 digest (got ref %q, digest %q)",
+				ch.Name, bus.BlobRef("<bucket>", "charts/<digest>"), ch.Ref, ch.Digest)
+		}
+		return nil
+	}
+	if i.Trusted || ch.Name == "" {
+		return nil // the renderer reports a request without a chart
+	}
+	loc := chartsource.Location(chartsource.NewSource(ch.Name, ch.Repo, ch.Version))
+	if err := i.Sources.Allow(loc); err != nil {
+		return fmt.Errorf("chart %s: %w", ch.Name, err)
+	}
+	return nil
+}
+
+// checkInputsRef refuses values stored for another deploy: a request's values are
+// inputs/<its deploy id>, so that no client can render with another deploy's values.
+func checkInputsRef(ref, deployID string) error {
+	if ref == "" {
+		return nil
+	}
+	if _, name, err := bus.ParseBlobRef(ref); err != nil || name != "inputs/"+deployID {
+		return fmt.Errorf("values %s: a request's values are stored as inputs/<its deploy id> (inputs/%s)", ref, deployID)
+	}
+	return nil
+}
+
+// fetchRefused says whether a remote chart fetch failed for a reason retrying cannot fix, and
+// words it: a missing chart, a source not allowed, a download over the size limit, or one that
+// took longer than the fetch timeout (ctx, the handler's, still live).
+func (i Intake) fetchRefused(ctx context.Context, err error) (string, bool) {
+	opts := i.fetchOptions()
+	switch {
+	case chartMissing(err), errors.Is(err, chartsource.ErrNotAllowed):
+		return err.Error(), true
+	case errors.Is(err, chartsource.ErrTooLarge):
+		return fmt.Sprintf("%v; the renderer's limit is --max-chart-size (%d bytes): use a smaller chart, or upload it with the request", err, opts.MaxBytes), true
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return fmt.Sprintf("%v; the chart took longer than the renderer's --chart-fetch-timeout (%s) to download", err, opts.Timeout), true
+	}
+	return "", false
+}

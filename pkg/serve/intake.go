@@ -1,0 +1,137 @@
+package serve
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sealane/sealane/pkg/intake"
+	"github.com/sealane/sealane/pkg/pipeline"
+)
+
+// The environment variables of the renderer's intake policy (IntakeFlags).
+const (
+	AllowChartSourceEnv  = "SEALANE_ALLOW_CHART_SOURCE" // comma-separated patterns
+	ClientKeysEnv        = "SEALANE_CLIENT_KEYS"        // file
+	RequestMaxAgeEnv     = "SEALANE_REQUEST_MAX_AGE"    // duration
+	MaxChartSizeEnv      = "SEALANE_MAX_CHART_SIZE"     // quantity, e.g. 100Mi
+	ChartFetchTimeoutEnv = "SEALANE_CHART_FETCH_TIMEOUT"
+)
+
+// IntakeFlags configure what a service's renderer accepts from the bus (pipeline.Intake):
+// --allow-chart-source (repeatable), --client-keys, --request-max-age, --max-chart-size,
+// --chart-fetch-timeout, each with its environment variable as the default.
+type IntakeFlags struct {
+	AllowChartSources []string
+	ClientKeys        string
+	RequestMaxAge     time.Duration
+	MaxChartSize      string
+	ChartFetchTimeout time.Duration
+}
+
+// IntakeFlagsFromEnv is the default of every intake flag: its environment variable, else the
+// built-in default. A malformed duration in the environment is reported by Intake.
+func IntakeFlagsFromEnv() IntakeFlags {
+	f := IntakeFlags{ClientKeys: os.Getenv(ClientKeysEnv), MaxChartSize: os.Getenv(MaxChartSizeEnv),
+		RequestMaxAge: intake.DefaultMaxAge, ChartFetchTimeout: 2 * time.Minute}
+	for _, p := range strings.Split(os.Getenv(AllowChartSourceEnv), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			f.AllowChartSources = append(f.AllowChartSources, p)
+		}
+	}
+	if d, err := time.ParseDuration(os.Getenv(RequestMaxAgeEnv)); err == nil {
+		f.RequestMaxAge = d
+	}
+	if d, err := time.ParseDuration(os.Getenv(ChartFetchTimeoutEnv)); err == nil {
+		f.ChartFetchTimeout = d
+	}
+	return f
+}
+
+// Usage texts of the intake flags, shared by `sealane serve` and the service binaries.
+const (
+	UsageAllowChartSource = "a remote chart source requests may name, as a URL glob (repeatable; default $" + AllowChartSourceEnv +
+		", comma-separated): e.g. oci://registry.example.com/charts/* or https://charts.example.com/*; none: only charts uploaded with the request"
+	UsageClientKeys = "YAML file of client name → public nkey(s); when set, the renderer accepts only requests signed by one of them ($" +
+		ClientKeysEnv + ")"
+	UsageRequestMaxAge     = "how old a signed request may be when the renderer receives it ($" + RequestMaxAgeEnv + ")"
+	UsageMaxChartSize      = "size limit of one remote chart's downloads, dependencies included, e.g. 100Mi ($" + MaxChartSizeEnv + "; default 100Mi)"
+	UsageChartFetchTimeout = "time limit of one remote chart's downloads ($" + ChartFetchTimeoutEnv + ")"
+)
+
+// Register adds the intake flags to a standard flag set (the service binaries).
+func (f *IntakeFlags) Register(fs *flag.FlagSet) {
+	fs.Var(&patternList{list: &f.AllowChartSources}, "allow-chart-source", UsageAllowChartSource)
+	fs.StringVar(&f.ClientKeys, "client-keys", f.ClientKeys, UsageClientKeys)
+	fs.DurationVar(&f.RequestMaxAge, "request-max-age", f.RequestMaxAge, UsageRequestMaxAge)
+	fs.StringVar(&f.MaxChartSize, "max-chart-size", f.MaxChartSize, UsageMaxChartSize)
+	fs.DurationVar(&f.ChartFetchTimeout, "chart-fetch-timeout", f.ChartFetchTimeout, UsageChartFetchTimeout)
+}
+
+// patternList is a repeatable flag; its first use replaces the environment's default.
+type patternList struct {
+	list *[]string
+	set  bool
+}
+
+func (p *patternList) String() string {
+	if p.list == nil {
+		return ""
+	}
+	return strings.Join(*p.list, ",")
+}
+
+func (p *patternList) Set(v string) error {
+	if !p.set {
+		*p.list, p.set = nil, true
+	}
+	*p.list = append(*p.list, v)
+	return nil
+}
+
+// Intake turns the flags into the renderer's policy; errors name the flag at fault.
+func (f IntakeFlags) Intake() (pipeline.Intake, error) {
+	var in pipeline.Intake
+	var err error
+	if in.Sources, err = intake.NewSourcePolicy(f.AllowChartSources); err != nil {
+		return in, fmt.Errorf("--allow-chart-source: %w", err)
+	}
+	if f.ClientKeys != "" {
+		if in.Verifier.Keys, err = intake.LoadClientKeys(f.ClientKeys); err != nil {
+			return in, fmt.Errorf("--client-keys: %w", err)
+		}
+	}
+	if f.RequestMaxAge <= 0 {
+		return in, fmt.Errorf("--request-max-age %s: want a positive duration such as 5m", f.RequestMaxAge)
+	}
+	in.Verifier.MaxAge = f.RequestMaxAge
+	if f.ChartFetchTimeout <= 0 {
+		return in, fmt.Errorf("--chart-fetch-timeout %s: want a positive duration such as 2m", f.ChartFetchTimeout)
+	}
+	in.FetchTimeout = f.ChartFetchTimeout
+	if f.MaxChartSize != "" {
+		q, err := resource.ParseQuantity(f.MaxChartSize)
+		if err != nil || q.Value() <= 0 {
+			return in, fmt.Errorf("--max-chart-size %q: want a size such as 100Mi or 50M", f.MaxChartSize)
+		}
+		in.MaxChartBytes = q.Value()
+	}
+	return in, nil
+}
+
+// LogIntake says what the renderer accepts, once at start (no keys: their count and names'
+// count only).
+func LogIntake(log *zap.Logger, in pipeline.Intake) {
+	log.Info("renderer intake",
+		zap.Strings("allowChartSources", in.Sources.Patterns()),
+		zap.Int("clientKeys", in.Verifier.Keys.Len()),
+		zap.Bool("signaturesRequired", in.Verifier.Required()),
+		zap.Duration("requestMaxAge", in.Verifier.MaxAge),
+		zap.Int64("maxChartBytes", in.MaxChartBytes),
+		zap.Duration("chartFetchTimeout", in.FetchTimeout))
+}
