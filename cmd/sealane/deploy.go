@@ -157,11 +157,9 @@ func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (
 		return nil, err
 	}
 	registry := clusters.NewRegistry(g.kubeconfig)
-	cluster := g.kubeContext
-	if cluster == "" {
-		if cluster, err = registry.DefaultName(); err != nil {
-			return nil, err
-		}
+	cluster, err := g.targetCluster(registry) // cluster.go
+	if err != nil {
+		return nil, err
 	}
 	var schemas *pipeline.SchemaCache
 	if g.natsURL == "" {

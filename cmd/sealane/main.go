@@ -42,6 +42,9 @@ type globalFlags struct {
 
 	// payloadKeyFile holds the key that encrypts payloads at rest (--payload-key-file).
 	payloadKeyFile string
+
+	// cluster is the target cluster (--cluster): a registry cluster of a shared pipeline.
+	cluster string
 }
 
 func main() {
@@ -78,6 +81,7 @@ func newRoot() *cobra.Command {
 		"file with the 64-hex-character key that encrypts payloads in NATS (default $SEALANE_PAYLOAD_KEY; embedded: <data-dir>/payload.key, created on first use)")
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	pf.StringVar(&g.kubeContext, "kube-context", "", "kubeconfig context = cluster name (default: the current context)")
+	pf.StringVar(&g.cluster, "cluster", os.Getenv("SEALANE_CLUSTER"), "target cluster of a pipeline command (deploy, plan, rollback, dismiss, test): a registered cluster of the shared pipeline (--nats, see `sealane cluster list`); embedded: a kubeconfig context, like --kube-context ($SEALANE_CLUSTER)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (the embedded stages log only when it is given)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.logLevelSet = cmd.Flags().Changed("log-level") }
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
@@ -85,6 +89,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newListCmd(g))
 	root.AddCommand(newHistoryCmd(g))
 	root.AddCommand(newGetCmd(g))
+	root.AddCommand(newClusterCmd(g))
 	return root
 }
 

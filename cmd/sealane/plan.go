@@ -125,7 +125,7 @@ func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string
 	if cr.requested.ReleaseStorage, err = f.storage.value(); err != nil {
 		return nil, err
 	}
-	base, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.kubeContext})
+	base, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.localContext()}) // cluster.go
 	if err != nil {
 		return nil, err
 	}

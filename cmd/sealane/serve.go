@@ -11,7 +11,6 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
-	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/serve"
 )
@@ -20,10 +19,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var ackWait time.Duration
 	var replicas int
 	var retention time.Duration
-	var leaseTTL time.Duration
 	var httpAddr string
 	var updateTopology bool
-	var intakeFlags *serve.IntakeFlags
+	setup := &serveSetup{clusters: serve.DefaultClusterOptions()} // servedeps.go
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
@@ -53,22 +51,12 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer node.Close()
-			deps, err := serve.ServiceDeps(node, g.kubeconfig, log)
+			setup.leaseTTLSet = cmd.Flags().Changed("lease-ttl")
+			deps, stopClusters, err := setup.deps(cmd.Context(), g, node, names, log)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("lease-ttl") {
-				if err := (lease.Options{TTL: leaseTTL}).Validate(); err != nil || leaseTTL == 0 {
-					return fmt.Errorf("--lease-ttl %s: must be at least %s", leaseTTL, lease.MinTTL)
-				}
-				deps.LeaseTTL = leaseTTL
-			}
-			if runsRenderer(names) { // intakeflags.go: only the renderer reads the intake settings
-				if deps.Intake, err = intakeFlags.Intake(); err != nil {
-					return err
-				}
-				serve.LogIntake(log, deps.Intake)
-			}
+			defer stopClusters()
 			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 			runner := node.Runner(log)
 			runner.AckWait = ackWait
@@ -89,10 +77,11 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"change existing streams and buckets to --nats-replicas and --retention (otherwise a difference is an error; clients never change them)")
 	cmd.Flags().DurationVar(&retention, "retention", 0,
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
-	cmd.Flags().DurationVar(&leaseTTL, "lease-ttl", 0,
+	cmd.Flags().DurationVar(&setup.leaseTTL, "lease-ttl", 0,
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
 	cmd.Flags().StringVar(&httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
 		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
-	intakeFlags = addIntakeFlags(cmd)
+	registerClusterFlags(cmd.Flags(), &setup.clusters) // cluster.go
+	setup.intake = addIntakeFlags(cmd)
 	return cmd
 }

@@ -26,7 +26,8 @@ const (
 	DefaultDuplicates       = 2 * time.Minute
 	DefaultStateBucket      = "sealane-deploys"
 	DefaultBlobBucket       = "sealane-blobs"
-	DefaultLeaseBucket      = "sealane-leases" // release leases and their queues (pkg/lease)
+	DefaultLeaseBucket      = "sealane-leases"   // release leases and their queues (pkg/lease)
+	DefaultClusterBucket    = "sealane-clusters" // cluster reachability and versions (pkg/clusters)
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
 	DefaultLogStream        = "SEALANE_LOGS"
 	// LogSubject is what the log stream captures: container log lines of tracked resources
@@ -62,6 +63,8 @@ type Options struct {
 	BlobBucket string
 	// LeaseBucket is the KV bucket of release leases and queues (pkg/lease).
 	LeaseBucket string
+	// ClusterBucket is the KV bucket of the registered clusters' statuses (pkg/clusters).
+	ClusterBucket string
 	// DeadLetterStream records messages a stage gave up on, on DeadLetterSubjectPrefix.>.
 	DeadLetterStream string
 	// LogStream holds container log lines on LogSubject, for LogMaxAge and LogMaxBytes.
@@ -100,6 +103,7 @@ func DefaultOptions() Options {
 		StateBucket:      DefaultStateBucket,
 		BlobBucket:       DefaultBlobBucket,
 		LeaseBucket:      DefaultLeaseBucket,
+		ClusterBucket:    DefaultClusterBucket,
 		DeadLetterStream: DefaultDeadLetterStream,
 		LogStream:        DefaultLogStream,
 		LogMaxAge:        DefaultLogMaxAge,
@@ -136,6 +140,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.LeaseBucket == "" {
 		o.LeaseBucket = d.LeaseBucket
+	}
+	if o.ClusterBucket == "" {
+		o.ClusterBucket = d.ClusterBucket
 	}
 	if o.LogStream == "" {
 		o.LogStream = d.LogStream
@@ -179,7 +186,7 @@ func (o Options) Validate() error {
 			return fmt.Errorf("bus options: subject %q overlaps the log stream's %s", s, LogSubject)
 		}
 	}
-	for _, b := range []string{o.StateBucket, o.BlobBucket, o.LeaseBucket} {
+	for _, b := range []string{o.StateBucket, o.BlobBucket, o.LeaseBucket, o.ClusterBucket} {
 		if !bucketNameRe.MatchString(b) {
 			return fmt.Errorf("bus options: invalid bucket name %q", b)
 		}
@@ -215,6 +222,8 @@ type Bus struct {
 	state *KV
 	blobs jetstream.ObjectStore
 	lease *KV
+	// clusters is the cluster status bucket (clusters.go).
+	clusters *KV
 	// created is when the Bus was made: where a private pipeline's consumers start.
 	created time.Time
 

@@ -86,4 +86,7 @@ func TestNewConcurrentReplicasAreIdempotent(t *testing.T) {
 	if _, err := e.bus.StreamInfo(ctx, "KV_"+DefaultStateBucket); err != nil || e.bus.State().Bucket() != DefaultStateBucket {
 		t.Errorf("state bucket %q: %v", e.bus.State().Bucket(), err)
 	}
+	if _, err := e.bus.StreamInfo(ctx, "KV_"+DefaultClusterBucket); err != nil || e.bus.Clusters().Bucket() != DefaultClusterBucket {
+		t.Errorf("cluster bucket: %v", err)
+	}
 }

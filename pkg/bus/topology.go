@@ -242,5 +242,6 @@ func (b *Bus) topologySteps() []func(context.Context) error {
 		b.kvStep("state bucket "+o.StateBucket, b.stateConfig(), func(kv *KV) { b.state = kv }),
 		b.blobStep(),
 		b.kvStep("lease bucket "+o.LeaseBucket, b.leaseConfig(), func(kv *KV) { b.lease = kv }),
+		b.kvStep("cluster bucket "+o.ClusterBucket, b.clusterConfig(), func(kv *KV) { b.clusters = kv }), // clusters.go
 	}
 }

@@ -1,50 +1,295 @@
-// Package clusters maps the cluster names carried by deploy events to Kubernetes clients.
-// For now a cluster is a context of one kubeconfig; its name is the context name.
+// Package clusters is the cluster registry: the one way a stage turns the cluster name of a
+// deploy into Kubernetes clients. Its sources are the contexts of a kubeconfig (the CLI's
+// embedded mode), the cluster a service runs in ("in-cluster", under a configurable name), and
+// cluster Secrets in the sealane namespace (watched: a changed Secret rebuilds the clients, a
+// removed one makes the cluster unknown). A Checker records reachability and the Kubernetes
+// version of each; a cluster recorded unreachable, like an unknown one, is refused at once.
+// What a cluster Secret holds is decided by package clusterspec.
 package clusters
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
+	"time"
 
+	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/kube"
 )
 
-// Registry resolves cluster names to connected clients, connecting once per name.
+// DefaultInClusterName is the name of the cluster a service runs in.
+const DefaultInClusterName = kube.InClusterName
+
+// Options say which sources a Registry serves.
+type Options struct {
+	// Contexts serves the contexts of Kubeconfig ("" = $KUBECONFIG, then ~/.kube/config).
+	Contexts   bool
+	Kubeconfig string
+	// InClusterName names the cluster the process runs in (its service account); empty: no
+	// in-cluster source. It is served only when InCluster finds a pod's config, which also
+	// serves the cluster Secrets that say in-cluster.
+	InClusterName string
+	// InCluster builds the in-cluster config (also used by cluster Secrets that say
+	// in-cluster); nil is rest.InClusterConfig.
+	InCluster func() (*rest.Config, error)
+	Log       *zap.Logger
+}
+
+// Registry resolves cluster names to clients, building them once per name and again when the
+// cluster's Secret changes. It is safe for concurrent use.
 type Registry struct {
-	kubeconfig string
-	mu         sync.Mutex
-	clusters   map[string]*kube.Cluster
+	opts      Options
+	log       *zap.Logger
+	inCluster *rest.Config // nil: no in-cluster source
+
+	mu      sync.Mutex
+	secrets map[string]secretEntry // by Secret namespace/name
+	clients map[string]*kube.Cluster
+	status  map[string]Status
+	changed chan struct{} // signalled (without blocking) when a cluster Secret changes
+	// watching: WatchSecrets serves cluster Secrets (unknown names then need registering).
+	watching bool
+}
+
+// secretEntry is one cluster Secret as the watcher last saw it: its spec or why it is unusable.
+type secretEntry struct {
+	spec    clusterspec.Spec
+	err     error
+	version string // the Secret's resourceVersion
 }
 
 // NewRegistry serves the contexts of one kubeconfig file ("" = the usual loading rules:
-// $KUBECONFIG, then ~/.kube/config).
+// $KUBECONFIG, then ~/.kube/config): the CLI's embedded mode, as simple as it always was.
 func NewRegistry(kubeconfig string) *Registry {
-	return &Registry{kubeconfig: kubeconfig, clusters: map[string]*kube.Cluster{}}
+	r, _ := New(Options{Contexts: true, Kubeconfig: kubeconfig})
+	return r
 }
 
-// Get returns the clients of the named cluster (a kubeconfig context name).
+// New returns a registry of the sources opts enables; cluster Secrets are added by
+// WatchSecrets.
+func New(opts Options) (*Registry, error) {
+	r := &Registry{opts: opts, log: opts.Log, secrets: map[string]secretEntry{}, clients: map[string]*kube.Cluster{},
+		status: map[string]Status{}, changed: make(chan struct{}, 1)}
+	if r.log == nil {
+		r.log = zap.NewNop()
+	}
+	if opts.InClusterName != "" {
+		if err := clusterspec.ValidateName(opts.InClusterName); err != nil {
+			return nil, fmt.Errorf("in-cluster name: %w", err)
+		}
+	}
+	// The pod's config serves the in-cluster name and the Secrets that say in-cluster.
+	get := opts.InCluster
+	if get == nil {
+		get = rest.InClusterConfig
+	}
+	if cfg, err := get(); err == nil {
+		r.inCluster = cfg
+	} else if opts.InClusterName != "" {
+		r.log.Info("not running in a cluster: no in-cluster source", zap.String("name", opts.InClusterName), zap.Error(err))
+	}
+	return r, nil
+}
+
+// UnknownError is returned by Get for a name no source has.
+type UnknownError struct {
+	Name  string
+	Known []string
+	// Kubeconfig is set when the registry serves only a kubeconfig's contexts (the embedded
+	// CLI): the fix is another context, not a registration.
+	Kubeconfig string
+}
+
+// ErrUnknown matches every *UnknownError (errors.Is).
+var ErrUnknown = errors.New("unknown cluster")
+
+func (e *UnknownError) Error() string {
+	known := "none"
+	if len(e.Known) > 0 {
+		known = strings.Join(e.Known, ", ")
+	}
+	if e.Kubeconfig != "" {
+		return fmt.Sprintf("cluster %q is not a context of kubeconfig %s (have: %s): pass --kube-context with one of them", e.Name, e.Kubeconfig, known)
+	}
+	return fmt.Sprintf("cluster %q is not registered (known: %s): add it with `sealane cluster add %s --kubeconfig FILE` "+
+		"(or --in-cluster), or name a registered cluster", e.Name, known, e.Name)
+}
+
+// Is makes errors.Is(err, ErrUnknown) true.
+func (e *UnknownError) Is(target error) bool { return target == ErrUnknown }
+
+// UnreachableError is returned by Get for a cluster whose last check failed.
+type UnreachableError struct{ Status Status }
+
+// ErrUnreachable matches every *UnreachableError (errors.Is).
+var ErrUnreachable = errors.New("cluster unreachable")
+
+func (e *UnreachableError) Error() string {
+	s := e.Status
+	seen := "never"
+	if !s.LastSeen.IsZero() {
+		seen = s.LastSeen.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("cluster %q is unreachable: the check at %s failed: %s (last seen: %s); deploys to it fail until it answers "+
+		"again — see `sealane cluster list`, or fix its Secret with `sealane cluster add %s --kubeconfig FILE --overwrite`",
+		s.Name, s.CheckedAt.UTC().Format(time.RFC3339), s.Error, seen, s.Name)
+}
+
+// Is makes errors.Is(err, ErrUnreachable) true.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+// Get returns the clients of the named cluster. An unknown name is an *UnknownError, a cluster
+// whose last check failed an *UnreachableError, a cluster whose Secret is unusable the reason
+// naming the Secret: each at once, without contacting the cluster.
 func (r *Registry) Get(name string) (*kube.Cluster, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.clusters[name]; ok {
+	if s, ok := r.status[name]; ok && !s.Reachable {
+		return nil, &UnreachableError{Status: s}
+	}
+	return r.clientsLocked(name)
+}
+
+// connect returns name's clients whatever its last check found (for the checker).
+func (r *Registry) connect(name string) (*kube.Cluster, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clientsLocked(name)
+}
+
+// Changed is signalled when a cluster Secret was added, changed or removed.
+func (r *Registry) Changed() <-chan struct{} { return r.changed }
+
+// clientsLocked returns name's clients, building them when needed; r.mu is held.
+func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
+	if c, ok := r.clients[name]; ok {
 		return c, nil
 	}
-	c, err := kube.Connect(kube.Options{Kubeconfig: r.kubeconfig, Context: name})
+	spec, found, err := r.secretLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	var c *kube.Cluster
+	switch {
+	case found:
+		c, err = r.build(spec)
+	case name == r.opts.InClusterName && r.inCluster != nil:
+		c, err = kube.NewCluster(name, r.inCluster)
+	case r.opts.Contexts && r.hasContext(name):
+		c, err = kube.Connect(kube.Options{Kubeconfig: r.opts.Kubeconfig, Context: name})
+	default:
+		return nil, r.unknownLocked(name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", name, err)
 	}
-	r.clusters[name] = c
+	r.clients[name] = c
 	return c, nil
+}
+
+// unknownLocked is the error for a name no source has; r.mu is held.
+func (r *Registry) unknownLocked(name string) error {
+	e := &UnknownError{Name: name, Known: r.namesLocked()}
+	if r.opts.Contexts && !r.watching && (r.opts.InClusterName == "" || r.inCluster == nil) {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = r.opts.Kubeconfig
+		e.Kubeconfig = r.opts.Kubeconfig
+		if e.Kubeconfig == "" {
+			e.Kubeconfig = strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator))
+		}
+	}
+	return e
+}
+
+// build makes the clients of a Secret's spec.
+func (r *Registry) build(spec clusterspec.Spec) (*kube.Cluster, error) {
+	return Build(spec, r.inCluster)
+}
+
+// Build makes the clients of spec; inCluster is the config of the cluster the process runs
+// in (nil: not in one). It does not contact the cluster.
+func Build(spec clusterspec.Spec, inCluster *rest.Config) (*kube.Cluster, error) {
+	if spec.InCluster {
+		if inCluster == nil {
+			return nil, fmt.Errorf("%s registers the cluster the service runs in, but this process is not running in a cluster", spec.Source)
+		}
+		return kube.NewCluster(spec.Name, inCluster)
+	}
+	if spec.Kubeconfig == nil {
+		return nil, fmt.Errorf("cluster %s: no kubeconfig", spec.Name)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*spec.Kubeconfig, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", spec.Name, err)
+	}
+	return kube.NewCluster(spec.Name, cfg)
+}
+
+// secretLocked finds the Secret registering name: its spec, whether there is one, and why it
+// cannot be used (unusable data, or two Secrets claiming the name).
+func (r *Registry) secretLocked(name string) (clusterspec.Spec, bool, error) {
+	var hits []secretEntry
+	for _, e := range r.secrets {
+		if e.spec.Name == name {
+			hits = append(hits, e)
+		}
+	}
+	switch len(hits) {
+	case 0:
+		return clusterspec.Spec{}, false, nil
+	case 1:
+		if hits[0].err != nil {
+			return clusterspec.Spec{}, true, fmt.Errorf("cluster %q: %w", name, hits[0].err)
+		}
+		return hits[0].spec, true, nil
+	}
+	sources := make([]string, len(hits))
+	for i, h := range hits {
+		sources[i] = h.spec.Source
+	}
+	sort.Strings(sources)
+	return clusterspec.Spec{}, true, fmt.Errorf("cluster %q is registered by more than one Secret (%s): remove all but one", name, strings.Join(sources, ", "))
+}
+
+// hasContext reports whether the kubeconfig has context name.
+func (r *Registry) hasContext(name string) bool {
+	_, ok := r.contexts()[name]
+	return ok
+}
+
+// contexts returns the kubeconfig's context names with their server URL; none when the
+// kubeconfig does not load.
+func (r *Registry) contexts() map[string]string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = r.opts.Kubeconfig
+	cfg, err := rules.Load()
+	if err != nil {
+		r.log.Debug("kubeconfig does not load: no context source", zap.Error(err))
+		return nil
+	}
+	out := map[string]string{}
+	for n, c := range cfg.Contexts {
+		out[n] = ""
+		if cl := cfg.Clusters[c.Cluster]; cl != nil {
+			out[n] = cl.Server
+		}
+	}
+	return out
 }
 
 // DefaultName returns the cluster name to use when none is given: the current context of
 // the kubeconfig.
 func (r *Registry) DefaultName() (string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if r.kubeconfig != "" {
-		rules.ExplicitPath = r.kubeconfig
+	if r.opts.Kubeconfig != "" {
+		rules.ExplicitPath = r.opts.Kubeconfig
 	}
 	cfg, err := rules.Load()
 	if err != nil {

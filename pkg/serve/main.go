@@ -33,7 +33,9 @@ func Main(name events.Stage) {
 	RegisterNATSFlags(fs, &f.auth)
 	fs.BoolVar(&f.updateTopology, "update-topology", false,
 		"change existing streams and buckets to $"+ReplicasEnv+" and $"+RetentionEnv+" (otherwise a difference is an error)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig; empty inside a cluster uses the pod's service account")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig whose contexts are clusters (optional: see --in-cluster-name, --cluster-secrets-namespace)")
+	f.clusters = DefaultClusterOptions()
+	f.clusters.RegisterFlags(fs) // clusters.go
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
@@ -72,6 +74,7 @@ type serviceFlags struct {
 	kubeconfig     string
 	payloadKeyFile string
 	httpAddr       string // probes (health.go)
+	clusters       ClusterOptions
 	intake         IntakeFlags
 }
 
@@ -86,6 +89,13 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 	if err != nil {
 		return err
 	}
+	f.clusters.Kubeconfig = f.kubeconfig
+	registry, stopClusters, err := StartClusters(ctx, node, f.clusters, log)
+	if err != nil {
+		return err
+	}
+	defer stopClusters()
+	deps.Clusters = registry
 	if name == events.StageRenderer { // intake.go: only the renderer reads the intake settings
 		if deps.Intake, err = f.intake.Intake(); err != nil {
 			return err

@@ -1,0 +1,50 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/clusters"
+	"github.com/sealane/sealane/pkg/clusterspec"
+)
+
+// TestRendererRefusesUnservedClusters: with the cluster registry as Clusters, a request for an
+// unknown cluster or for one whose last check failed is a failed deploy at once (no error to
+// retry), for every operation, with the registry's reason.
+func TestRendererRefusesUnservedClusters(t *testing.T) {
+	reg, err := clusters.New(clusters.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.PutSecret(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "sealane", Name: "cluster-down", Labels: map[string]string{clusterspec.ClusterLabel: "down"}},
+		Data: map[string][]byte{clusterspec.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\ncurrent-context: d\n" +
+			"contexts: [{name: d, context: {cluster: d, user: d}}]\nclusters: [{name: d, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: d, user: {token: x}}]\n")},
+	})
+	reg.SetStatus(clusters.Status{Name: "down", Error: "dial tcp 127.0.0.1:1: connection refused"})
+	for _, op := range []events.Operation{events.OperationDeploy, events.OperationRollback, events.OperationUninstall} {
+		for cluster, want := range map[string]string{
+			"ghost": "cluster \"ghost\" is not registered (known: down): add it with `sealane cluster add ghost --kubeconfig FILE`",
+			"down":  `cluster "down" is unreachable: the check at 0001-01-01T00:00:00Z failed: dial tcp 127.0.0.1:1: connection refused`,
+		} {
+			t.Run(string(op)+" "+cluster, func(t *testing.T) {
+				_, r, ch := rendererEnv(t)
+				r.Clusters = reg
+				req := events.RequestedData{Target: events.Target{Cluster: cluster, Namespace: "shop", Release: "web"}, Chart: ch, Operation: op}
+				in := input(t, events.DeployRequested, "a", req, nil)
+				in.Target = req.Target
+				out, err := r.Handle(testContext(t), in)
+				if err != nil {
+					t.Fatalf("Handle = %v, want deploy.failed", err)
+				}
+				if got := failedReason(out); !strings.Contains(got, want) {
+					t.Errorf("failed reason %q, want %q (emitted %v)", got, want, emitted(out))
+				}
+			})
+		}
+	}
+}
