@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -111,7 +112,13 @@ func (b *Bus) publish(ctx context.Context, stream string, msg *nats.Msg, msgID s
 	// The message id makes a retry after a lost acknowledgement safe: the stream stores it once.
 	ack, err := call(ctx, b.link, func(ctx context.Context) (*jetstream.PubAck, error) {
 		m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: cloneHeader(msg.Header)}
-		return b.js.PublishMsg(ctx, m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
+		ack, err := b.js.PublishMsg(ctx, m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
+		if err != nil {
+			if refusal := refusedPublish(b.nc, subj); refusal != nil {
+				return nil, refusal // not retried: the server will refuse it again
+			}
+		}
+		return ack, err
 	})
 	if err != nil {
 		return false, fmt.Errorf("publish %s (msg id %s, stream %s): %w", subj, msgID, stream, err)
@@ -129,4 +136,23 @@ func cloneHeader(h nats.Header) nats.Header {
 		out[k] = append([]string(nil), v...)
 	}
 	return out
+}
+
+// ErrPublishRefused is wrapped by a publish the NATS server refused for the connection's
+// permissions (a client scoped to other targets, a stage publishing another stage's event).
+var ErrPublishRefused = errors.New("NATS refused the publish: this user may not publish on that subject")
+
+// refusedPublish returns ErrPublishRefused, with the server's words, when nc's last error is
+// the server refusing a publish to subject; nil otherwise. The server answers a refused
+// publish with an asynchronous error and no acknowledgement, so without this the publish would
+// be retried until its deadline.
+func refusedPublish(nc *nats.Conn, subject string) error {
+	if nc == nil {
+		return nil
+	}
+	last := nc.LastError()
+	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(last.Error(), `Publish to "`+subject+`"`) {
+		return nil
+	}
+	return fmt.Errorf("%w (%v): check the user's publish permissions in the NATS configuration", ErrPublishRefused, last)
 }

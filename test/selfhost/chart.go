@@ -8,14 +8,12 @@ import (
 	"github.com/sealane/sealane/test/podrun"
 )
 
-// Render renders deployments/chart of repoRoot with helm (release "sealane" in namespace)
-// and the given --set values, and parses it.
-func Render(t *testing.T, helm, repoRoot, namespace string, set ...string) *podrun.Objects {
+// Render renders deployments/chart of repoRoot with helm (release "sealane" in namespace) and
+// more helm template arguments (values, --dry-run=server to see an installation's Secrets),
+// and parses it.
+func Render(t *testing.T, helm, repoRoot, namespace string, args ...string) *podrun.Objects {
 	t.Helper()
-	args := []string{"template", "sealane", filepath.Join(repoRoot, "deployments", "chart"), "--namespace", namespace}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
+	args = append([]string{"template", "sealane", filepath.Join(repoRoot, "deployments", "chart"), "--namespace", namespace}, args...)
 	out, err := exec.Command(helm, args...).Output()
 	if err != nil {
 		msg := ""

@@ -1,0 +1,107 @@
+package selfhost
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/test/harness"
+)
+
+// TestChartServices proves the chart's wiring: it installs deployments/chart on the sandbox
+// (its ServiceAccounts, RBAC and generated Secrets), then runs what it renders — the 3-node
+// NATS with its users and permissions, the four services/* binaries with each Deployment's
+// command and environment, each on its own NATS user and with its own ServiceAccount's token —
+// registers the sandbox as a cluster by Secret, and deploys a chart as a client scoped to one
+// namespace of that cluster; helm sees the release.
+func TestChartServices(t *testing.T) {
+	cs := harness.Clientset(t, env.Kubeconfig)
+	ns := kubetest.UncreatedNamespace(t, cs, "selfhost-")
+	team := kubetest.UncreatedNamespace(t, cs, "team-")
+	const cluster, teamPassword = "registered", "team-password-for-the-test"
+	values := scopedClientValues(t, cluster, team, teamPassword)
+
+	sealane := func(extraEnv []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(env.Sealane, args...)
+		cmd.Env = append(os.Environ(), extraEnv...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("sealane %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	chart := filepath.Join(env.RepoRoot, "deployments", "chart")
+	sealane(nil, "deploy", chart, "--release", "sealane", "--namespace", ns, "--values", values, "--timeout", "3m",
+		"--kubeconfig", env.Kubeconfig, "--data-dir", t.TempDir())
+	objs := Render(t, env.Helm, env.RepoRoot, ns, "--values", values, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
+
+	nodes := StartNATS(t, objs, "sealane-nats", ns, env.NATSServer)
+	bins, err := harness.BuildServices(env.RepoRoot, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	StartStages(t, StageRun{Objects: objs, Release: "sealane", Namespace: ns, Binaries: bins, NATSURL: URLs(nodes),
+		Kubeconfig: env.Kubeconfig, Clientset: cs})
+
+	sealane(nil, "cluster", "add", cluster, "--kubeconfig", env.Kubeconfig, "--home-kubeconfig", env.Kubeconfig, "--sealane-namespace", ns)
+	client := []string{"SEALANE_NATS_USER=team-a", "SEALANE_NATS_PASSWORD=" + teamPassword,
+		"SEALANE_PAYLOAD_KEY=" + objs.Secret("sealane-payload-key", "key")}
+	sealane(client, "deploy", smallChart(t), "--release", "web", "--namespace", team, "--nats", URLs(nodes), "--cluster", cluster,
+		"--kubeconfig", env.Kubeconfig, "--timeout", "2m")
+	out, err := exec.Command(env.Helm, "status", "web", "-n", team, "--kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "STATUS: deployed") {
+		t.Fatalf("helm status: %v\n%s", err, out)
+	}
+
+	// The same client, another namespace: NATS refuses the request.
+	start := time.Now()
+	cmd := exec.Command(env.Sealane, "deploy", smallChart(t), "--release", "web", "--namespace", team+"-other", "--nats", URLs(nodes),
+		"--cluster", cluster, "--kubeconfig", env.Kubeconfig, "--timeout", "2m")
+	cmd.Env = append(os.Environ(), client...)
+	out, err = cmd.CombinedOutput()
+	t.Logf("refused in %s:\n%s", time.Since(start), out)
+	if err == nil || !strings.Contains(string(out), "ermission") {
+		t.Errorf("a deploy outside the client's namespace: err = %v, want a permissions error:\n%s", err, out)
+	}
+}
+
+// scopedClientValues writes chart values for a throwaway installation (no volumes, no
+// in-cluster registration) with one more NATS user, team-a, allowed to request deploys only
+// to namespace team of cluster — the shipped scoped-client example, retargeted.
+func scopedClientValues(t *testing.T, cluster, team, password string) string {
+	t.Helper()
+	perms, err := os.ReadFile(filepath.Join(env.RepoRoot, "deployments", "nats", "scoped-client.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoped := strings.ReplaceAll(string(perms), "sealane.deploy.requested.sandbox.team-a.>", "sealane.deploy.requested."+cluster+"."+team+".>")
+	if scoped == string(perms) {
+		t.Fatal("deployments/nats/scoped-client.conf no longer holds the requested subject this test retargets")
+	}
+	v := map[string]any{
+		"inCluster": map[string]any{"enabled": false},
+		"nats": map[string]any{
+			"storage":          map[string]any{"persistent": false},
+			"extraPermissions": scoped,
+			"extraUsers":       []string{"{user: team-a, password: $TEAM_A_PASSWORD, permissions: $CLIENT_TEAM_A}"},
+			"extraEnv":         []map[string]string{{"name": "TEAM_A_PASSWORD", "value": password}},
+		},
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
