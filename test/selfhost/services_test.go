@@ -104,4 +104,3 @@ func scopedClientValues(t *testing.T, cluster, team, password string) string {
 	}
 	return file
 }
-
