@@ -120,24 +120,20 @@ func (b *Bus) streamStep(what string, cfg jetstream.StreamConfig) func(context.C
 }
 
 func (b *Bus) streamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        b.opts.Stream,
-		Description: "sealane deploy events",
-		Subjects:    b.opts.Subjects,
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.Replicas,
-		MaxAge:      b.opts.MaxAge,
-		Duplicates:  b.opts.Duplicates,
-		Discard:     jetstream.DiscardOld,
-	}
+	return b.auditStream(b.opts.Stream, "sealane deploy events", b.opts.Subjects)
 }
 
 func (b *Bus) deadLetterConfig() jetstream.StreamConfig {
+	return b.auditStream(b.opts.DeadLetterStream, "sealane messages a stage gave up on", []string{DeadLetterSubjectPrefix + ".>"})
+}
+
+// auditStream is a stream kept for the audit retention (MaxAge), oldest dropped first, with
+// the duplicate window: the deploy and dead-letter streams.
+func (b *Bus) auditStream(name, description string, subjects []string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:        b.opts.DeadLetterStream,
-		Description: "sealane messages a stage gave up on",
-		Subjects:    []string{DeadLetterSubjectPrefix + ".>"},
+		Name:        name,
+		Description: description,
+		Subjects:    subjects,
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.Replicas,
