@@ -1,6 +1,7 @@
 package selfhost
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sealane/sealane/pkg/kube/kubetest"
@@ -17,15 +20,26 @@ import (
 // TestChartServices proves the chart's wiring: it installs deployments/chart on the sandbox
 // (its ServiceAccounts, RBAC and generated Secrets), then runs what it renders — the 3-node
 // NATS with its users and permissions, the four services/* binaries with each Deployment's
-// command and environment, each on its own NATS user and with its own ServiceAccount's token —
-// registers the sandbox as a cluster by Secret, and deploys a chart as a client scoped to one
-// namespace of that cluster; helm sees the release.
+// command, environment and mounts, each on its own NATS user and with its own
+// ServiceAccount's token — registers the sandbox as a cluster by Secret, and deploys a chart
+// as a client scoped to one namespace of that cluster, signing with its nkey: helm sees the
+// release, its record names the verified client, and NATS refuses another namespace.
 func TestChartServices(t *testing.T) {
 	cs := harness.Clientset(t, env.Kubeconfig)
 	ns := kubetest.UncreatedNamespace(t, cs, "selfhost-")
 	team := kubetest.UncreatedNamespace(t, cs, "team-")
-	const cluster, teamPassword = "registered", "team-password-for-the-test"
-	values := scopedClientValues(t, cluster, team, teamPassword)
+	const cluster = "registered"
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "team-a.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	values := scopedClientValues(t, cluster, team, pub)
 
 	sealane := func(extraEnv []string, args ...string) string {
 		t.Helper()
@@ -51,13 +65,20 @@ func TestChartServices(t *testing.T) {
 		Kubeconfig: env.Kubeconfig, Clientset: cs})
 
 	sealane(nil, "cluster", "add", cluster, "--kubeconfig", env.Kubeconfig, "--home-kubeconfig", env.Kubeconfig, "--sealane-namespace", ns)
-	client := []string{"SEALANE_NATS_USER=team-a", "SEALANE_NATS_PASSWORD=" + teamPassword,
-		"SEALANE_PAYLOAD_KEY=" + objs.Secret("sealane-payload-key", "key")}
+	client := []string{"SEALANE_NATS_NKEY=" + seedFile, "SEALANE_PAYLOAD_KEY=" + objs.Secret("sealane-payload-key", "key")}
 	sealane(client, "deploy", smallChart(t), "--release", "web", "--namespace", team, "--nats", URLs(nodes), "--cluster", cluster,
 		"--kubeconfig", env.Kubeconfig, "--timeout", "2m")
 	out, err := exec.Command(env.Helm, "status", "web", "-n", team, "--kubeconfig", env.Kubeconfig).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "STATUS: deployed") {
 		t.Fatalf("helm status: %v\n%s", err, out)
+	}
+	// The renderer verified the client's signature against the chart's client keys.
+	records, err := cs.CoreV1().Secrets(team).List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm,name=web"})
+	if err != nil || len(records.Items) != 1 {
+		t.Fatalf("release records: %v, %v", records, err)
+	}
+	if l := records.Items[0].Labels; l["sealane.dev/requested-by"] != "team-a" || l["sealane.dev/requested-by-verified"] != "true" {
+		t.Errorf("release record labels %v: want requested-by team-a, verified", l)
 	}
 
 	// The same client, another namespace: NATS refuses the request.
@@ -73,9 +94,10 @@ func TestChartServices(t *testing.T) {
 }
 
 // scopedClientValues writes chart values for a throwaway installation (no volumes, no
-// in-cluster registration) with one more NATS user, team-a, allowed to request deploys only
-// to namespace team of cluster — the shipped scoped-client example, retargeted.
-func scopedClientValues(t *testing.T, cluster, team, password string) string {
+// in-cluster registration) with one more NATS user, the nkey pub, allowed to request deploys
+// only to namespace team of cluster — the shipped scoped-client example, retargeted — and
+// registered with the renderer as client "team-a", whose signature every request needs.
+func scopedClientValues(t *testing.T, cluster, team, pub string) string {
 	t.Helper()
 	perms, err := os.ReadFile(filepath.Join(env.RepoRoot, "deployments", "nats", "scoped-client.conf"))
 	if err != nil {
@@ -90,9 +112,9 @@ func scopedClientValues(t *testing.T, cluster, team, password string) string {
 		"nats": map[string]any{
 			"storage":          map[string]any{"persistent": false},
 			"extraPermissions": scoped,
-			"extraUsers":       []string{"{user: team-a, password: $TEAM_A_PASSWORD, permissions: $CLIENT_TEAM_A}"},
-			"extraEnv":         []map[string]string{{"name": "TEAM_A_PASSWORD", "value": password}},
+			"extraUsers":       []string{"{nkey: " + pub + ", permissions: $CLIENT_TEAM_A}"},
 		},
+		"intake": map[string]any{"clientKeys": map[string]string{"team-a": pub}},
 	}
 	b, err := yaml.Marshal(v)
 	if err != nil {
