@@ -145,24 +145,29 @@ func (e *UnreachableError) Error() string {
 // Is makes errors.Is(err, ErrUnreachable) true.
 func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
 
-// Get returns the clients of the named cluster. An unknown name is an *UnknownError, a cluster
-// whose last check failed an *UnreachableError, a cluster whose Secret is unusable the reason
-// naming the Secret: each at once, without contacting the cluster.
+// Get returns the clients of the named cluster, whatever its last check found (a deploy in
+// flight retries through an outage). An unknown name is an *UnknownError, a cluster whose
+// Secret is unusable the reason naming the Secret: each at once, without contacting the
+// cluster.
 func (r *Registry) Get(name string) (*kube.Cluster, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s, ok := r.status[name]; ok && !s.Reachable {
-		return nil, &UnreachableError{Status: s}
-	}
 	return r.clientsLocked(name)
 }
 
-// connect returns name's clients whatever its last check found (for the checker).
-func (r *Registry) connect(name string) (*kube.Cluster, error) {
+// Reachable is an *UnreachableError when name's last check failed, nil otherwise (not checked
+// yet included): what a new deploy is refused for at once (pkg/pipeline).
+func (r *Registry) Reachable(name string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.clientsLocked(name)
+	if s, ok := r.status[name]; ok && !s.Reachable {
+		return &UnreachableError{Status: s}
+	}
+	return nil
 }
+
+// connect returns name's clients (for the checker).
+func (r *Registry) connect(name string) (*kube.Cluster, error) { return r.Get(name) }
 
 // Changed is signalled when a cluster Secret was added, changed or removed.
 func (r *Registry) Changed() <-chan struct{} { return r.changed }

@@ -87,7 +87,10 @@ func TestGetSources(t *testing.T) {
 		{"ctx-b", `cluster "ctx-b" is unreachable: the check at 2026-01-02T03:04:05Z failed: dial tcp: connection refused (last seen: never)`, ErrUnreachable},
 	}
 	for _, tt := range refusals {
-		_, err := r.Get(tt.name)
+		err := r.Reachable(tt.name) // what a new deploy is refused for first
+		if err == nil {
+			_, err = r.Get(tt.name)
+		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Get(%s) = %v, want %q", tt.name, err, tt.want)
 		}
@@ -114,8 +117,11 @@ func TestSecretChanges(t *testing.T) {
 		t.Fatal("Get built new clients for an unchanged Secret")
 	}
 	r.SetStatus(Status{Name: "prod", Error: "down"})
-	if _, err := r.Get("prod"); !errors.Is(err, ErrUnreachable) {
-		t.Fatalf("Get of an unreachable cluster = %v", err)
+	if err := r.Reachable("prod"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Reachable of an unreachable cluster = %v", err)
+	}
+	if c, err := r.Get("prod"); err != nil || c != first {
+		t.Fatalf("Get of an unreachable cluster = %v, %v; want its clients (a deploy in flight retries)", c, err)
 	}
 	changed := s.DeepCopy()
 	changed.Data[clusterspec.KubeconfigKey] = []byte(strings.Replace(testKubeconfig, "a.example", "b.example", 1))
@@ -138,7 +144,7 @@ func TestSecretChanges(t *testing.T) {
 	third, _ := r.Get("prod")
 	r.SetStatus(Status{Name: "prod", Error: "down"})
 	r.PutSecret(changed.DeepCopy())
-	if _, err := r.Get("prod"); !errors.Is(err, ErrUnreachable) {
+	if err := r.Reachable("prod"); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("a relist cleared the unreachable status: %v", err)
 	}
 	r.SetStatus(Status{Name: "prod", Reachable: true})

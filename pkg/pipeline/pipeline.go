@@ -33,6 +33,24 @@ type Clusters interface {
 	Get(name string) (*kube.Cluster, error)
 }
 
+// reachability is what a Clusters may add: whether a cluster answered its last check
+// (clusters.Registry). Only a new deploy is refused for it (newDeployCluster); a deploy in
+// flight keeps retrying its calls through an outage.
+type reachability interface {
+	Reachable(name string) error
+}
+
+// newDeployCluster returns the clients of the cluster a new request targets, refusing at once
+// a cluster the registry last found unreachable.
+func newDeployCluster(cs Clusters, name string) (*kube.Cluster, error) {
+	if r, ok := cs.(reachability); ok {
+		if err := r.Reachable(name); err != nil {
+			return nil, err
+		}
+	}
+	return cs.Get(name)
+}
+
 // Deps are what the stages need from the outside world.
 type Deps struct {
 	Blobs    Blobs
