@@ -134,8 +134,18 @@ func TestSecretsWatchedAndChecked(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if err := r.Reachable("nowhere"); !errors.Is(err, ErrUnreachable) || time.Since(start) > time.Second {
+	if err := r.Reachable(ctx, "nowhere"); !errors.Is(err, ErrUnreachable) || time.Since(start) > time.Second {
 		t.Fatalf("Reachable(nowhere) = %v after %s, want unreachable at once", err, time.Since(start))
+	}
+	// A cluster back before the next round is served at once: Reachable checks it again.
+	down, _ := r.Status("sandbox")
+	down.Reachable, down.Error = false, "the last round's outage"
+	r.SetStatus(down)
+	if err := r.Reachable(ctx, "sandbox"); err != nil {
+		t.Fatalf("Reachable(sandbox), answering again = %v", err)
+	}
+	if s, _ := r.Status("sandbox"); !s.Reachable || s.Version == "" {
+		t.Fatalf("status after the recheck: %+v", s)
 	}
 	c, err := r.Get("sandbox")
 	if err != nil {

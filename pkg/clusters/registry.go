@@ -8,6 +8,7 @@
 package clusters
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -155,14 +156,33 @@ func (r *Registry) Get(name string) (*kube.Cluster, error) {
 	return r.clientsLocked(name)
 }
 
-// Reachable is an *UnreachableError when name's last check failed, nil otherwise (not checked
-// yet included): what a new deploy is refused for at once (pkg/pipeline).
-func (r *Registry) Reachable(name string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s, ok := r.status[name]; ok && !s.Reachable {
+// recheckTimeout bounds the live check Reachable makes of a cluster last found unreachable.
+const recheckTimeout = 3 * time.Second
+
+// Reachable is nil unless name's last check failed (not checked yet counts as reachable); then
+// it checks again at once (GET /version within recheckTimeout), since the cluster may be back
+// before the next round, and is an *UnreachableError when it still does not answer. What a new
+// deploy is refused for (pkg/pipeline).
+func (r *Registry) Reachable(ctx context.Context, name string) error {
+	s, ok := r.Status(name)
+	if !ok || s.Reachable {
+		return nil
+	}
+	cl, err := r.Get(name)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, recheckTimeout)
+	defer cancel()
+	now := time.Now()
+	v, err := ServerVersion(cctx, cl)
+	if err != nil {
+		s.Error, s.CheckedAt = err.Error(), now
+		r.SetStatus(s)
 		return &UnreachableError{Status: s}
 	}
+	s.Reachable, s.Version, s.Error, s.LastSeen, s.CheckedAt = true, v, "", now, now
+	r.SetStatus(s)
 	return nil
 }
 

@@ -13,8 +13,8 @@ import (
 )
 
 // TestRendererRefusesUnservedClusters: with the cluster registry as Clusters, a request for an
-// unknown cluster or for one whose last check failed is a failed deploy at once (no error to
-// retry), for every operation, with the registry's reason.
+// unknown cluster or for one whose last check failed and that still does not answer is a
+// failed deploy at once (no error to retry), for every operation, with the registry's reason.
 func TestRendererRefusesUnservedClusters(t *testing.T) {
 	reg, err := clusters.New(clusters.Options{})
 	if err != nil {
@@ -29,7 +29,8 @@ func TestRendererRefusesUnservedClusters(t *testing.T) {
 	for _, op := range []events.Operation{events.OperationDeploy, events.OperationRollback, events.OperationUninstall} {
 		for cluster, want := range map[string]string{
 			"ghost": "cluster \"ghost\" is not registered (known: down): add it with `sealane cluster add ghost --kubeconfig FILE`",
-			"down":  `cluster "down" is unreachable: the check at 0001-01-01T00:00:00Z failed: dial tcp 127.0.0.1:1: connection refused`,
+			// checked again at once (the recheck's own error): still refused
+			"down": `/version: Get "https://127.0.0.1:1/version": dial tcp 127.0.0.1:1: connect: connection refused`,
 		} {
 			t.Run(string(op)+" "+cluster, func(t *testing.T) {
 				_, r, ch := rendererEnv(t)

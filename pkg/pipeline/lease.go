@@ -147,7 +147,7 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 // helmPending returns Helm's refusal when the release's last revision is pending and was not
 // written by sealane: helm itself is mid-operation on the release.
 func (l *leasedRenderer) helmPending(ctx context.Context, in stage.Input, req events.RequestedData) (string, error) {
-	cluster, err := newDeployCluster(l.Clusters, in.Target.Cluster)
+	cluster, err := newDeployCluster(ctx, l.Clusters, in.Target.Cluster)
 	if err != nil {
 		return "", nil // the renderer reports it
 	}

@@ -37,14 +37,14 @@ type Clusters interface {
 // (clusters.Registry). Only a new deploy is refused for it (newDeployCluster); a deploy in
 // flight keeps retrying its calls through an outage.
 type reachability interface {
-	Reachable(name string) error
+	Reachable(ctx context.Context, name string) error
 }
 
-// newDeployCluster returns the clients of the cluster a new request targets, refusing at once
-// a cluster the registry last found unreachable.
-func newDeployCluster(cs Clusters, name string) (*kube.Cluster, error) {
+// newDeployCluster returns the clients of the cluster a new request targets, refusing a
+// cluster the registry last found unreachable and that still does not answer.
+func newDeployCluster(ctx context.Context, cs Clusters, name string) (*kube.Cluster, error) {
 	if r, ok := cs.(reachability); ok {
-		if err := r.Reachable(name); err != nil {
+		if err := r.Reachable(ctx, name); err != nil {
 			return nil, err
 		}
 	}

@@ -71,7 +71,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	if err != nil {
 		return stage.Output{}, err
 	}
-	cluster, err := newDeployCluster(r.Clusters, in.Target.Cluster)
+	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
 	}

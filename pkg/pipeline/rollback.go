@@ -19,7 +19,7 @@ import (
 // rollback turns a rollback request into a render: the new revision takes the manifest, hooks,
 // values, notes and chart of the revision rolled back to, as `helm rollback` does.
 func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.RequestedData) (stage.Output, error) {
-	cluster, err := newDeployCluster(r.Clusters, in.Target.Cluster)
+	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
 	}

@@ -50,7 +50,7 @@ func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req events.Re
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, op.verb+": "+reason)}}, nil
 	}
-	cluster, err := newDeployCluster(r.Clusters, in.Target.Cluster)
+	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return fail(err.Error())
 	}
