@@ -36,6 +36,23 @@ type ChartSource struct {
 	// Repo is the Helm repository URL the renderer fetches Name at Version (an exact version
 	// or a semver constraint) from when Ref is empty.
 	Repo string `json:"repo,omitempty"`
+	// Git is a chart in a git repository at one commit (a webhook's push): the renderer
+	// fetches the repository at Commit, never a branch head, when Ref is empty.
+	Git *GitChart `json:"git,omitempty"`
+}
+
+// GitChart names a chart in a git repository at one commit.
+type GitChart struct {
+	// URL is the repository's https or ssh URL.
+	URL string `json:"url"`
+	// Commit is the full SHA-1 (40 hex) or SHA-256 (64 hex) object name of the commit.
+	Commit string `json:"commit"`
+	// Path is the chart directory or werf project directory (chart in .helm/) in the
+	// repository; empty is the repository's root.
+	Path string `json:"path,omitempty"`
+	// ValuesFiles are values files in the repository (paths from its root), merged in order
+	// before the request's own values.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
 }
 
 // Duration is a time.Duration written as Go duration text ("5m0s") in JSON.
@@ -440,4 +457,32 @@ type LogLinesData struct {
 	Container string      `json:"container,omitempty"`
 	Lines     []LogLine   `json:"lines"`
 	Dropped   int         `json:"dropped,omitempty"`
+}
+
+// WebhookData is the payload of the webhook audit events (WebhookAccepted, WebhookRejected,
+// WebhookIgnored, WebhookDuplicate): one per HTTP request to a receiver (one per deploy for an
+// accepted push). It never carries a secret or the request's body.
+type WebhookData struct {
+	Receiver string `json:"receiver"`
+	// Provider is the receiver's type: github, gitlab, bitbucket, generic-hmac,
+	// standard-webhooks or cloudevents.
+	Provider   string `json:"provider"`
+	DeliveryID string `json:"deliveryId,omitempty"`
+	// Event is the provider's event name as sent (push, Push Hook, repo:refs_changed...).
+	Event      string `json:"event,omitempty"`
+	Repository string `json:"repository,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	Sender     string `json:"sender,omitempty"`
+	// Status is the HTTP status the request was answered with.
+	Status int `json:"status"`
+	// Reason says why a request was rejected (signature, size, rate, malformed, method,
+	// content-type, timeout, unknown route...) or ignored.
+	Reason string `json:"reason,omitempty"`
+	// Route is the index of the receiver's route that matched (accepted, duplicate).
+	Route *int `json:"route,omitempty"`
+	// DeployID is the deploy the push started (accepted) or started earlier (duplicate).
+	DeployID string `json:"deployId,omitempty"`
+	// RemoteAddr is the client's address as the server saw it.
+	RemoteAddr string `json:"remoteAddr,omitempty"`
 }

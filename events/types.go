@@ -36,11 +36,26 @@ const (
 	LogLines Type = "dev.sealane.deploy.log_lines.v1"
 )
 
+// The audit events of the webhook intake (sealane serve webhook), one per request; an
+// accepted push has one per deploy it started, with that deploy's target and correlation id.
+// A request without a deploy target is published for NoTarget.
+const (
+	WebhookAccepted  Type = "dev.sealane.webhook.accepted.v1"
+	WebhookRejected  Type = "dev.sealane.webhook.rejected.v1"
+	WebhookIgnored   Type = "dev.sealane.webhook.ignored.v1"
+	WebhookDuplicate Type = "dev.sealane.webhook.duplicate.v1"
+)
+
+// NoTarget is the target of an event about no release (a rejected webhook request):
+// "clusters/_/namespaces/_/releases/_", the subject tokens of empty names.
+var NoTarget = Target{Cluster: "_", Namespace: "_", Release: "_"}
+
 // AllTypes lists every event type in the catalogue.
 var AllTypes = []Type{
 	DeployRequested, DeployRendered, DeployStarted, PhaseApplied, ResourceProgressed,
 	PhaseTracked, DeploySucceeded, DeployFailed, ReleaseRecorded, DeployPlanned, LogLines,
 	CDServiceDeployed, CDServiceUpgraded, CDServiceRolledBack, CDServiceRemoved, // cdevents.go
+	WebhookAccepted, WebhookRejected, WebhookIgnored, WebhookDuplicate,
 }
 
 // tokens maps each type to the subject token consumers filter on.
@@ -61,6 +76,11 @@ var tokens = map[Type]string{
 	CDServiceUpgraded:   "cd_service_upgraded",
 	CDServiceRolledBack: "cd_service_rolledback",
 	CDServiceRemoved:    "cd_service_removed",
+	// webhook intake
+	WebhookAccepted:  "webhook_accepted",
+	WebhookRejected:  "webhook_rejected",
+	WebhookIgnored:   "webhook_ignored",
+	WebhookDuplicate: "webhook_duplicate",
 }
 
 // Token returns the subject token of the type ("rendered" for DeployRendered).
