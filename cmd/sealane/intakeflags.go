@@ -16,6 +16,8 @@ func addIntakeFlags(cmd *cobra.Command) *serve.IntakeFlags {
 	cmd.Flags().DurationVar(&f.RequestMaxAge, "request-max-age", f.RequestMaxAge, serve.UsageRequestMaxAge)
 	cmd.Flags().StringVar(&f.MaxChartSize, "max-chart-size", f.MaxChartSize, serve.UsageMaxChartSize)
 	cmd.Flags().DurationVar(&f.ChartFetchTimeout, "chart-fetch-timeout", f.ChartFetchTimeout, serve.UsageChartFetchTimeout)
+	cmd.Flags().StringVar(&f.GitCredentials, "git-credentials", f.GitCredentials, serve.UsageGitCredentials)
+	cmd.Flags().StringVar(&f.GitCacheDir, "git-cache-dir", f.GitCacheDir, serve.UsageGitCacheDir)
 	return &f
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -22,35 +23,41 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var httpAddr string
 	var updateTopology bool
 	setup := &serveSetup{clusters: serve.DefaultClusterOptions()} // servedeps.go
+	hook := serve.WebhookOptionsFromEnv()
 	cmd := &cobra.Command{
-		Use:   "serve renderer|applier|tracker|recorder|all...",
+		Use:   "serve renderer|applier|tracker|recorder|webhook|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
 		Long: "Run one or more pipeline stages until interrupted. Every replica of a stage shares the " +
-			"stage's durable consumer, so starting more replicas shares the work.",
+			"stage's durable consumer, so starting more replicas shares the work. `webhook` serves the git " +
+			"webhook intake (--webhook-config); `all` is the four stages, and the intake too when --webhook-config is set.",
 		Args:      cobra.MinimumNArgs(1),
-		ValidArgs: []string{"renderer", "applier", "tracker", "recorder", "all"},
+		ValidArgs: []string{"renderer", "applier", "tracker", "recorder", "webhook", "all"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.natsURL == "" {
 				return fmt.Errorf("serve needs --nats URL (or $SEALANE_NATS_URL): stages of one pipeline meet on a shared NATS")
 			}
-			names := make([]events.Stage, 0, len(args))
-			for _, a := range args {
-				names = append(names, events.Stage(a))
-			}
-			if _, err := pipeline.Stages(pipeline.Deps{}, names...); err != nil {
-				return err
+			names, withWebhook := serveParts(args, hook.Config != "")
+			if len(names) > 0 {
+				if _, err := pipeline.Stages(pipeline.Deps{}, names...); err != nil {
+					return err
+				}
 			}
 			log, err := g.logger()
 			if err != nil {
 				return err
 			}
 			defer func() { _ = log.Sync() }()
-			node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, Provision: true, UpdateTopology: updateTopology,
+			node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, Provision: len(names) > 0, UpdateTopology: updateTopology, SignRequests: withWebhook,
 				Name: "sealane-" + args[0], Log: log, Replicas: replicas, Retention: retention, PayloadKeyFile: g.payloadKeyFile})
 			if err != nil {
 				return err
 			}
 			defer node.Close()
+			if len(names) == 0 { // the webhook intake alone: no clusters, no keys
+				return node.WithProbes(cmd.Context(), httpAddr, func(ctx context.Context) error {
+					return serve.RunWebhook(ctx, node, hook, log)
+				})
+			}
 			setup.leaseTTLSet = cmd.Flags().Changed("lease-ttl")
 			deps, stopClusters, err := setup.deps(cmd.Context(), g, node, names, log)
 			if err != nil {
@@ -61,7 +68,11 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			runner := node.Runner(log)
 			runner.AckWait = ackWait
 			return node.WithProbes(cmd.Context(), httpAddr, func(ctx context.Context) error {
-				return serve.RunStages(ctx, runner, deps, names...)
+				if !withWebhook {
+					return serve.RunStages(ctx, runner, deps, names...)
+				}
+				return runTogether(ctx, func(ctx context.Context) error { return serve.RunStages(ctx, runner, deps, names...) },
+					func(ctx context.Context) error { return serve.RunWebhook(ctx, node, hook, log) })
 			})
 		},
 	}
@@ -83,5 +94,47 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
 	registerClusterFlags(cmd.Flags(), &setup.clusters) // cluster.go
 	setup.intake = addIntakeFlags(cmd)
+	hook.RegisterFlags(cmd.Flags())
 	return cmd
+}
+
+// serveParts splits serve's arguments into the stages to run and whether to serve the
+// webhook intake: named, or in "all" when it is configured.
+func serveParts(args []string, webhookConfigured bool) ([]events.Stage, bool) {
+	var names []events.Stage
+	withWebhook := false
+	for _, a := range args {
+		switch a {
+		case "webhook":
+			withWebhook = true
+		case "all":
+			withWebhook = withWebhook || webhookConfigured
+			names = append(names, events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker)
+		default:
+			names = append(names, events.Stage(a))
+		}
+	}
+	return names, withWebhook
+}
+
+// runTogether runs every part until ctx ends or one fails, which stops the others; it returns
+// the first error.
+func runTogether(ctx context.Context, parts ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(parts))
+	for _, p := range parts {
+		go func() {
+			err := p(ctx)
+			cancel()
+			errs <- err
+		}()
+	}
+	var first error
+	for range parts {
+		if err := <-errs; err != nil && first == nil && !errors.Is(err, context.Canceled) {
+			first = err
+		}
+	}
+	return first
 }

@@ -28,6 +28,7 @@ const (
 	DefaultBlobBucket       = "sealane-blobs"
 	DefaultLeaseBucket      = "sealane-leases"   // release leases and their queues (pkg/lease)
 	DefaultClusterBucket    = "sealane-clusters" // cluster reachability and versions (pkg/clusters)
+	DefaultDeliveryBucket   = "sealane-webhook-deliveries" // webhook deliveries seen (pkg/webhook)
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
 	DefaultLogStream        = "SEALANE_LOGS"
 	// LogSubject is what the log stream captures: container log lines of tracked resources
@@ -65,6 +66,8 @@ type Options struct {
 	LeaseBucket string
 	// ClusterBucket is the KV bucket of the registered clusters' statuses (pkg/clusters).
 	ClusterBucket string
+	// DeliveryBucket is the KV bucket of the webhook deliveries seen (Deliveries).
+	DeliveryBucket string
 	// DeadLetterStream records messages a stage gave up on, on DeadLetterSubjectPrefix.>.
 	DeadLetterStream string
 	// LogStream holds container log lines on LogSubject, for LogMaxAge and LogMaxBytes.
@@ -104,6 +107,7 @@ func DefaultOptions() Options {
 		BlobBucket:       DefaultBlobBucket,
 		LeaseBucket:      DefaultLeaseBucket,
 		ClusterBucket:    DefaultClusterBucket,
+		DeliveryBucket:   DefaultDeliveryBucket,
 		DeadLetterStream: DefaultDeadLetterStream,
 		LogStream:        DefaultLogStream,
 		LogMaxAge:        DefaultLogMaxAge,
@@ -137,6 +141,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.DeadLetterStream == "" {
 		o.DeadLetterStream = d.DeadLetterStream
+	}
+	if o.DeliveryBucket == "" {
+		o.DeliveryBucket = d.DeliveryBucket
 	}
 	if o.LeaseBucket == "" {
 		o.LeaseBucket = d.LeaseBucket

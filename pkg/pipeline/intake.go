@@ -13,6 +13,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chartsource"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/gitsource"
 	"github.com/sealane/sealane/pkg/intake"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -39,6 +40,9 @@ type Intake struct {
 	// FetchTimeout their time (0: remoteChartTimeout).
 	MaxChartBytes int64
 	FetchTimeout  time.Duration
+	// Git is how git charts are fetched (a webhook's push): the cache of bare clones and the
+	// credentials (--git-cache-dir, --git-credentials). Its Timeout 0 is FetchTimeout.
+	Git gitsource.Options
 }
 
 // TrustedIntake is the Intake of the CLI's embedded pipeline: every chart source is fetched.
@@ -141,6 +145,9 @@ var chartDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // under its digest, a remote one must be allowed by Sources; a local path is refused unless
 // the intake is trusted.
 func (i Intake) checkChart(ch events.ChartSource) error {
+	if ch.Ref == "" && ch.Git != nil {
+		return i.checkGitChart(ch.Git) // gitchart.go
+	}
 	if ch.Ref != "" {
 		_, name, err := bus.ParseBlobRef(ch.Ref)
 		if err != nil || !chartDigest.MatchString(ch.Digest) || name != "charts/"+ch.Digest {
@@ -177,7 +184,7 @@ func checkInputsRef(ref, deployID string) error {
 func (i Intake) fetchRefused(ctx context.Context, err error) (string, bool) {
 	opts := i.fetchOptions()
 	switch {
-	case chartMissing(err), errors.Is(err, chartsource.ErrNotAllowed):
+	case chartMissing(err), errors.Is(err, chartsource.ErrNotAllowed), gitRefused(err):
 		return err.Error(), true
 	case errors.Is(err, chartsource.ErrTooLarge):
 		return fmt.Sprintf("%v; the renderer's limit is --max-chart-size (%d bytes): use a smaller chart, or upload it with the request", err, opts.MaxBytes), true

@@ -114,6 +114,20 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 // fills req.Chart) and its values.
 func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*chart.Loaded, chart.Inputs, error) {
 	var inputs chart.Inputs
+	var repoValues []chart.ValuesFile
+	if req.Chart.Ref == "" && req.Chart.Git != nil {
+		if err := r.Intake.checkGitChart(req.Chart.Git); err != nil {
+			return nil, inputs, refuse("%s", err.Error())
+		}
+		src, values, err := storeGitChart(ctx, r.Blobs, *req.Chart.Git, r.Intake)
+		if reason, ok := r.Intake.fetchRefused(ctx, err); ok {
+			return nil, inputs, refuse("%s", reason)
+		}
+		if err != nil {
+			return nil, inputs, err
+		}
+		req.Chart, repoValues = src, values
+	}
 	if req.Chart.Ref == "" {
 		if req.Chart.Name == "" {
 			return nil, inputs, refuse("the request names no chart")
@@ -147,6 +161,10 @@ func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*c
 		if err := json.Unmarshal(raw, &inputs); err != nil {
 			return nil, inputs, refuse("values %s: %v", req.InputsRef, err)
 		}
+	}
+	inputs.ValuesFiles = append(repoValues, inputs.ValuesFiles...)
+	if req.Project == "" {
+		req.Project = loaded.Chart.Metadata.Name // a webhook's request: the chart names the project
 	}
 	return loaded, inputs, nil
 }

@@ -4,12 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/sealane/sealane/pkg/gitsource"
 	"github.com/sealane/sealane/pkg/intake"
 	"github.com/sealane/sealane/pkg/pipeline"
 )
@@ -21,6 +23,8 @@ const (
 	RequestMaxAgeEnv     = "SEALANE_REQUEST_MAX_AGE"    // duration
 	MaxChartSizeEnv      = "SEALANE_MAX_CHART_SIZE"     // quantity, e.g. 100Mi
 	ChartFetchTimeoutEnv = "SEALANE_CHART_FETCH_TIMEOUT"
+	GitCredentialsEnv    = "SEALANE_GIT_CREDENTIALS" // file
+	GitCacheDirEnv       = "SEALANE_GIT_CACHE_DIR"
 )
 
 // IntakeFlags configure what a service's renderer accepts from the bus (pipeline.Intake):
@@ -32,13 +36,16 @@ type IntakeFlags struct {
 	RequestMaxAge     time.Duration
 	MaxChartSize      string
 	ChartFetchTimeout time.Duration
+	GitCredentials    string
+	GitCacheDir       string
 }
 
 // IntakeFlagsFromEnv is the default of every intake flag: its environment variable, else the
 // built-in default. A malformed duration in the environment is reported by Intake.
 func IntakeFlagsFromEnv() IntakeFlags {
 	f := IntakeFlags{ClientKeys: os.Getenv(ClientKeysEnv), MaxChartSize: os.Getenv(MaxChartSizeEnv),
-		RequestMaxAge: intake.DefaultMaxAge, ChartFetchTimeout: 2 * time.Minute}
+		RequestMaxAge: intake.DefaultMaxAge, ChartFetchTimeout: 2 * time.Minute,
+		GitCredentials: os.Getenv(GitCredentialsEnv), GitCacheDir: envOr(GitCacheDirEnv, defaultGitCacheDir())}
 	for _, p := range strings.Split(os.Getenv(AllowChartSourceEnv), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			f.AllowChartSources = append(f.AllowChartSources, p)
@@ -62,6 +69,8 @@ const (
 	UsageRequestMaxAge     = "how old a signed request may be when the renderer receives it ($" + RequestMaxAgeEnv + ")"
 	UsageMaxChartSize      = "size limit of one remote chart's downloads, dependencies included, e.g. 100Mi ($" + MaxChartSizeEnv + "; default 100Mi)"
 	UsageChartFetchTimeout = "time limit of one remote chart's downloads ($" + ChartFetchTimeoutEnv + ")"
+	UsageGitCredentials    = "YAML file of git credentials by URL prefix (token or SSH key files) for charts in git repositories ($" + GitCredentialsEnv + "; docs/webhooks.md)"
+	UsageGitCacheDir       = "directory of the bare clones of chart repositories, fetched incrementally ($" + GitCacheDirEnv + ")"
 )
 
 // Register adds the intake flags to a standard flag set (the service binaries).
@@ -71,6 +80,17 @@ func (f *IntakeFlags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.RequestMaxAge, "request-max-age", f.RequestMaxAge, UsageRequestMaxAge)
 	fs.StringVar(&f.MaxChartSize, "max-chart-size", f.MaxChartSize, UsageMaxChartSize)
 	fs.DurationVar(&f.ChartFetchTimeout, "chart-fetch-timeout", f.ChartFetchTimeout, UsageChartFetchTimeout)
+	fs.StringVar(&f.GitCredentials, "git-credentials", f.GitCredentials, UsageGitCredentials)
+	fs.StringVar(&f.GitCacheDir, "git-cache-dir", f.GitCacheDir, UsageGitCacheDir)
+}
+
+// defaultGitCacheDir is $XDG_CACHE_HOME/sealane/git (~/.cache/sealane/git), else under the
+// temporary directory.
+func defaultGitCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "sealane", "git")
+	}
+	return filepath.Join(os.TempDir(), "sealane-git")
 }
 
 // patternList is a repeatable flag; its first use replaces the environment's default.
@@ -121,6 +141,12 @@ func (f IntakeFlags) Intake() (pipeline.Intake, error) {
 		}
 		in.MaxChartBytes = q.Value()
 	}
+	in.Git.CacheDir = f.GitCacheDir
+	if f.GitCredentials != "" {
+		if in.Git.Credentials, err = gitsource.LoadCredentials(f.GitCredentials); err != nil {
+			return in, fmt.Errorf("--git-credentials: %w", err)
+		}
+	}
 	return in, nil
 }
 
@@ -133,5 +159,6 @@ func LogIntake(log *zap.Logger, in pipeline.Intake) {
 		zap.Bool("signaturesRequired", in.Verifier.Required()),
 		zap.Duration("requestMaxAge", in.Verifier.MaxAge),
 		zap.Int64("maxChartBytes", in.MaxChartBytes),
-		zap.Duration("chartFetchTimeout", in.FetchTimeout))
+		zap.Duration("chartFetchTimeout", in.FetchTimeout),
+		zap.String("gitCacheDir", in.Git.CacheDir))
 }

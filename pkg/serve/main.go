@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
@@ -43,19 +42,11 @@ func Main(name events.Stage) {
 	f.intake.Register(fs) // intake.go: the renderer's chart sources and client keys
 	_ = fs.Parse(os.Args[1:])
 
-	lvl, err := zapcore.ParseLevel(*level)
+	log, err := serviceLogger(*level, string(name)) // webhookmain.go
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "sealane-%s: --log-level: %v\n", name, err)
+		fmt.Fprintf(os.Stderr, "sealane-%s: %v\n", name, err)
 		os.Exit(2)
 	}
-	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	log, err := cfg.Build()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "sealane-%s: logger: %v\n", name, err)
-		os.Exit(2)
-	}
-	log = log.With(zap.String("service", string(name)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, name, f, log); err != nil {

@@ -58,6 +58,9 @@ type Options struct {
 	// Replicas of the streams and buckets on a clustered NATS, for a provisioning node; zero
 	// takes $SEALANE_NATS_REPLICAS, else 1.
 	Replicas int
+	// SignRequests signs the deploy requests this node publishes with the key it connects with
+	// (--nats-creds, --nats-nkey), as a client does: the webhook intake, a provisioning node.
+	SignRequests bool
 	// Retention is how long the deploy stream keeps events (and the dead-letter stream and
 	// blob store theirs); zero takes $SEALANE_RETENTION, else what the existing stream has,
 	// else bus.DefaultMaxAge (30 days). See retention.go.
@@ -119,7 +122,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 			return nil, err
 		}
 		busOpts.Topology = o.topology()
-		if !o.Provision { // a client signs its requests with the key it connects with
+		if !o.Provision || o.SignRequests { // a client signs its requests with the key it connects with
 			if busOpts.Signer, err = o.Auth.WithEnv().KeyPair(); err != nil {
 				n.Close()
 				return nil, err

@@ -1,0 +1,126 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/webhook"
+)
+
+// The environment variables of the webhook intake (WebhookOptions).
+const (
+	WebhookConfigEnv      = "SEALANE_WEBHOOK_CONFIG"
+	WebhookAddrEnv        = "SEALANE_WEBHOOK_ADDR"
+	WebhookTLSCertEnv     = "SEALANE_WEBHOOK_TLS_CERT"
+	WebhookTLSKeyEnv      = "SEALANE_WEBHOOK_TLS_KEY"
+	WebhookDeliveryTTLEnv = "SEALANE_WEBHOOK_DELIVERY_TTL"
+)
+
+// DefaultWebhookAddr is where the webhook intake listens by default.
+const DefaultWebhookAddr = ":8090"
+
+// WebhookOptions configure `sealane serve webhook`: the receivers file, where to listen, and
+// how long deliveries are remembered.
+type WebhookOptions struct {
+	Config          string
+	Addr            string
+	TLSCert, TLSKey string
+	DeliveryTTL     time.Duration
+	// ReloadInterval is how often the receivers file and its secrets are checked for changes.
+	ReloadInterval time.Duration
+	// Handler bounds one request's cost (tests set a clock); zero fields take the defaults.
+	Handler webhook.HandlerOptions
+	// Listening, when set, receives the server's address once it listens (tests, ":0").
+	Listening func(addr string)
+}
+
+// flagSet is what the webhook flags need of a standard or a pflag flag set.
+type flagSet interface {
+	StringVar(p *string, name, value, usage string)
+	DurationVar(p *time.Duration, name string, value time.Duration, usage string)
+}
+
+// WebhookOptionsFromEnv is the default of every webhook flag: its environment variable, else
+// the built-in default.
+func WebhookOptionsFromEnv() WebhookOptions {
+	o := WebhookOptions{Config: os.Getenv(WebhookConfigEnv), Addr: envOr(WebhookAddrEnv, DefaultWebhookAddr),
+		TLSCert: os.Getenv(WebhookTLSCertEnv), TLSKey: os.Getenv(WebhookTLSKeyEnv),
+		DeliveryTTL: bus.DefaultDeliveryTTL, ReloadInterval: 2 * time.Second}
+	if d, err := time.ParseDuration(os.Getenv(WebhookDeliveryTTLEnv)); err == nil {
+		o.DeliveryTTL = d
+	}
+	return o
+}
+
+// RegisterFlags adds the webhook flags to fs.
+func (o *WebhookOptions) RegisterFlags(fs flagSet) {
+	fs.StringVar(&o.Config, "webhook-config", o.Config, "YAML file of the webhook receivers and their routes (docs/webhooks.md; $"+WebhookConfigEnv+"); reloaded on change")
+	fs.StringVar(&o.Addr, "webhook-addr", o.Addr, "address the webhook intake listens on ($"+WebhookAddrEnv+")")
+	fs.StringVar(&o.TLSCert, "webhook-tls-cert", o.TLSCert, "certificate file: serve the webhook intake over HTTPS ($"+WebhookTLSCertEnv+")")
+	fs.StringVar(&o.TLSKey, "webhook-tls-key", o.TLSKey, "key file of --webhook-tls-cert ($"+WebhookTLSKeyEnv+")")
+	fs.DurationVar(&o.DeliveryTTL, "webhook-delivery-ttl", o.DeliveryTTL,
+		"how long a delivery id is remembered, so that a redelivery starts nothing ($"+WebhookDeliveryTTLEnv+"; at least 7 days: GitHub Enterprise redelivers for 7)")
+}
+
+// RunWebhook serves the webhook intake on node until ctx ends: it loads the receivers (an
+// invalid file is an error naming its problems), watches the file and its secrets for
+// changes, and hands deliveries to the pipeline through node's bus.
+func RunWebhook(ctx context.Context, node *Node, o WebhookOptions, log *zap.Logger) error {
+	if o.Config == "" {
+		return fmt.Errorf("the webhook intake needs --webhook-config FILE (or $%s): the receivers and their routes", WebhookConfigEnv)
+	}
+	if o.DeliveryTTL < 7*24*time.Hour {
+		return fmt.Errorf("--webhook-delivery-ttl %s: want at least 168h (7 days), the time a git host may redeliver after", o.DeliveryTTL)
+	}
+	log = log.With(zap.String("service", "webhook"))
+	cfg, err := webhook.LoadConfig(o.Config, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	deliveries, err := node.Bus.Deliveries(ctx, o.DeliveryTTL)
+	if err != nil {
+		return err
+	}
+	h, err := webhook.NewHandler(cfg, &webhook.NATSSink{Bus: node.Bus, Deliveries: deliveries, Log: log}, log, o.Handler)
+	if err != nil {
+		return err
+	}
+	srv, err := webhook.Listen(h, webhook.ServerOptions{Addr: o.Addr, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Ready: node.ready}, log)
+	if err != nil {
+		return err
+	}
+	if o.Listening != nil {
+		o.Listening(srv.Addr().String())
+	}
+	log.Info("webhook receivers", zap.String("config", o.Config), zap.Int("receivers", len(cfg.Receivers)))
+	watchDone := make(chan struct{})
+	wctx, stopWatch := context.WithCancel(ctx)
+	go func() {
+		defer close(watchDone)
+		webhook.Watch(wctx, o.Config, o.ReloadInterval, os.LookupEnv, func(c *webhook.Config) {
+			if err := h.Apply(c); err != nil {
+				log.Error("webhook receivers not reloaded: the old ones stay", zap.Error(err))
+				return
+			}
+			log.Info("webhook receivers reloaded", zap.Int("receivers", len(c.Receivers)))
+		}, func(err error) { log.Error("webhook receivers not reloaded: the old ones stay", zap.Error(err)) })
+	}()
+	err = srv.Serve(ctx)
+	stopWatch()
+	<-watchDone
+	return err
+}
+
+// ready reports whether the node's NATS connection is up (the webhook's /readyz).
+func (n *Node) ready() error {
+	if n.conn == nil || !n.conn.IsConnected() {
+		return errors.New("NATS not connected")
+	}
+	return nil
+}

@@ -1,0 +1,449 @@
+package webhook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/githook"
+)
+
+// HookPrefix starts the URL path of every receiver: /hooks/<receiver id>.
+const HookPrefix = "/hooks/"
+
+// Defaults of HandlerOptions.
+const (
+	DefaultBodyTimeout = 10 * time.Second
+	DefaultBodyBudget  = 32 << 20
+)
+
+// Sink is where the handler's decisions go: Start records a delivery and publishes its
+// deploys, Audit publishes one audit event. NATSSink is the production one.
+type Sink interface {
+	// Start records the delivery under sub.Key create-only and publishes its deploys; for a
+	// delivery recorded before it publishes nothing and returns the earlier deploy ids with
+	// duplicate set.
+	Start(ctx context.Context, sub Submission) (started []Started, duplicate bool, err error)
+	// Audit publishes one audit event; a failure is logged by the sink, never answered.
+	Audit(ctx context.Context, a Audit)
+}
+
+// Submission is an accepted delivery: its deduplication key and the deploys it starts, with
+// their deterministic ids.
+type Submission struct {
+	Receiver *Receiver
+	Key      string
+	Delivery githook.Delivery
+	Deploys  []Deploy
+	IDs      []string
+}
+
+// Started is one deploy a delivery started.
+type Started struct {
+	DeployID string        `json:"deployId"`
+	Target   events.Target `json:"target"`
+	Route    int           `json:"route"`
+}
+
+// Audit is one webhook audit event: its type, the deploy it is about (if any) and its payload.
+type Audit struct {
+	Type     events.Type
+	Target   events.Target
+	DeployID string
+	Data     events.WebhookData
+}
+
+// HandlerOptions bound what one request may cost.
+type HandlerOptions struct {
+	// BodyTimeout bounds reading one request's body (a slow body is answered 408).
+	BodyTimeout time.Duration
+	// BodyBudget bounds the bytes of request bodies held at once across all requests; a
+	// request waits for its share (its Content-Length, or its receiver's cap) up to BodyTimeout.
+	BodyBudget int64
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+}
+
+// Handler serves /hooks/<id>: it checks each request in the documented order (method,
+// content type, size, signature, rate, payload), routes its pushes and hands the deploys to
+// its Sink. The configuration may be replaced at any time with Apply.
+type Handler struct {
+	sink   Sink
+	log    *zap.Logger
+	opts   HandlerOptions
+	budget *semaphore.Weighted
+	state  atomic.Pointer[handlerState]
+	// unknown limits the audit events of requests to unknown receivers, which anybody can send.
+	unknown *rate.Limiter
+	// inflight counts requests being handled (Wait).
+	inflight sync.WaitGroup
+}
+
+// handlerState is one configuration with what the handler derived from it.
+type handlerState struct {
+	cfg      *Config
+	secrets  map[string][]githook.Secret
+	limiters map[string]*rate.Limiter
+}
+
+// NewHandler returns a handler for cfg (nil: every receiver unknown until Apply).
+func NewHandler(cfg *Config, sink Sink, log *zap.Logger, opts HandlerOptions) (*Handler, error) {
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.BodyBudget <= 0 {
+		opts.BodyBudget = DefaultBodyBudget
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	h := &Handler{sink: sink, log: log, opts: opts, budget: semaphore.NewWeighted(opts.BodyBudget),
+		unknown: rate.NewLimiter(1, 10)}
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := h.Apply(cfg); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Apply makes cfg the configuration of the requests that arrive from now on; requests being
+// handled finish with the one they started with. A receiver whose rate limit is unchanged
+// keeps its limiter's state.
+func (h *Handler) Apply(cfg *Config) error {
+	old := h.state.Load()
+	st := &handlerState{cfg: cfg, secrets: map[string][]githook.Secret{}, limiters: map[string]*rate.Limiter{}}
+	for i := range cfg.Receivers {
+		rcv := &cfg.Receivers[i]
+		for j, raw := range rcv.Secrets() {
+			s, err := githook.NewSecret(raw)
+			if err != nil {
+				return fmt.Errorf("receiver %s: secrets[%d]: %w", rcv.ID, j, err)
+			}
+			st.secrets[rcv.ID] = append(st.secrets[rcv.ID], s)
+		}
+		every := rate.Every(time.Minute / time.Duration(rcv.RateLimit.PerMinute))
+		if old != nil {
+			if l, ok := old.limiters[rcv.ID]; ok && l.Limit() == every && l.Burst() == rcv.RateLimit.Burst {
+				st.limiters[rcv.ID] = l
+				continue
+			}
+		}
+		st.limiters[rcv.ID] = rate.NewLimiter(every, rcv.RateLimit.Burst)
+	}
+	h.state.Store(st)
+	return nil
+}
+
+// Wait blocks until every request being handled has been answered.
+func (h *Handler) Wait() { h.inflight.Wait() }
+
+// reply is how a request was answered: status, the body's status word and reason, and the
+// audit event type (none for an accepted or duplicate delivery, whose events the sink path
+// publishes per deploy).
+type reply struct {
+	status int
+	word   string // accepted, duplicate, ignored, rejected
+	reason  string
+	started []Started
+	retry   time.Duration
+}
+
+func rejected(status int, reason string) reply {
+	return reply{status: status, word: "rejected", reason: reason}
+}
+
+func ignored(reason string) reply { return reply{status: http.StatusOK, word: "ignored", reason: reason} }
+
+// request is one request being handled: what the audit event says about it.
+type request struct {
+	rcv  *Receiver
+	data events.WebhookData
+}
+
+// ServeHTTP handles one delivery.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.inflight.Add(1)
+	defer h.inflight.Done()
+	st := h.state.Load()
+	id := strings.TrimPrefix(r.URL.Path, HookPrefix)
+	req := &request{data: events.WebhookData{Receiver: auditableID(id), RemoteAddr: remoteHost(r)}}
+	rcv, ok := st.cfg.Receiver(id)
+	if !ok {
+		http.NotFound(w, r)
+		if h.unknown.Allow() {
+			req.data.Status, req.data.Reason = http.StatusNotFound, "unknown receiver"
+			h.sink.Audit(r.Context(), Audit{Type: events.WebhookRejected, Target: events.NoTarget, Data: req.data})
+		}
+		return
+	}
+	req.rcv = rcv
+	req.data.Provider = rcv.Type
+	rep := h.handle(w, r, st, req)
+	h.answer(w, rep)
+	h.audit(r.Context(), req, rep)
+}
+
+// handle runs the checks and, for a delivery that passes them, routes and submits it.
+func (h *Handler) handle(w http.ResponseWriter, r *http.Request, st *handlerState, req *request) reply {
+	rcv := req.rcv
+	if r.Method != http.MethodPost {
+		return rejected(http.StatusMethodNotAllowed, "method "+r.Method+": only POST")
+	}
+	if !githook.AcceptsContentType(rcv.Type, mediaType(r.Header.Get("Content-Type"))) {
+		return rejected(http.StatusUnsupportedMediaType, "content type: want application/json")
+	}
+	body, rep, ok := h.readBody(w, r, rcv.MaxBodySize)
+	if !ok {
+		return rep
+	}
+	greq := githook.Request{Header: r.Header, Body: body, Now: h.opts.Now()}
+	if err := githook.Verify(rcv.Type, greq, st.secrets[rcv.ID]); err != nil {
+		return rejected(http.StatusUnauthorized, "signature")
+	}
+	if res := st.limiters[rcv.ID].Reserve(); res.Delay() > 0 {
+		res.Cancel()
+		rep := rejected(http.StatusTooManyRequests, "rate")
+		rep.retry = res.Delay()
+		return rep
+	}
+	d, err := githook.Parse(rcv.Type, greq)
+	if err != nil {
+		return rejected(http.StatusBadRequest, "malformed: "+err.Error())
+	}
+	req.data.DeliveryID, req.data.Event = d.ID, d.Event
+	return h.route(r.Context(), req, d, body)
+}
+
+// route picks the deploys of a verified delivery and submits them.
+func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, body []byte) reply {
+	rcv := req.rcv
+	if len(d.Pushes) > 0 {
+		p := d.Pushes[0]
+		req.data.Repository, req.data.Ref, req.data.Commit, req.data.Sender = p.Repository, p.Ref, p.Commit, p.Sender
+	}
+	switch {
+	case d.Kind == githook.KindPing:
+		return ignored("ping")
+	case d.Kind != githook.KindPush && d.Kind != githook.KindTagPush:
+		return ignored("event " + d.Event + " is not a push")
+	}
+	sub := Submission{Receiver: rcv, Key: deliveryKey(rcv.ID, d.ID, body), Delivery: d}
+	var why []string
+	for _, p := range d.Pushes {
+		deploys, reason, err := routePush(rcv, p)
+		if err != nil {
+			return rejected(http.StatusUnprocessableEntity, err.Error())
+		}
+		if reason != "" {
+			why = append(why, reason)
+		}
+		sub.Deploys = append(sub.Deploys, deploys...)
+	}
+	if len(sub.Deploys) == 0 {
+		return ignored(strings.Join(why, "; "))
+	}
+	sub.IDs = DeployIDs(sub.Key, len(sub.Deploys))
+	started, dup, err := h.sink.Start(ctx, sub)
+	if err != nil {
+		h.log.Error("webhook delivery not submitted", zap.String("receiver", rcv.ID), zap.String("delivery", d.ID), zap.Error(err))
+		rep := rejected(http.StatusServiceUnavailable, "unavailable: the deploy request could not be stored; retry")
+		rep.retry = 5 * time.Second
+		return rep
+	}
+	ids := make([]string, len(started))
+	for i, s := range started {
+		ids[i] = s.DeployID
+	}
+	if dup {
+		return reply{status: http.StatusOK, word: "duplicate", reason: "duplicate of deploy " + strings.Join(ids, ", "), started: started}
+	}
+	return reply{status: http.StatusAccepted, word: "accepted", started: started}
+}
+
+// routePush returns the deploys of one push: none, with the reason, for a deletion, an event
+// the receiver does not take or a push no route matches.
+func routePush(rcv *Receiver, p githook.Push) ([]Deploy, string, error) {
+	ref := p.Repository + " " + p.Ref
+	switch {
+	case p.Deleted:
+		return nil, "deletion of " + ref + " deploys nothing", nil
+	case !rcv.AllowsEvent(string(p.Kind)):
+		return nil, string(p.Kind) + " is not in the receiver's events", nil
+	}
+	var out []Deploy
+	for _, rt := range rcv.MatchRoutes(routedPush(p)) {
+		d, err := rt.Resolve(routedPush(p))
+		if err != nil {
+			return nil, "", fmt.Errorf("route %d: %w", rt.Index, err)
+		}
+		d.Route = rt.Index
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, "no route for " + ref, nil
+	}
+	return out, "", nil
+}
+
+// routedPush is the routing view of a parsed push.
+func routedPush(p githook.Push) Push {
+	return Push{Kind: string(p.Kind), Repository: p.Repository, RepositoryURL: p.RepositoryURL, Ref: p.Ref,
+		Branch: p.Branch, Tag: p.Tag, Before: p.Before, Commit: p.Commit, Sender: p.Sender, Deleted: p.Deleted}
+}
+
+// readBody reads the body through the receiver's cap and the shared budget, within
+// BodyTimeout: 413 over the cap, 408 for a body too slow, 503 when the budget stays full.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, reply, bool) {
+	if r.ContentLength > limit {
+		return nil, rejected(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body of %d bytes over the receiver's %d", r.ContentLength, limit)), false
+	}
+	need := limit
+	if r.ContentLength >= 0 {
+		need = r.ContentLength + 1 // +1: reading to EOF
+	}
+	deadline := time.Now().Add(h.opts.BodyTimeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	if err := h.budget.Acquire(ctx, need); err != nil {
+		rep := rejected(http.StatusServiceUnavailable, "busy: too many request bodies at once")
+		rep.retry = time.Second
+		return nil, rep, false
+	}
+	defer h.budget.Release(need)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(deadline) // not supported by a test recorder: the loop checks the time too
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	return readCapped(r, limit, deadline)
+}
+
+// readCapped reads r's body, at most limit bytes, before deadline.
+func readCapped(r *http.Request, limit int64, deadline time.Time) ([]byte, reply, bool) {
+	body := make([]byte, 0, min(limit, 64<<10))
+	buf := make([]byte, 32<<10)
+	rc := r.Body
+	for {
+		// a body may also be slow to start: the connection's read deadline ends a blocked Read
+		if time.Now().After(deadline) {
+			return nil, rejected(http.StatusRequestTimeout, "timeout: the body took too long"), false
+		}
+		n, err := rc.Read(buf)
+		if int64(len(body)+n) > limit {
+			return nil, rejected(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body over the receiver's %d bytes", limit)), false
+		}
+		body = append(body, buf[:n]...)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, rejected(http.StatusRequestTimeout, "timeout: the body took too long"), false
+		case errors.Is(err, io.EOF):
+			return body, reply{}, true
+		case err != nil:
+			return nil, rejected(http.StatusBadRequest, "body: "+err.Error()), false
+		}
+	}
+}
+
+// answer writes the reply as JSON.
+func (h *Handler) answer(w http.ResponseWriter, rep reply) {
+	if rep.retry > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(int((rep.retry+time.Second-1)/time.Second)))
+	}
+	if rep.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	reason := rep.reason
+	if rep.status == http.StatusUnauthorized {
+		reason = "unauthorized" // no detail about which part of the signature failed
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.status)
+	var ids []string
+	for _, s := range rep.started {
+		ids = append(ids, s.DeployID)
+	}
+	_ = json.NewEncoder(w).Encode(struct {
+		Status    string   `json:"status"`
+		Reason    string   `json:"reason,omitempty"`
+		DeployIDs []string `json:"deployIds,omitempty"`
+	}{rep.word, reason, ids})
+}
+
+// audit publishes the request's audit events: one per deploy for an accepted or duplicate
+// delivery, else one.
+func (h *Handler) audit(ctx context.Context, req *request, rep reply) {
+	data := req.data
+	data.Status, data.Reason = rep.status, rep.reason
+	typ := map[string]events.Type{"accepted": events.WebhookAccepted, "duplicate": events.WebhookDuplicate,
+		"ignored": events.WebhookIgnored}[rep.word]
+	if typ == "" {
+		typ = events.WebhookRejected
+	}
+	if len(rep.started) == 0 {
+		h.sink.Audit(ctx, Audit{Type: typ, Target: events.NoTarget, Data: data})
+		return
+	}
+	for _, s := range rep.started {
+		data.DeployID, data.Route = s.DeployID, &s.Route
+		h.sink.Audit(ctx, Audit{Type: typ, Target: s.Target, DeployID: s.DeployID, Data: data})
+	}
+}
+
+// deliveryKey is the deduplication key of a delivery: the receiver and a digest of the
+// delivery id, or of the body when the provider sent no id.
+func deliveryKey(receiver, id string, body []byte) string {
+	sum := sha256.Sum256(body)
+	if id != "" {
+		sum = sha256.Sum256([]byte("id\x00" + id))
+	}
+	return receiver + "." + hex.EncodeToString(sum[:16])
+}
+
+// mediaType is the content type without parameters, lowercased.
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// remoteHost is the client's address without the port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// auditableID is a receiver id from a URL as an audit event may quote it: ids are
+// [a-z0-9-], at most 63 characters; anything else is replaced.
+func auditableID(id string) string {
+	if len(id) > 63 {
+		return "(invalid id)"
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return "(invalid id)"
+		}
+	}
+	return id
+}

@@ -1,0 +1,168 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/chart"
+)
+
+// auditTimeout bounds publishing one audit event.
+const auditTimeout = 5 * time.Second
+
+// deployIDSpace is the UUID namespace of webhook deploy ids (DeployIDs).
+var deployIDSpace = uuid.MustParse("6f1c9b5e-4d0a-4c1e-9a57-3c1f0e7b2d41")
+
+// DeployIDs returns the ids of the n deploys of the delivery with key: name-based UUIDs, the
+// same for every redelivery, so that JetStream's duplicate window drops a request published
+// twice even before the delivery bucket answers.
+func DeployIDs(key string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = uuid.NewSHA1(deployIDSpace, fmt.Appendf(nil, "%s/%d", key, i)).String()
+	}
+	return ids
+}
+
+// NATSSink records deliveries in the delivery bucket (bus.Deliveries) and publishes deploy
+// requests and audit events to the deploy stream, signed with the bus's Signer when it has one.
+type NATSSink struct {
+	Bus        *bus.Bus
+	Deliveries *bus.KV
+	Log        *zap.Logger
+}
+
+// delivery is what the delivery bucket keeps of a delivery: the deploys it started.
+type delivery struct {
+	Receiver   string    `json:"receiver"`
+	DeliveryID string    `json:"deliveryId,omitempty"`
+	Time       time.Time `json:"time"`
+	Started    []Started `json:"started"`
+}
+
+// Start records the delivery create-only, then publishes its requests; a failed publish
+// forgets the delivery again so that the sender's retry is not taken for a duplicate.
+func (s *NATSSink) Start(ctx context.Context, sub Submission) ([]Started, bool, error) {
+	rec := delivery{Receiver: sub.Receiver.ID, DeliveryID: sub.Delivery.ID, Time: time.Now().UTC()}
+	for i, d := range sub.Deploys {
+		rec.Started = append(rec.Started, Started{DeployID: sub.IDs[i], Target: d.Target, Route: d.Route})
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, false, err
+	}
+	rev, err := s.Deliveries.Create(ctx, sub.Key, raw)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return s.earlier(ctx, sub.Key)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("record delivery %s: %w", sub.Key, err)
+	}
+	for i := range sub.Deploys {
+		if err := s.publishRequest(ctx, sub, i); err != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+			defer cancel()
+			if derr := s.Deliveries.Delete(fctx, sub.Key, rev); derr != nil {
+				s.Log.Warn("webhook delivery not forgotten after a failed publish", zap.String("key", sub.Key), zap.Error(derr))
+			}
+			return nil, false, err
+		}
+	}
+	return rec.Started, false, nil
+}
+
+// earlier reads the deploys of a delivery recorded before.
+func (s *NATSSink) earlier(ctx context.Context, key string) ([]Started, bool, error) {
+	e, err := s.Deliveries.Get(ctx, key)
+	if err != nil {
+		return nil, false, fmt.Errorf("read delivery %s: %w", key, err)
+	}
+	var rec delivery
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return nil, false, fmt.Errorf("read delivery %s: %w", key, err)
+	}
+	return rec.Started, true, nil
+}
+
+// publishRequest publishes the deploy.requested of the delivery's deploy i, its --set values
+// stored as the request's inputs.
+func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) error {
+	d, id := sub.Deploys[i], sub.IDs[i]
+	gitChart, git := d.Chart, d.Git
+	data := events.RequestedData{
+		Target: d.Target, Env: d.Env, Chart: events.ChartSource{Git: &gitChart}, Timeout: events.Duration(d.Timeout),
+		RequestedBy: requester(sub), Git: &git, Supersede: d.Supersede,
+	}
+	if len(d.Set)+len(d.SetString) > 0 {
+		raw, err := json.Marshal(chart.Inputs{Set: d.Set, SetString: d.SetString})
+		if err != nil {
+			return err
+		}
+		if data.InputsRef, err = s.Bus.PutBlob(ctx, "inputs/"+id, raw); err != nil {
+			return fmt.Errorf("store values of deploy %s: %w", id, err)
+		}
+	}
+	ev, err := events.New(events.DeployRequested, events.Meta{
+		ID: events.StepID(id, "requested"), Source: source(sub.Receiver.ID), Target: d.Target,
+		CorrelationID: id, DataRef: data.InputsRef,
+	}, data)
+	if err != nil {
+		return err
+	}
+	if signer := s.Bus.Options().Signer; signer != nil {
+		if err := events.SignRequest(&ev, signer); err != nil {
+			return fmt.Errorf("sign deploy request %s: %w", id, err)
+		}
+	}
+	return s.publish(ctx, ev)
+}
+
+// requester is who a webhook deploy is requested by: the receiver and the pusher.
+func requester(sub Submission) string {
+	who := "webhook " + sub.Receiver.ID
+	if len(sub.Delivery.Pushes) > 0 && sub.Delivery.Pushes[0].Sender != "" {
+		who += " (pushed by " + sub.Delivery.Pushes[0].Sender + ")"
+	}
+	return who
+}
+
+func source(receiver string) string { return "/sealane/webhook/" + receiver }
+
+// Audit publishes one audit event, within auditTimeout even when the request is gone.
+func (s *NATSSink) Audit(ctx context.Context, a Audit) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	id := uuid.NewString()
+	if a.Type == events.WebhookAccepted && a.DeployID != "" {
+		id = events.StepID(a.DeployID, a.Type.Token()) // once per deploy, however often retried
+	}
+	ev, err := events.New(a.Type, events.Meta{ID: id, Source: source(a.Data.Receiver), Target: a.Target, CorrelationID: a.DeployID}, a.Data)
+	if err == nil {
+		err = s.publish(ctx, ev)
+	}
+	if err != nil {
+		s.Log.Error("webhook audit event not published", zap.String("type", a.Type.Token()),
+			zap.String("receiver", a.Data.Receiver), zap.String("delivery", a.Data.DeliveryID), zap.Error(err))
+	}
+}
+
+func (s *NATSSink) publish(ctx context.Context, ev cloudevents.Event) error {
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Bus.Publish(ctx, msg, ev.ID()); err != nil {
+		return fmt.Errorf("publish %s %s: %w", ev.Type(), ev.ID(), err)
+	}
+	return nil
+}
