@@ -1,0 +1,80 @@
+package webhook
+
+import (
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/sealane/sealane/pkg/slug"
+)
+
+// TemplateFields are the fields of a push the deploy templates see: {{ .Branch }}.
+var TemplateFields = []string{"Commit", "ShortCommit", "Branch", "Tag", "Ref", "Repository", "Sender"}
+
+// shortCommitLen is the length of .ShortCommit, git's default abbreviation.
+const shortCommitLen = 7
+
+// templateText is a parsed template with its text (for messages).
+type templateText struct {
+	text string
+	tmpl *template.Template
+}
+
+// parseTemplate parses text as a template of a deploy field. Its one function, slug, makes a
+// valid name of the field's kind: a release name (at most 53 characters) in the release, a
+// namespace name (at most 63) everywhere else. It is executed once over a sample push, so that
+// an unknown field is a load error rather than a failed deploy.
+func parseTemplate(field, text string, release bool) (templateText, error) {
+	slugFn := slug.Namespace
+	if release {
+		slugFn = slug.Release
+	}
+	t, err := template.New(field).Option("missingkey=error").
+		Funcs(template.FuncMap{"slug": slugFn}).Parse(text)
+	if err != nil {
+		return templateText{}, fmt.Errorf("%s", cleanTemplateError(err, field))
+	}
+	tt := templateText{text: text, tmpl: t}
+	sample := map[string]string{}
+	for _, f := range TemplateFields {
+		sample[f] = "sample"
+	}
+	if _, err := tt.render(sample); err != nil {
+		return templateText{}, err
+	}
+	return tt, nil
+}
+
+func (t templateText) render(data map[string]string) (string, error) {
+	if t.tmpl == nil {
+		return t.text, nil
+	}
+	var b strings.Builder
+	if err := t.tmpl.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("template %q: %s (the fields are .%s)", t.text, cleanTemplateError(err, t.tmpl.Name()),
+			strings.Join(TemplateFields, " ."))
+	}
+	return b.String(), nil
+}
+
+// cleanTemplateError drops text/template's "template: NAME:1:2: " prefix, which names the
+// template by its field, already in the message.
+func cleanTemplateError(err error, name string) string {
+	msg := strings.TrimPrefix(err.Error(), "template: "+name+":")
+	if i := strings.Index(msg, ": "); i >= 0 && strings.IndexFunc(msg[:i], func(r rune) bool { return r != ':' && (r < '0' || r > '9') }) < 0 {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+// templateData is what the templates see of push p at its (lower-case) commit.
+func templateData(p Push, commit string) map[string]string {
+	short := commit
+	if len(short) > shortCommitLen {
+		short = short[:shortCommitLen]
+	}
+	return map[string]string{
+		"Commit": commit, "ShortCommit": short, "Branch": p.Branch, "Tag": p.Tag,
+		"Ref": p.Ref, "Repository": p.Repository, "Sender": p.Sender,
+	}
+}
