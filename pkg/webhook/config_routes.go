@@ -221,11 +221,7 @@ func (d *decoder) name(n, parent *yaml.Node, field, kind string, release bool) (
 		return s, templateText{}
 	}
 	if !strings.Contains(s, "{{") {
-		valid := slug.Namespace
-		if release {
-			valid = slug.Release
-		}
-		if valid(s) != s {
+		if !validName(s, release) {
 			d.addf(n, field, "%q is not a valid %s name: use lower-case letters, digits and '-' (at most %d characters)", s, kind, map[bool]int{false: slug.NamespaceMaxLen, true: slug.ReleaseMaxLen}[release])
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/slug"
 )
 
 // Deploy is what one push deploys by one route: the chart from git at the pushed commit.
@@ -45,11 +44,11 @@ func (rt *Route) Resolve(p Push) (Deploy, error) {
 		return Deploy{}, fmt.Errorf("route %d: the push names no repository URL: give deploy.chart.repository", rt.Index)
 	}
 	data := templateData(p, commit)
-	ns, err := renderName(t.namespace, data, "namespace", slug.Namespace)
+	ns, err := renderName(t.namespace, data, "namespace", false)
 	if err != nil {
 		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
 	}
-	rel, err := renderName(t.release, data, "release", slug.Release)
+	rel, err := renderName(t.release, data, "release", true)
 	if err != nil {
 		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
 	}
@@ -78,9 +77,8 @@ func (rt *Route) Resolve(p Push) (Deploy, error) {
 	}, nil
 }
 
-// renderName renders a namespace or release template and checks the name: valid is the slug
-// function of its kind, which returns a valid name unchanged.
-func renderName(tmpl templateText, data map[string]string, field string, valid func(string) string) (string, error) {
+// renderName renders a namespace or release template and checks the name.
+func renderName(tmpl templateText, data map[string]string, field string, release bool) (string, error) {
 	name, err := tmpl.render(data)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
@@ -88,7 +86,7 @@ func renderName(tmpl templateText, data map[string]string, field string, valid f
 	switch {
 	case name == "":
 		return "", fmt.Errorf("%s %q renders empty for this push (ref %s): use fields the push has, or a default", field, tmpl.text, data["Ref"])
-	case valid(name) != name:
+	case !validName(name, release):
 		return "", fmt.Errorf("%s %q (from %q) is not a valid %s name: pipe the push's fields through slug, as in {{ .Branch | slug }}", field, name, tmpl.text, field)
 	}
 	return name, nil

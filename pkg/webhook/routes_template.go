@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 
@@ -77,4 +78,20 @@ func templateData(p Push, commit string) map[string]string {
 		"Commit": commit, "ShortCommit": short, "Branch": p.Branch, "Tag": p.Tag,
 		"Ref": p.Ref, "Repository": p.Repository, "Sender": p.Sender,
 	}
+}
+
+var (
+	// namespaceRe is a DNS-1123 label, what the apiserver accepts (as pkg/slug checks it).
+	namespaceRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// releaseRe is Helm 3's release name check (a lower-case DNS-1123 subdomain).
+	releaseRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+// validName says whether s is a valid release name (release) or namespace name: what slug
+// keeps unchanged, checked without hashing.
+func validName(s string, release bool) bool {
+	if release {
+		return len(s) <= slug.ReleaseMaxLen && releaseRe.MatchString(s)
+	}
+	return len(s) <= slug.NamespaceMaxLen && namespaceRe.MatchString(s)
 }
