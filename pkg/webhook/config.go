@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -205,6 +206,7 @@ func load(path string, getenv func(string) (string, bool)) (*Config, string, err
 	cfg := d.decodeFile(data)
 	sum := hex.EncodeToString(h.Sum(nil))
 	if len(d.problems) > 0 {
+		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, sum, &ConfigError{File: path, Problems: d.problems}
 	}
 	cfg.File = path

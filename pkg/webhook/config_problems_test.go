@@ -125,13 +125,13 @@ func TestConfigProblems(t *testing.T) {
 			{9, "receivers[0].routes[0].deploy.namespace", "missing"},
 			{9, "receivers[0].routes[0].deploy.release", "missing"}}},
 		{"deploy unknown key and rollout", withRoute("          cluster: c", "          namespace: n", "          release: r", "          rollout: canary", "          values: {a: 1}"), nil, []wantProblem{
-			{13, "receivers[0].routes[0].deploy.values", "unknown key: the keys here are chart, env, valuesFiles"},
-			{12, "receivers[0].routes[0].deploy.rollout", "rollouts are not available yet"}}},
+			{12, "receivers[0].routes[0].deploy.rollout", "rollouts are not available yet"},
+			{13, "receivers[0].routes[0].deploy.values", "unknown key: the keys here are chart, env, valuesFiles"}}},
 		{"invalid static names", withRoute("          cluster: c", "          namespace: Shop_NS", "          release: "+strings.Repeat("r", 54)), nil, []wantProblem{
 			{10, "receivers[0].routes[0].deploy.namespace", `"Shop_NS" is not a valid namespace name`},
 			{11, "receivers[0].routes[0].deploy.release", "is not a valid release name: use lower-case letters, digits and '-' (at most 53 characters)"}}},
 		{"template unknown field", withRoute("          cluster: c", "          namespace: \"review-{{ .Brnch | slug }}\"", "          release: r"), nil,
-			[]wantProblem{{10, "receivers[0].routes[0].deploy.namespace", `map has no entry for key "Brnch"`}}},
+			[]wantProblem{{10, "receivers[0].routes[0].deploy.namespace", `template "review-{{ .Brnch | slug }}": at <.Brnch>: map has no entry for key "Brnch" (the fields are .Commit .ShortCommit`}}},
 		{"template syntax", withRoute("          cluster: c", "          namespace: n", "          release: \"{{ .Branch \""), nil,
 			[]wantProblem{{11, "receivers[0].routes[0].deploy.release", "unclosed action"}}},
 		{"template unknown function", withRoute("          cluster: c", "          namespace: n", "          release: r", "          set: [\"a={{ .Branch | upper }}\"]"), nil,

@@ -33,7 +33,7 @@ func parseTemplate(field, text string, release bool) (templateText, error) {
 	t, err := template.New(field).Option("missingkey=error").
 		Funcs(template.FuncMap{"slug": slugFn}).Parse(text)
 	if err != nil {
-		return templateText{}, fmt.Errorf("%s", cleanTemplateError(err, field))
+		return templateText{}, fmt.Errorf("%s", cleanTemplateError(err))
 	}
 	tt := templateText{text: text, tmpl: t}
 	sample := map[string]string{}
@@ -52,20 +52,18 @@ func (t templateText) render(data map[string]string) (string, error) {
 	}
 	var b strings.Builder
 	if err := t.tmpl.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("template %q: %s (the fields are .%s)", t.text, cleanTemplateError(err, t.tmpl.Name()),
+		return "", fmt.Errorf("template %q: %s (the fields are .%s)", t.text, cleanTemplateError(err),
 			strings.Join(TemplateFields, " ."))
 	}
 	return b.String(), nil
 }
 
-// cleanTemplateError drops text/template's "template: NAME:1:2: " prefix, which names the
-// template by its field, already in the message.
-func cleanTemplateError(err error, name string) string {
-	msg := strings.TrimPrefix(err.Error(), "template: "+name+":")
-	if i := strings.Index(msg, ": "); i >= 0 && strings.IndexFunc(msg[:i], func(r rune) bool { return r != ':' && (r < '0' || r > '9') }) < 0 {
-		msg = msg[i+2:]
-	}
-	return msg
+// templateErrorPrefixRe is text/template's "template: NAME:1:2: executing "NAME" " prefix: the
+// message already names the field.
+var templateErrorPrefixRe = regexp.MustCompile(`^template: [^:]*(:\d+)*: (executing "[^"]*" )?`)
+
+func cleanTemplateError(err error) string {
+	return templateErrorPrefixRe.ReplaceAllString(err.Error(), "")
 }
 
 // templateData is what the templates see of push p at its (lower-case) commit.
