@@ -90,6 +90,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newHistoryCmd(g))
 	root.AddCommand(newGetCmd(g))
 	root.AddCommand(newClusterCmd(g))
+	root.AddCommand(newWebhookCmd())
 	return root
 }
 

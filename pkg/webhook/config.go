@@ -1,0 +1,214 @@
+// Package webhook is sealane's git webhook intake: a receiver per URL (/hooks/<id>) verifies a
+// provider's push delivery, and each push is routed to deploy targets, each deployed from git at
+// the pushed commit.
+//
+// This file and its siblings config*.go hold the receivers' configuration: its types, loading
+// from YAML with file:line problems, and secret resolution. routes*.go match pushes to routes
+// and resolve them to deploys; watch.go reloads the configuration when it changes.
+package webhook
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The receiver types (the git providers and signature schemes a receiver verifies).
+const (
+	TypeGitHub           = "github"
+	TypeGitLab           = "gitlab"
+	TypeBitbucket        = "bitbucket"
+	TypeGenericHMAC      = "generic-hmac"
+	TypeStandardWebhooks = "standard-webhooks"
+	TypeCloudEvents      = "cloudevents"
+)
+
+// Types are the receiver types, in the order messages list them.
+var Types = []string{TypeGitHub, TypeGitLab, TypeBitbucket, TypeGenericHMAC, TypeStandardWebhooks, TypeCloudEvents}
+
+// The push kinds a receiver accepts (Push.Kind).
+const (
+	// EventPush is a push to a branch.
+	EventPush = "push"
+	// EventTagPush is a push of a tag.
+	EventTagPush = "tag_push"
+)
+
+// Defaults and limits of a receiver and its routes.
+const (
+	DefaultMaxBodySize   int64 = 3 << 20
+	MaxMaxBodySize       int64 = 25 << 20
+	DefaultPerMinute           = 300
+	DefaultBurst               = 60
+	DefaultTimeout             = 5 * time.Minute
+	DefaultWatchInterval       = 2 * time.Second
+	// MaxSecrets is how many secrets a receiver may have: two while one is rotated.
+	MaxSecrets = 2
+)
+
+// Config is a loaded, valid webhook configuration with its secrets resolved.
+type Config struct {
+	// File is the path the configuration was loaded from.
+	File      string
+	Receivers []Receiver
+}
+
+// Receiver returns the receiver with the given id.
+func (c *Config) Receiver(id string) (*Receiver, bool) {
+	for i := range c.Receivers {
+		if c.Receivers[i].ID == id {
+			return &c.Receivers[i], true
+		}
+	}
+	return nil, false
+}
+
+// RouteCount is the number of routes of all receivers.
+func (c *Config) RouteCount() int {
+	n := 0
+	for i := range c.Receivers {
+		n += len(c.Receivers[i].Routes)
+	}
+	return n
+}
+
+// Receiver is one webhook endpoint, /hooks/<ID>.
+type Receiver struct {
+	ID string
+	// Type is one of Types.
+	Type string
+	// Events are the push kinds accepted (EventPush, EventTagPush); others are ignored.
+	Events      []string
+	MaxBodySize int64
+	RateLimit   RateLimit
+	Routes      []Route
+
+	// secrets are the resolved secrets, one or two (rotation: any is accepted). They are
+	// never printed: see Format.
+	secrets []string
+}
+
+// Secrets returns the receiver's secrets (one, or two while one is rotated), in the order of
+// the file. Never log them.
+func (r *Receiver) Secrets() []string { return append([]string(nil), r.secrets...) }
+
+// AllowsEvent says whether the receiver accepts pushes of the given kind.
+func (r *Receiver) AllowsEvent(kind string) bool {
+	for _, e := range r.Events {
+		if e == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// URLPath is the receiver's path on the webhook server: "/hooks/<id>".
+func (r *Receiver) URLPath() string { return "/hooks/" + r.ID }
+
+// String describes the receiver without its secrets.
+func (r Receiver) String() string { return fmt.Sprint(r) }
+
+// Format prints the receiver like a struct with its secrets replaced by their count, so that
+// no verb (%v, %+v, %#v) prints a secret.
+func (r Receiver) Format(f fmt.State, verb rune) {
+	type receiver struct { // the fields of Receiver, secrets redacted
+		ID          string
+		Type        string
+		Events      []string
+		MaxBodySize int64
+		RateLimit   RateLimit
+		Routes      []Route
+		Secrets     string
+	}
+	v := receiver{r.ID, r.Type, r.Events, r.MaxBodySize, r.RateLimit, r.Routes,
+		strconv.Itoa(len(r.secrets)) + " redacted"}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+}
+
+// RateLimit is a receiver's token bucket: PerMinute requests a minute, Burst at once.
+type RateLimit struct {
+	PerMinute int
+	Burst     int
+}
+
+// ConfigError is every problem of a configuration file.
+type ConfigError struct {
+	File     string
+	Problems []Problem
+}
+
+// Problem is one problem of a configuration file: where, which field, what to do.
+type Problem struct {
+	// Line is the line of the file (from 1); 0 when it is not known.
+	Line int
+	// Field is the path of the field, "receivers[0].routes[1].branches"; empty for the file.
+	Field   string
+	Message string
+}
+
+// String is the problem as Error prints it, without the file name.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		b.WriteString(strconv.Itoa(p.Line))
+		b.WriteString(": ")
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// Error prints one problem a line: "webhooks.yaml:14: receivers[0].routes[1].branches: ...".
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		if p.Line > 0 {
+			lines[i] = e.File + ":" + p.String()
+		} else {
+			lines[i] = e.File + ": " + p.String()
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LoadConfig reads, validates and resolves the configuration file at path. getenv looks up
+// the secrets' environment variables (nil: os.LookupEnv); a secret file's relative path is
+// from the configuration file's directory. A configuration with problems is a *ConfigError
+// listing all of them.
+func LoadConfig(path string, getenv func(string) (string, bool)) (*Config, error) {
+	cfg, _, err := load(path, getenv)
+	return cfg, err
+}
+
+// load is LoadConfig that also returns the digest of everything read: the file and each
+// secret source (content or absence), so that Watch sees any change, even of an invalid file.
+func load(path string, getenv func(string) (string, bool)) (*Config, string, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	h := sha256.New()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(h, "error %v", err)
+		return nil, hex.EncodeToString(h.Sum(nil)), fmt.Errorf("webhook config: %w", err)
+	}
+	fmt.Fprintf(h, "file %d\n", len(data))
+	h.Write(data)
+	d := &decoder{file: path, getenv: getenv, digest: h}
+	cfg := d.decodeFile(data)
+	sum := hex.EncodeToString(h.Sum(nil))
+	if len(d.problems) > 0 {
+		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Line - b.Line })
+		return nil, sum, &ConfigError{File: path, Problems: d.problems}
+	}
+	cfg.File = path
+	return cfg, sum, nil
+}

@@ -1,0 +1,237 @@
+package webhook
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sealane/sealane/pkg/slug"
+)
+
+// route decodes a receiver's routes[index]; events are the receiver's accepted push kinds.
+func (d *decoder) route(n *yaml.Node, field string, index int, events []string) Route {
+	rt := Route{Index: index}
+	f := d.fields(n, field, "repository", "branches", "tags", "deploy")
+	if f == nil {
+		return rt
+	}
+	n = deref(n)
+	rt.Repository = d.str(f["repository"], field+".repository")
+	switch {
+	case rt.Repository == "":
+		d.addf(at(f["repository"], n), field+".repository", `missing: give the repository's full name ("acme/shop", a glob such as "acme/*") or clone URL`)
+	case !validGlob(rt.Repository):
+		d.addf(f["repository"], field+".repository", "%q is not a valid glob (path.Match syntax)", rt.Repository)
+	}
+	rt.Branches = d.globs(f["branches"], field+".branches")
+	rt.Tags = d.globs(f["tags"], field+".tags")
+	if len(rt.Branches) == 0 && len(rt.Tags) == 0 && f["branches"] == nil && f["tags"] == nil {
+		d.addf(n, field, `neither branches nor tags: the route would match no push; give branches (["main"]) and/or tags (["v*"])`)
+	}
+	if f["branches"] != nil && !slices.Contains(events, EventPush) && len(events) > 0 {
+		d.addf(f["branches"], field+".branches", "the receiver's events leave out %s, so no branch push reaches this route: add %s to events or remove branches", EventPush, EventPush)
+	}
+	if f["tags"] != nil && !slices.Contains(events, EventTagPush) && len(events) > 0 {
+		d.addf(f["tags"], field+".tags", "the receiver's events leave out %s, so no tag push reaches this route: add %s to events or remove tags", EventTagPush, EventTagPush)
+	}
+	if f["deploy"] == nil {
+		d.addf(n, field+".deploy", "missing: give what the route deploys (cluster, namespace, release, chart)")
+		return rt
+	}
+	rt.Deploy = d.deploy(f["deploy"], field+".deploy")
+	return rt
+}
+
+// globs reads a list of branch or tag globs; a present list must not be empty.
+func (d *decoder) globs(n *yaml.Node, field string) []string {
+	if n == nil {
+		return nil
+	}
+	list := d.strs(n, field)
+	if len(list) == 0 {
+		d.addf(n, field, "empty: list globs such as main or release/*, or leave the key out")
+	}
+	for i, g := range list {
+		if g == "" || !validGlob(g) {
+			d.addf(deref(n).Content[i], fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob (path.Match syntax: *, ?, [a-z]; * does not match /)", g)
+		}
+	}
+	return list
+}
+
+func validGlob(p string) bool {
+	_, err := path.Match(p, "")
+	return err == nil
+}
+
+var deployKeys = []string{"chart", "env", "valuesFiles", "set", "setString", "cluster", "namespace", "release", "timeout", "onQueued", "rollout"}
+
+func (d *decoder) deploy(n *yaml.Node, field string) DeployTemplate {
+	var t DeployTemplate
+	f := d.fields(n, field, deployKeys...)
+	if f == nil {
+		return t
+	}
+	n = deref(n)
+	if f["rollout"] != nil {
+		d.addf(f["rollout"], field+".rollout", "rollouts are not available yet: deploy to one target with cluster, namespace and release")
+	}
+	t.Chart = d.chart(f["chart"], field+".chart")
+	t.Env = d.str(f["env"], field+".env")
+	for i, v := range d.strs(f["valuesFiles"], field+".valuesFiles") {
+		fld := fmt.Sprintf("%s.valuesFiles[%d]", field, i)
+		if v == "" {
+			d.addf(deref(f["valuesFiles"]).Content[i], fld, "empty: give a path in the chart repository")
+			continue
+		}
+		t.ValuesFiles = append(t.ValuesFiles, d.repoPath(deref(f["valuesFiles"]).Content[i], fld, v))
+	}
+	t.Set, t.set = d.pairs(f["set"], field+".set")
+	t.SetString, t.setString = d.pairs(f["setString"], field+".setString")
+
+	t.Cluster = d.str(f["cluster"], field+".cluster")
+	if t.Cluster == "" {
+		d.addf(at(f["cluster"], n), field+".cluster", "missing: give the registered cluster to deploy to (sealane cluster list)")
+	}
+	t.Namespace, t.namespace = d.name(f["namespace"], n, field+".namespace", "namespace", false)
+	t.Release, t.release = d.name(f["release"], n, field+".release", "release", true)
+
+	t.Timeout = DefaultTimeout
+	if f["timeout"] != nil {
+		s := d.str(f["timeout"], field+".timeout")
+		v, err := time.ParseDuration(s)
+		if err != nil || v <= 0 {
+			d.addf(f["timeout"], field+".timeout", "%q is not a positive duration: give one such as 10m or 90s (default 5m)", s)
+		} else {
+			t.Timeout = v
+		}
+	}
+	t.OnQueued = OnQueuedQueue
+	if f["onQueued"] != nil {
+		switch s := OnQueued(d.str(f["onQueued"], field+".onQueued")); s {
+		case OnQueuedQueue, OnQueuedSupersede:
+			t.OnQueued = s
+		default:
+			d.addf(f["onQueued"], field+".onQueued", "unknown policy %q: use %s (run after the queued deploys) or %s (drop them for this one)", s, OnQueuedQueue, OnQueuedSupersede)
+		}
+	}
+	return t
+}
+
+// scpURLRe is git's scp-like syntax, "git@host:path".
+var scpURLRe = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*$`)
+
+func (d *decoder) chart(n *yaml.Node, field string) ChartLocation {
+	var c ChartLocation
+	f := d.fields(n, field, "repository", "path")
+	if f == nil {
+		return c
+	}
+	c.Repository = d.str(f["repository"], field+".repository")
+	if c.Repository != "" {
+		if msg := checkRepoURL(c.Repository); msg != "" {
+			d.addf(f["repository"], field+".repository", "%q %s", c.Repository, msg)
+		}
+	} else if f["repository"] != nil {
+		d.addf(f["repository"], field+".repository", "empty: give the chart repository's URL, or leave the key out for the pushed repository")
+	}
+	if p := d.str(f["path"], field+".path"); p != "" {
+		c.Path = d.repoPath(f["path"], field+".path", p)
+	}
+	return c
+}
+
+// checkRepoURL returns what is wrong with a git repository URL, "" when nothing is.
+func checkRepoURL(s string) string {
+	if !strings.Contains(s, "://") {
+		if scpURLRe.MatchString(s) {
+			return ""
+		}
+		return "is not a repository URL: give https://HOST/PATH, ssh://git@HOST/PATH or git@HOST:PATH"
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "is not a valid URL"
+	case u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "ssh" && u.Scheme != "git":
+		return "has scheme " + u.Scheme + ": use https, ssh, http or git"
+	case u.Host == "":
+		return "has no host"
+	case u.User != nil && hasPassword(u.User):
+		return "holds a password: credentials are never written in the configuration, give the renderer git credentials instead"
+	}
+	return ""
+}
+
+func hasPassword(u *url.Userinfo) bool { _, ok := u.Password(); return ok }
+
+// repoPath checks a path in a repository (relative, no ".."), returning it cleaned ("" for
+// the root).
+func (d *decoder) repoPath(n *yaml.Node, field, p string) string {
+	c := path.Clean(p)
+	switch {
+	case path.IsAbs(p) || strings.HasPrefix(p, `\`):
+		d.addf(n, field, "%q is absolute: give a path from the repository's root, without a leading /", p)
+	case c == ".." || strings.HasPrefix(c, "../") || slices.Contains(strings.Split(p, "/"), ".."):
+		d.addf(n, field, "%q has \"..\": give a path inside the repository", p)
+	case c == ".":
+		return ""
+	}
+	return c
+}
+
+// pairs reads --set style "key=value" templates.
+func (d *decoder) pairs(n *yaml.Node, field string) ([]string, []templateText) {
+	var texts []string
+	var tmpls []templateText
+	for i, s := range d.strs(n, field) {
+		fld := fmt.Sprintf("%s[%d]", field, i)
+		node := deref(n).Content[i]
+		if k, _, ok := strings.Cut(s, "="); !ok || strings.TrimSpace(k) == "" {
+			d.addf(node, fld, "%q is not key=value: write it as for --set, e.g. image.tag={{ .ShortCommit }}", s)
+			continue
+		}
+		t, err := parseTemplate(fld, s, false)
+		if err != nil {
+			d.addf(node, fld, "%v", err)
+			continue
+		}
+		texts, tmpls = append(texts, s), append(tmpls, t)
+	}
+	return texts, tmpls
+}
+
+// name reads the namespace or release: required, a template; a text without actions must
+// already be a valid name of its kind.
+func (d *decoder) name(n, parent *yaml.Node, field, kind string, release bool) (string, templateText) {
+	s := d.str(n, field)
+	if s == "" {
+		d.addf(at(n, parent), field, "missing: give the %s to deploy to (a template over the push, e.g. review-{{ .Branch | slug }})", kind)
+		return "", templateText{}
+	}
+	t, err := parseTemplate(field, s, release)
+	if err != nil {
+		d.addf(n, field, "%v", err)
+		return s, templateText{}
+	}
+	if !strings.Contains(s, "{{") {
+		if !validName(s, release) {
+			d.addf(n, field, "%q is not a valid %s name: use lower-case letters, digits and '-' (at most %d characters)", s, kind, map[bool]int{false: slug.NamespaceMaxLen, true: slug.ReleaseMaxLen}[release])
+		}
+	}
+	return s, t
+}
+
+// at is n when the key was given, else parent (for a missing key).
+func at(n, parent *yaml.Node) *yaml.Node {
+	if n != nil {
+		return n
+	}
+	return parent
+}
