@@ -160,8 +160,8 @@ func (h *Handler) Wait() { h.inflight.Wait() }
 // audit event type (none for an accepted or duplicate delivery, whose events the sink path
 // publishes per deploy).
 type reply struct {
-	status int
-	word   string // accepted, duplicate, ignored, rejected
+	status  int
+	word    string // accepted, duplicate, ignored, rejected
 	reason  string
 	started []Started
 	retry   time.Duration
@@ -171,7 +171,9 @@ func rejected(status int, reason string) reply {
 	return reply{status: status, word: "rejected", reason: reason}
 }
 
-func ignored(reason string) reply { return reply{status: http.StatusOK, word: "ignored", reason: reason} }
+func ignored(reason string) reply {
+	return reply{status: http.StatusOK, word: "ignored", reason: reason}
+}
 
 // request is one request being handled: what the audit event says about it.
 type request struct {
@@ -293,9 +295,8 @@ func routePush(rcv *Receiver, p githook.Push) ([]Deploy, string, error) {
 	for _, rt := range rcv.MatchRoutes(routedPush(p)) {
 		d, err := rt.Resolve(routedPush(p))
 		if err != nil {
-			return nil, "", fmt.Errorf("route %d: %w", rt.Index, err)
+			return nil, "", err // names the route
 		}
-		d.Route = rt.Index
 		out = append(out, d)
 	}
 	if len(out) == 0 {

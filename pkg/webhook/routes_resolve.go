@@ -20,6 +20,8 @@ type Deploy struct {
 	Supersede bool
 	Timeout   time.Duration
 	Git       events.Git
+	// Route is the index of the route that made it.
+	Route int
 }
 
 var commitRe = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
@@ -74,6 +76,7 @@ func (rt *Route) Resolve(p Push) (Deploy, error) {
 		Supersede: t.OnQueued == OnQueuedSupersede,
 		Timeout:   t.Timeout,
 		Git:       events.Git{Ref: p.Ref, Commit: commit, Branch: p.Branch, Tag: p.Tag, Author: p.Sender},
+		Route:     rt.Index,
 	}, nil
 }
 
