@@ -55,7 +55,7 @@ func TestParseBitbucket(t *testing.T) {
 			body: []byte(`{"push":{"changes":[{"new":{"type":"bookmark","name":"x","target":{"hash":"` + sha1Main +
 				`"}}}]},"repository":{"full_name":"a/b"}}`), wantErr: true},
 		{name: "data center without project", provider: Bitbucket, header: header("X-Event-Key", "repo:refs_changed"),
-			body: []byte(`{"repository":{"slug":"app"},"changes":[{"ref":{"id":"refs/heads/main"},"toHash":"` + sha1Main + `"}]}`),
+			body:    []byte(`{"repository":{"slug":"app"},"changes":[{"ref":{"id":"refs/heads/main"},"toHash":"` + sha1Main + `"}]}`),
 			wantErr: true},
 		{name: "changes not an array", provider: Bitbucket, header: header("X-Event-Key", "repo:refs_changed"),
 			body: []byte(`{"changes":{}}`), wantErr: true},
