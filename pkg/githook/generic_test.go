@@ -1,6 +1,9 @@
 package githook
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseGeneric(t *testing.T) {
 	push := Push{
@@ -38,4 +41,22 @@ func TestParseGeneric(t *testing.T) {
 		{name: "trailing garbage", provider: GenericHMAC, header: header(), body: []byte(`{"event":"ping"} x`), wantErr: true},
 		{name: "unknown provider", provider: "svn", header: header(), body: []byte(`{}`), wantErr: true},
 	})
+}
+
+func TestParseErrorQuotesNoBody(t *testing.T) {
+	for _, body := range []string{
+		`{"repository":"acme/app","ref":"refs/heads/main","commit":"SECRETSECRET"}`,
+		`{"repository":"acme/app","ref":"SECRETSECRET","commit":"` + sha1Main + `"}`,
+		`{"repository":SECRETSECRET}`,
+		`{"repository":987654321987}`,
+		`{"deleted":"SECRETSECRET"}`,
+	} {
+		_, err := Parse(GenericHMAC, Request{Header: header(), Body: []byte(body), Now: now})
+		if err == nil {
+			t.Fatalf("Parse(%s) error = nil", body)
+		}
+		if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "987654321987") {
+			t.Errorf("Parse() error %q quotes the body", err)
+		}
+	}
 }

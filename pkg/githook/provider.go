@@ -41,12 +41,15 @@ func Known(provider string) bool {
 	return false
 }
 
-// Request is what a receiver got: the header and the raw body exactly as received, and the time
-// it arrived (Standard Webhooks timestamps are checked against Now).
+// Request is one request as a receiver got it.
 type Request struct {
+	// Header is the request's header.
 	Header http.Header
-	Body   []byte
-	Now    time.Time
+	// Body is the raw body exactly as received: signatures are over these bytes.
+	Body []byte
+	// Now is when the request arrived; Standard Webhooks timestamps must be within five minutes
+	// of it.
+	Now time.Time
 }
 
 // Verify checks the request's signature or token against each secret (one, or two during a
@@ -107,7 +110,7 @@ func Parse(provider string, req Request) (Delivery, error) {
 
 // AcceptsContentType reports whether provider's deliveries may come with contentType:
 // application/json (parameters such as charset allowed) for all, and for cloudevents also
-// application/cloudevents+json (structured mode).
+// application/cloudevents+json (structured mode). It is false for an unknown provider.
 func AcceptsContentType(provider, contentType string) bool {
 	if !Known(provider) {
 		return false

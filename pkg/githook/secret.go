@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -50,7 +51,7 @@ func NewSecret(raw string) (Secret, error) {
 // tokens); plain secrets only check HMAC signatures and GitLab secret tokens.
 func (s Secret) Standard() bool { return s.standard }
 
-// String hides the secret.
+// String describes the secret without showing it.
 func (s Secret) String() string {
 	if s.standard {
 		return "githook.Secret(whsec_, redacted)"
@@ -58,5 +59,17 @@ func (s Secret) String() string {
 	return "githook.Secret(redacted)"
 }
 
-// GoString hides the secret from %#v.
-func (s Secret) GoString() string { return s.String() }
+// Format prints the secret as String does, whatever the verb, so no fmt verb shows its bytes.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
+
+// keys are the non-empty keys of the standard secrets (standard true) or of the plain ones; a
+// zero Secret has no key and never matches.
+func keys(secrets []Secret, standard bool) [][]byte {
+	var out [][]byte
+	for _, s := range secrets {
+		if s.standard == standard && len(s.key) > 0 {
+			out = append(out, s.key)
+		}
+	}
+	return out
+}

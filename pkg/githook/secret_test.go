@@ -45,7 +45,7 @@ func TestNewSecret(t *testing.T) {
 
 func TestSecretPrintsNoKey(t *testing.T) {
 	s := secrets(t, "hunter2-hunter2")[0]
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d", "%T%v"} {
 		out := fmt.Sprintf(verb, s)
 		if strings.Contains(out, "hunter2") || strings.Contains(out, fmt.Sprintf("%x", "hunter2")) {
 			t.Errorf("Sprintf(%s) = %q shows the secret", verb, out)
@@ -62,6 +62,17 @@ func TestKnown(t *testing.T) {
 	for _, p := range []string{"", "GitHub", "gitea", "svn"} {
 		if Known(p) {
 			t.Errorf("Known(%q) = true", p)
+		}
+	}
+}
+
+func TestZeroSecretNeverMatches(t *testing.T) {
+	body := []byte(`{}`)
+	for _, provider := range []string{GitHub, Bitbucket, GenericHMAC} {
+		h := header("X-Hub-Signature-256", SignGitHub(nil, body), "X-Hub-Signature", SignHMAC(nil, body),
+			"X-Signature", SignHMAC(nil, body))
+		if err := Verify(provider, Request{Header: h, Body: body, Now: now}, []Secret{{}}); err == nil {
+			t.Errorf("Verify(%s) with a zero Secret accepted an empty-key signature", provider)
 		}
 	}
 }

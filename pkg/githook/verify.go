@@ -44,11 +44,8 @@ func verifyHexHMAC(h http.Header, name string, body []byte, secrets []Secret) bo
 		return false
 	}
 	matched := false
-	for _, s := range secrets {
-		if s.standard {
-			continue
-		}
-		if hmac.Equal(hmacSHA256(s.key, body), sig) {
+	for _, key := range keys(secrets, false) {
+		if hmac.Equal(hmacSHA256(key, body), sig) {
 			matched = true
 		}
 	}
@@ -58,7 +55,7 @@ func verifyHexHMAC(h http.Header, name string, body []byte, secrets []Secret) bo
 // verifyGitLab checks a Standard Webhooks signature when a standard secret is configured and
 // the request carries one; otherwise the X-Gitlab-Token against the plain secrets.
 func verifyGitLab(req Request, secrets []Secret) bool {
-	if hasStandard(secrets) && req.Header.Get(standardSignatureHeader) != "" {
+	if len(keys(secrets, true)) > 0 && req.Header.Get(standardSignatureHeader) != "" {
 		return verifyStandard(req, secrets)
 	}
 	token := singleHeader(req.Header, gitlabTokenHeader)
@@ -68,11 +65,8 @@ func verifyGitLab(req Request, secrets []Secret) bool {
 	// Hashing both sides first makes the comparison length-independent.
 	got := sha256.Sum256([]byte(token))
 	matched := false
-	for _, s := range secrets {
-		if s.standard {
-			continue
-		}
-		want := sha256.Sum256(s.key)
+	for _, key := range keys(secrets, false) {
+		want := sha256.Sum256(key)
 		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
 			matched = true
 		}
@@ -90,11 +84,8 @@ func verifyStandard(req Request, secrets []Secret) bool {
 	}
 	candidates := standardSignatures(singleHeader(req.Header, standardSignatureHeader))
 	matched := false
-	for _, s := range secrets {
-		if !s.standard {
-			continue
-		}
-		mac := standardMAC(s.key, id, timestamp, req.Body)
+	for _, key := range keys(secrets, true) {
+		mac := standardMAC(key, id, timestamp, req.Body)
 		for _, c := range candidates {
 			if hmac.Equal(mac, c) {
 				matched = true
@@ -153,15 +144,6 @@ func verifyCloudEvent(req Request, secrets []Secret) bool {
 	}
 	id, ok := cloudEventID(req)
 	return ok && id == singleHeader(req.Header, standardIDHeader)
-}
-
-func hasStandard(secrets []Secret) bool {
-	for _, s := range secrets {
-		if s.standard {
-			return true
-		}
-	}
-	return false
 }
 
 func hmacSHA256(key []byte, parts ...[]byte) []byte {
