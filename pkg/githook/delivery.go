@@ -52,7 +52,8 @@ type Push struct {
 	Ref string
 	// Branch and Tag are the short names; exactly one is set for KindPush and KindTagPush.
 	Branch, Tag string
-	// Before is the sha the ref pointed at before the push; all zeros when it was created.
+	// Before is the sha the ref pointed at before the push: all zeros when the ref was created,
+	// "" when the payload has none.
 	Before string
 	// Commit is the pushed (after) sha; all zeros when Deleted.
 	Commit string

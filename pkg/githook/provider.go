@@ -12,7 +12,9 @@ import (
 const (
 	// GitHub is GitHub, Gitea and Forgejo: X-Hub-Signature-256 HMAC-SHA256.
 	GitHub = "github"
-	// GitLab is GitLab: the X-Gitlab-Token secret token or a Standard Webhooks signing token.
+	// GitLab is GitLab: a Standard Webhooks signature (signing token) when a whsec_ secret is
+	// configured and the request carries webhook-signature, which then alone decides; otherwise
+	// the X-Gitlab-Token secret token.
 	GitLab = "gitlab"
 	// Bitbucket is Bitbucket Cloud and Data Center: X-Hub-Signature HMAC-SHA256.
 	Bitbucket = "bitbucket"
@@ -79,7 +81,9 @@ func Verify(provider string, req Request, secrets []Secret) error {
 	return nil
 }
 
-// Parse reads a verified request into a Delivery; errors wrap ErrMalformed. It never panics,
+// Parse reads a verified request into a Delivery; errors wrap ErrMalformed. A push of a ref
+// elsewhere under refs/ (refs/notes/..., refs/pull/...) is a KindOther push, a ref not under
+// refs/ or a pushed commit that is not a 40 or 64 hex digit sha is malformed. It never panics,
 // whatever the header and body.
 func Parse(provider string, req Request) (Delivery, error) {
 	var (
