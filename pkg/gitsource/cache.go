@@ -24,6 +24,8 @@ type fetcher struct {
 	auth    transport.AuthMethod
 	timeout time.Duration
 	clone   string // the clone's directory
+
+	deadline time.Time // of the network part: set by the first fetch, shared by the others
 }
 
 // checkout locks the clone, makes sure it has the commit and writes the commit's tree (or
@@ -127,10 +129,14 @@ func lookup(r *git.Repository, h plumbing.Hash) (*object.Commit, error) {
 	}
 }
 
-// fetch runs one fetch of specs from the repository, bounded by the fetcher's timeout;
-// an up-to-date clone or an empty repository is no error.
+// fetch runs one fetch of specs from the repository; all the fetches of one Checkout end
+// within the fetcher's timeout of the first. An up-to-date clone or an empty repository is
+// no error.
 func (f *fetcher) fetch(ctx context.Context, r *git.Repository, specs []config.RefSpec) error {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	if f.deadline.IsZero() {
+		f.deadline = time.Now().Add(f.timeout)
+	}
+	ctx, cancel := context.WithDeadline(ctx, f.deadline)
 	defer cancel()
 	err := r.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: git.DefaultRemoteName,

@@ -114,6 +114,10 @@ func checkout(ctx context.Context, req request, o Options) (string, error) {
 	if err := os.MkdirAll(o.CacheDir, 0o700); err != nil {
 		return "", fmt.Errorf("cache: %w", err)
 	}
+	if u, err := url.Parse(req.url); err == nil && u.User != nil {
+		p, _ := u.User.Password()
+		secrets = append(secrets, p)
+	}
 	f := &fetcher{url: req.url, auth: auth, timeout: o.Timeout, clone: filepath.Join(o.CacheDir, cacheKey(norm)+".git")}
 	out, err := f.checkout(ctx, sha, subpath, req.dir, o.MaxBytes)
 	return out, redact(err, secrets...)

@@ -3,6 +3,7 @@ package gitsource
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,9 @@ func TestCheckoutWritesExactlyTheCommit(t *testing.T) {
 func TestCheckoutUsesTheCacheAndFetchesIncrementally(t *testing.T) {
 	srv, repo, c1, _ := chartRepo(t)
 	o := opts(t)
+	noise := make([]byte, 64<<10)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
+	repo.Commit(t, map[string]string{"noise.bin": string(noise)}, "incompressible history")
 
 	mustCheckout(t, repo.URL(), c1, "chart", o)
 	clones, _ := filepath.Glob(filepath.Join(o.CacheDir, "*.git"))
@@ -45,7 +49,7 @@ func TestCheckoutUsesTheCacheAndFetchesIncrementally(t *testing.T) {
 	}
 	before, _ := os.Stat(clones[0])
 
-	n := srv.Requests()
+	n, first := srv.Requests(), srv.BytesSent()
 	mustCheckout(t, repo.URL(), c1, "chart", o)
 	if got := srv.Requests(); got != n {
 		t.Errorf("a cached commit made %d requests, want none", got-n)
@@ -58,6 +62,9 @@ func TestCheckoutUsesTheCacheAndFetchesIncrementally(t *testing.T) {
 	}
 	if srv.Requests() == n {
 		t.Error("a new commit made no request")
+	}
+	if incr := srv.BytesSent() - first; incr*10 > first {
+		t.Errorf("the new commit's fetch received %d bytes, the first clone %d: not incremental", incr, first)
 	}
 	after, err := os.Stat(clones[0])
 	if err != nil || !os.SameFile(before, after) {

@@ -24,6 +24,7 @@ type Server struct {
 	root     string
 	srv      *httptest.Server
 	requests atomic.Int64
+	sent     atomic.Int64
 
 	mu       sync.Mutex
 	user     string
@@ -58,7 +59,7 @@ func NewServer(t testing.TB) *Server {
 				return
 			}
 		}
-		cgiHandler.ServeHTTP(w, r)
+		cgiHandler.ServeHTTP(countingWriter{w, &s.sent}, r)
 	}))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -108,6 +109,21 @@ func (s *Server) authorized(r *http.Request) bool {
 
 // Requests is the number of HTTP requests the server has received so far.
 func (s *Server) Requests() int { return int(s.requests.Load()) }
+
+// BytesSent is the number of response body bytes the server has sent so far.
+func (s *Server) BytesSent() int64 { return s.sent.Load() }
+
+// countingWriter counts the bytes of a response body.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
 
 // URL is the server's base URL (http://127.0.0.1:port).
 func (s *Server) URL() string { return s.srv.URL }
