@@ -46,11 +46,15 @@ func normalize(raw string) string {
 	return Redact(raw)
 }
 
+// minSecretLen is the shortest secret replaced wherever it appears in a message: shorter
+// ones would garble unrelated text (they still go from URLs).
+const minSecretLen = 4
+
 // redactText hides URL user information and the given secrets in s.
 func redactText(s string, secrets []string) string {
 	s = userinfo.ReplaceAllString(s, "$1")
 	for _, p := range secrets {
-		if p != "" {
+		if len(p) >= minSecretLen {
 			s = strings.ReplaceAll(s, p, "xxxxx")
 		}
 	}

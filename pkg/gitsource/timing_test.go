@@ -9,7 +9,7 @@ import (
 )
 
 // TestTimings logs how long a first clone, a cached Checkout and an incremental fetch take
-// on a repository of 40 commits of 50 files each (go test -v -run Timings).
+// on a repository of 20 commits of 50 files each (go test -v -run Timings).
 func TestTimings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timings only")
@@ -17,7 +17,7 @@ func TestTimings(t *testing.T) {
 	srv := gittest.NewServer(t)
 	repo := srv.Init(t, "timed")
 	var last string
-	for c := 0; c < 40; c++ {
+	for c := 0; c < 20; c++ {
 		files := map[string]string{}
 		for f := 0; f < 50; f++ {
 			files[fmt.Sprintf("chart/templates/t%02d.yaml", f)] = fmt.Sprintf("# commit %d file %d\n%0512d\n", c, f, c*f)
