@@ -165,10 +165,16 @@ type reply struct {
 	reason  string
 	started []Started
 	retry   time.Duration
+	unread  bool // the body was not read to its end
 }
 
 func rejected(status int, reason string) reply {
 	return reply{status: status, word: "rejected", reason: reason}
+}
+
+// unreadBody is a refusal that leaves the body unread.
+func unreadBody(status int, reason string) reply {
+	return reply{status: status, word: "rejected", reason: reason, unread: true}
 }
 
 func ignored(reason string) reply {
@@ -208,10 +214,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) handle(w http.ResponseWriter, r *http.Request, st *handlerState, req *request) reply {
 	rcv := req.rcv
 	if r.Method != http.MethodPost {
-		return rejected(http.StatusMethodNotAllowed, "method "+r.Method+": only POST")
+		return unreadBody(http.StatusMethodNotAllowed, "method "+r.Method+": only POST")
 	}
 	if !githook.AcceptsContentType(rcv.Type, mediaType(r.Header.Get("Content-Type"))) {
-		return rejected(http.StatusUnsupportedMediaType, "content type: want application/json")
+		return unreadBody(http.StatusUnsupportedMediaType, "content type: want application/json")
 	}
 	body, rep, ok := h.readBody(w, r, rcv.MaxBodySize)
 	if !ok {
@@ -315,7 +321,7 @@ func routedPush(p githook.Push) Push {
 // BodyTimeout: 413 over the cap, 408 for a body too slow, 503 when the budget stays full.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, reply, bool) {
 	if r.ContentLength > limit {
-		return nil, rejected(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body of %d bytes over the receiver's %d", r.ContentLength, limit)), false
+		return nil, unreadBody(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body of %d bytes over the receiver's %d", r.ContentLength, limit)), false
 	}
 	need := limit
 	if r.ContentLength >= 0 {
@@ -325,15 +331,18 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, limit int64) 
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	if err := h.budget.Acquire(ctx, need); err != nil {
-		rep := rejected(http.StatusServiceUnavailable, "busy: too many request bodies at once")
+		rep := unreadBody(http.StatusServiceUnavailable, "busy: too many request bodies at once")
 		rep.retry = time.Second
 		return nil, rep, false
 	}
 	defer h.budget.Release(need)
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(deadline) // not supported by a test recorder: the loop checks the time too
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	return readCapped(r, limit, deadline)
+	body, rep, ok := readCapped(r, limit, deadline)
+	if ok {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, rep, ok
 }
 
 // readCapped reads r's body, at most limit bytes, before deadline.
@@ -344,20 +353,20 @@ func readCapped(r *http.Request, limit int64, deadline time.Time) ([]byte, reply
 	for {
 		// a body may also be slow to start: the connection's read deadline ends a blocked Read
 		if time.Now().After(deadline) {
-			return nil, rejected(http.StatusRequestTimeout, "timeout: the body took too long"), false
+			return nil, unreadBody(http.StatusRequestTimeout, "timeout: the body took too long"), false
 		}
 		n, err := rc.Read(buf)
 		if int64(len(body)+n) > limit {
-			return nil, rejected(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body over the receiver's %d bytes", limit)), false
+			return nil, unreadBody(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body over the receiver's %d bytes", limit)), false
 		}
 		body = append(body, buf[:n]...)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, rejected(http.StatusRequestTimeout, "timeout: the body took too long"), false
+			return nil, unreadBody(http.StatusRequestTimeout, "timeout: the body took too long"), false
 		case errors.Is(err, io.EOF):
 			return body, reply{}, true
 		case err != nil:
-			return nil, rejected(http.StatusBadRequest, "body: "+err.Error()), false
+			return nil, unreadBody(http.StatusBadRequest, "body: "+err.Error()), false
 		}
 	}
 }
@@ -369,6 +378,10 @@ func (h *Handler) answer(w http.ResponseWriter, rep reply) {
 	}
 	if rep.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", http.MethodPost)
+	}
+	if rep.unread {
+		// the rest of the body is not worth reading (nor waiting for): close the connection
+		w.Header().Set("Connection", "close")
 	}
 	reason := rep.reason
 	if rep.status == http.StatusUnauthorized {

@@ -107,22 +107,25 @@ func newIntake(t *testing.T) *intake {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last
 	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	nc, err := bus.ConnectInProcess(ctx, srv, "webhook-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := bus.DefaultOptions()
-	opts.Duplicates = time.Second
+	t.Cleanup(nc.Close)
 	log := zaptest.NewLogger(t)
-	b, err := bus.New(ctx, nc, opts, log)
+	b, err := bus.New(ctx, nc, bus.DefaultOptions(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	shortDuplicateWindow(ctx, t, b)
 	deliveries, err := b.Deliveries(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +146,6 @@ func newIntake(t *testing.T) *intake {
 			t.Errorf("serve: %v", err)
 		}
 		http.DefaultClient.CloseIdleConnections()
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		goleak.VerifyNone(t, ignore)
 	})
 	return &intake{base: "http://" + s.Addr().String(), bus: b, dir: dir}
 }
@@ -419,3 +418,18 @@ func slowBody(t *testing.T, base string) string {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// shortDuplicateWindow makes the deploy stream drop duplicate message ids for one second only
+// (serve refuses less than two minutes), so that a test can replay a delivery past it.
+func shortDuplicateWindow(ctx context.Context, t *testing.T, b *bus.Bus) {
+	t.Helper()
+	s, err := b.JetStream().Stream(ctx, bus.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.Duplicates = time.Second
+	if _, err := b.JetStream().UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+}

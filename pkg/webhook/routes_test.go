@@ -135,6 +135,7 @@ func TestRouteResolve(t *testing.T) {
 			Chart:   events.GitChart{URL: "https://github.com/acme/shop.git", Commit: commit},
 			Timeout: DefaultTimeout,
 			Git:     events.Git{Ref: "refs/heads/feature/JIRA-1", Commit: commit, Branch: "feature/JIRA-1", Author: "alice"},
+			Route:   1,
 		}, true},
 		{"tag to production", &gh.Routes[2], tagPush("acme/shop", "v1.2.3"), Deploy{
 			Target:    events.Target{Cluster: "production", Namespace: "shop", Release: "shop"},
@@ -142,6 +143,7 @@ func TestRouteResolve(t *testing.T) {
 			SetString: []string{"app.version=v1.2.3"},
 			Timeout:   DefaultTimeout,
 			Git:       events.Git{Ref: "refs/tags/v1.2.3", Commit: commit, Tag: "v1.2.3", Author: "alice"},
+			Route:     2,
 		}, false},
 		{"release from the repository", &gl.Routes[0], branchPush("infra/dns", "main"), Deploy{
 			Target:  events.Target{Cluster: "sandbox", Namespace: "infra", Release: "infra-dns-cd3a6537"},
@@ -155,6 +157,7 @@ func TestRouteResolve(t *testing.T) {
 			SetString: []string{"app.version=v1"},
 			Timeout:   DefaultTimeout,
 			Git:       events.Git{Ref: "refs/tags/v1", Commit: commit, Tag: "v1", Author: "alice"},
+			Route:     2,
 		}, false},
 	}
 	for _, tt := range tests {

@@ -23,9 +23,9 @@ import (
 	"github.com/sealane/sealane/test/harness"
 )
 
-// werfProject is a werf project whose ConfigMap says which commit's values it was rendered
+// hookProject is a werf project whose ConfigMap says which commit's values it was rendered
 // from, and whose Deployment's pods never become ready when .Values.unready is true.
-func werfProject(message string) map[string]string {
+func hookProject(message string) map[string]string {
 	return map[string]string{
 		"werf.yaml":        "project: shop\nconfigVersion: 1\n",
 		".helm/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
@@ -114,7 +114,7 @@ func startHookIntake(t *testing.T) *hookIntake {
 	sharePayloadKey(t)
 	gs := gittest.NewServer(t)
 	repo := gs.Init(t, "shop.git")
-	repo.Commit(t, werfProject("initial"), "initial")
+	repo.Commit(t, hookProject("initial"), "initial")
 	in := &hookIntake{repo: repo, ns: namespace(t), cluster: clusterName(t)}
 	dir := t.TempDir()
 	for name, s := range hookSecrets {
