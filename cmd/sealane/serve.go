@@ -16,14 +16,18 @@ import (
 	"github.com/sealane/sealane/pkg/serve"
 )
 
+// serveFlags are the flags of `sealane serve`.
+type serveFlags struct {
+	ackWait, retention time.Duration
+	replicas           int
+	httpAddr           string
+	updateTopology     bool
+	setup              *serveSetup // servedeps.go
+	hook               serve.WebhookOptions
+}
+
 func newServeCmd(g *globalFlags) *cobra.Command {
-	var ackWait time.Duration
-	var replicas int
-	var retention time.Duration
-	var httpAddr string
-	var updateTopology bool
-	setup := &serveSetup{clusters: serve.DefaultClusterOptions()} // servedeps.go
-	hook := serve.WebhookOptionsFromEnv()
+	f := &serveFlags{setup: &serveSetup{clusters: serve.DefaultClusterOptions()}, hook: serve.WebhookOptionsFromEnv()}
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|webhook|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
@@ -32,70 +36,72 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"webhook intake (--webhook-config); `all` is the four stages, and the intake too when --webhook-config is set.",
 		Args:      cobra.MinimumNArgs(1),
 		ValidArgs: []string{"renderer", "applier", "tracker", "recorder", "webhook", "all"},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if g.natsURL == "" {
-				return fmt.Errorf("serve needs --nats URL (or $SEALANE_NATS_URL): stages of one pipeline meet on a shared NATS")
-			}
-			names, withWebhook := serveParts(args, hook.Config != "")
-			if len(names) > 0 {
-				if _, err := pipeline.Stages(pipeline.Deps{}, names...); err != nil {
-					return err
-				}
-			}
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			defer func() { _ = log.Sync() }()
-			node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, Provision: len(names) > 0, UpdateTopology: updateTopology, SignRequests: withWebhook,
-				Name: "sealane-" + args[0], Log: log, Replicas: replicas, Retention: retention, PayloadKeyFile: g.payloadKeyFile})
-			if err != nil {
-				return err
-			}
-			defer node.Close()
-			if len(names) == 0 { // the webhook intake alone: no clusters, no keys
-				return node.WithProbes(cmd.Context(), httpAddr, func(ctx context.Context) error {
-					return serve.RunWebhook(ctx, node, hook, log)
-				})
-			}
-			setup.leaseTTLSet = cmd.Flags().Changed("lease-ttl")
-			deps, stopClusters, err := setup.deps(cmd.Context(), g, node, names, log)
-			if err != nil {
-				return err
-			}
-			defer stopClusters()
-			log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
-			runner := node.Runner(log)
-			runner.AckWait = ackWait
-			return node.WithProbes(cmd.Context(), httpAddr, func(ctx context.Context) error {
-				if !withWebhook {
-					return serve.RunStages(ctx, runner, deps, names...)
-				}
-				return runTogether(ctx, func(ctx context.Context) error { return serve.RunStages(ctx, runner, deps, names...) },
-					func(ctx context.Context) error { return serve.RunWebhook(ctx, node, hook, log) })
-			})
-		},
+		RunE:      func(cmd *cobra.Command, args []string) error { return f.run(cmd, g, args) },
 	}
 	defAckWait, err := time.ParseDuration(os.Getenv("SEALANE_ACK_WAIT"))
 	if err != nil {
 		defAckWait = bus.DefaultAckWait
 	}
-	cmd.Flags().DurationVar(&ackWait, "ack-wait", defAckWait,
+	cmd.Flags().DurationVar(&f.ackWait, "ack-wait", defAckWait,
 		"how long a delivery may go without ack or heartbeat before another replica gets it ($SEALANE_ACK_WAIT)")
-	cmd.Flags().IntVar(&replicas, "nats-replicas", 0,
+	cmd.Flags().IntVar(&f.replicas, "nats-replicas", 0,
 		"replicas of the streams and buckets serve creates on a NATS cluster (default $"+serve.ReplicasEnv+" or 1); an existing stream with other replicas is an error")
-	cmd.Flags().BoolVar(&updateTopology, "update-topology", false,
+	cmd.Flags().BoolVar(&f.updateTopology, "update-topology", false,
 		"change existing streams and buckets to --nats-replicas and --retention (otherwise a difference is an error; clients never change them)")
-	cmd.Flags().DurationVar(&retention, "retention", 0,
+	cmd.Flags().DurationVar(&f.retention, "retention", 0,
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
-	cmd.Flags().DurationVar(&setup.leaseTTL, "lease-ttl", 0,
+	cmd.Flags().DurationVar(&f.setup.leaseTTL, "lease-ttl", 0,
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
-	cmd.Flags().StringVar(&httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
+	cmd.Flags().StringVar(&f.httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
 		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
-	registerClusterFlags(cmd.Flags(), &setup.clusters) // cluster.go
-	setup.intake = addIntakeFlags(cmd)
-	hook.RegisterFlags(cmd.Flags())
+	registerClusterFlags(cmd.Flags(), &f.setup.clusters) // cluster.go
+	f.setup.intake = addIntakeFlags(cmd)
+	f.hook.RegisterFlags(cmd.Flags())
 	return cmd
+}
+
+// run serves the stages and the webhook intake args name until the command's context ends.
+func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) error {
+	if g.natsURL == "" {
+		return fmt.Errorf("serve needs --nats URL (or $SEALANE_NATS_URL): stages of one pipeline meet on a shared NATS")
+	}
+	names, withWebhook := serveParts(args, f.hook.Config != "")
+	if len(names) > 0 {
+		if _, err := pipeline.Stages(pipeline.Deps{}, names...); err != nil {
+			return err
+		}
+	}
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	// Stages provision the topology; the webhook intake alone binds to it as a client.
+	node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, Provision: len(names) > 0,
+		UpdateTopology: f.updateTopology, SignRequests: withWebhook, Name: "sealane-" + args[0], Log: log,
+		Replicas: f.replicas, Retention: f.retention, PayloadKeyFile: g.payloadKeyFile})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	webhook := func(ctx context.Context) error { return serve.RunWebhook(ctx, node, f.hook, log) }
+	if len(names) == 0 { // the webhook intake alone: no clusters, no keys
+		return node.WithProbes(cmd.Context(), f.httpAddr, webhook)
+	}
+	f.setup.leaseTTLSet = cmd.Flags().Changed("lease-ttl")
+	deps, stopClusters, err := f.setup.deps(cmd.Context(), g, node, names, log)
+	if err != nil {
+		return err
+	}
+	defer stopClusters()
+	log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
+	runner := node.Runner(log)
+	runner.AckWait = f.ackWait
+	stages := func(ctx context.Context) error { return serve.RunStages(ctx, runner, deps, names...) }
+	if withWebhook {
+		return node.WithProbes(cmd.Context(), f.httpAddr, func(ctx context.Context) error { return runTogether(ctx, stages, webhook) })
+	}
+	return node.WithProbes(cmd.Context(), f.httpAddr, stages)
 }
 
 // serveParts splits serve's arguments into the stages to run and whether to serve the

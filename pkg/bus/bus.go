@@ -26,8 +26,8 @@ const (
 	DefaultDuplicates       = 2 * time.Minute
 	DefaultStateBucket      = "sealane-deploys"
 	DefaultBlobBucket       = "sealane-blobs"
-	DefaultLeaseBucket      = "sealane-leases"   // release leases and their queues (pkg/lease)
-	DefaultClusterBucket    = "sealane-clusters" // cluster reachability and versions (pkg/clusters)
+	DefaultLeaseBucket      = "sealane-leases"             // release leases and their queues (pkg/lease)
+	DefaultClusterBucket    = "sealane-clusters"           // cluster reachability and versions (pkg/clusters)
 	DefaultDeliveryBucket   = "sealane-webhook-deliveries" // webhook deliveries seen (pkg/webhook)
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
 	DefaultLogStream        = "SEALANE_LOGS"

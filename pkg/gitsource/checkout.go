@@ -72,14 +72,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Checkout writes the tree of commit (a full hex sha) under subpath ("" is the whole
-// repository) into a new temporary directory under dir and returns it; the caller removes
-// it. It fetches only when the commit is not in the cached clone yet; submodules are
-// skipped, and a symlink resolving outside the written tree fails the Checkout.
-func Checkout(ctx context.Context, url, commit, subpath, dir string, o Options) (string, error) {
-	out, err := checkout(ctx, request{url: url, commit: commit, path: subpath, dir: dir}, o)
+// Source is what a Checkout writes: the tree of Commit (a full hex sha) of the repository at
+// URL under Path ("" is the whole repository).
+type Source struct {
+	URL, Commit, Path string
+}
+
+// Checkout writes the tree src names into a new temporary directory under dir and returns
+// it; the caller removes it. It fetches only when the commit is not in the cached clone yet;
+// submodules are skipped, and a symlink resolving outside the written tree fails the Checkout.
+func Checkout(ctx context.Context, src Source, dir string, o Options) (string, error) {
+	out, err := checkout(ctx, request{url: src.URL, commit: src.Commit, path: src.Path, dir: dir}, o)
 	if err != nil {
-		return "", fmt.Errorf("git checkout %s at %s: %w", Redact(url), commit, err)
+		return "", fmt.Errorf("git checkout %s at %s: %w", Redact(src.URL), src.Commit, err)
 	}
 	return out, nil
 }

@@ -113,7 +113,7 @@ func TestCheckoutFetchesAShaNoRefHoldsWhereAllowed(t *testing.T) {
 	repo.Branch(t, "main")
 	mustCheckout(t, repo.URL(), c2, "", o)
 
-	_, err := Checkout(context.Background(), repo.URL(), pr, "", t.TempDir(), o)
+	_, err := checkoutOf(context.Background(), repo.URL(), pr, "", t.TempDir(), o)
 	if !errors.Is(err, ErrCommitNotFound) {
 		t.Fatalf("pull request commit without allowReachableSHA1InWant: err = %v, want ErrCommitNotFound", err)
 	}
@@ -127,7 +127,7 @@ func TestCheckoutUnknownCommit(t *testing.T) {
 	_, repo, _, _ := chartRepo(t)
 	unknown := strings.Repeat("ab", 20)
 	out := t.TempDir()
-	_, err := Checkout(context.Background(), repo.URL(), unknown, "", out, opts(t))
+	_, err := checkoutOf(context.Background(), repo.URL(), unknown, "", out, opts(t))
 	if !errors.Is(err, ErrCommitNotFound) {
 		t.Fatalf("err = %v, want ErrCommitNotFound", err)
 	}
@@ -155,18 +155,18 @@ func TestCheckoutRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Checkout(context.Background(), tc.url, tc.commit, tc.path, t.TempDir(), opts(t))
+			_, err := checkoutOf(context.Background(), tc.url, tc.commit, tc.path, t.TempDir(), opts(t))
 			if !errors.Is(err, ErrNotAllowed) {
 				t.Errorf("err = %v, want ErrNotAllowed", err)
 			}
 		})
 	}
 	for _, bad := range []string{"abc", strings.Repeat("g", 40), c1[:39]} {
-		if _, err := Checkout(context.Background(), repo.URL(), bad, "", t.TempDir(), opts(t)); err == nil {
+		if _, err := checkoutOf(context.Background(), repo.URL(), bad, "", t.TempDir(), opts(t)); err == nil {
 			t.Errorf("commit %q: no error", bad)
 		}
 	}
-	if _, err := Checkout(context.Background(), repo.URL(), c1, "", t.TempDir(), Options{}); err == nil {
+	if _, err := checkoutOf(context.Background(), repo.URL(), c1, "", t.TempDir(), Options{}); err == nil {
 		t.Error("no CacheDir: no error")
 	}
 }
@@ -196,7 +196,7 @@ func TestCheckoutFileModesAndSymlinks(t *testing.T) {
 	for name, commit := range map[string]string{"escaping the repository": srv.escape, "escaping the chart path": srv.outsidePath} {
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()
-			_, err := Checkout(context.Background(), srv.url, commit, "chart", out, o)
+			_, err := checkoutOf(context.Background(), srv.url, commit, "chart", out, o)
 			if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "chart") && !strings.Contains(err.Error(), "templates/") {
 				t.Fatalf("err = %v, want ErrNotAllowed naming the link", err)
 			}
@@ -215,7 +215,7 @@ func TestCheckoutMaxBytes(t *testing.T) {
 	o := opts(t)
 	o.MaxBytes = 1 << 20
 	out := t.TempDir()
-	_, err := Checkout(context.Background(), srv.url, srv.commit, "", out, o)
+	_, err := checkoutOf(context.Background(), srv.url, srv.commit, "", out, o)
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "1048576 bytes") {
 		t.Fatalf("err = %v, want ErrTooLarge naming the limit", err)
 	}
@@ -234,7 +234,7 @@ func TestCheckoutCancelledContextReturnsPromptly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := Checkout(ctx, repo.URL(), c1, "", t.TempDir(), opts(t))
+	_, err := checkoutOf(ctx, repo.URL(), c1, "", t.TempDir(), opts(t))
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("Checkout took %v after the cancel", took)
 	}
@@ -244,7 +244,7 @@ func TestCheckoutCancelledContextReturnsPromptly(t *testing.T) {
 
 	o := opts(t)
 	o.Timeout = 300 * time.Millisecond
-	_, err = Checkout(context.Background(), repo.URL(), c1, "", t.TempDir(), o)
+	_, err = checkoutOf(context.Background(), repo.URL(), c1, "", t.TempDir(), o)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") {
 		t.Errorf("err = %v, want a timeout", err)
 	}
@@ -263,7 +263,7 @@ func TestCheckoutConcurrently(t *testing.T) {
 			if i%2 == 1 {
 				commit = c2
 			}
-			_, errs[i] = Checkout(context.Background(), repo.URL(), commit, "chart", t.TempDir(), o)
+			_, errs[i] = checkoutOf(context.Background(), repo.URL(), commit, "chart", t.TempDir(), o)
 		}()
 	}
 	wg.Wait()

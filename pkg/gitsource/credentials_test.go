@@ -100,14 +100,14 @@ func TestCredentialsSSHKeyErrorsNameTheFileNotItsContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Checkout(context.Background(), "git@git.example.com:acme/app.git", strings.Repeat("a", 40), "", t.TempDir(), Options{CacheDir: t.TempDir(), Credentials: c})
+	_, err = checkoutOf(context.Background(), "git@git.example.com:acme/app.git", strings.Repeat("a", 40), "", t.TempDir(), Options{CacheDir: t.TempDir(), Credentials: c})
 	if err == nil || !strings.Contains(err.Error(), key) || strings.Contains(err.Error(), "MATERIAL") {
 		t.Errorf("bad key: err = %v, want one naming %s without its content", err, key)
 	}
 	if err := os.Remove(key); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Checkout(context.Background(), "ssh://git@git.example.com/acme/app.git", strings.Repeat("a", 40), "", t.TempDir(), Options{CacheDir: t.TempDir(), Credentials: c})
+	_, err = checkoutOf(context.Background(), "ssh://git@git.example.com/acme/app.git", strings.Repeat("a", 40), "", t.TempDir(), Options{CacheDir: t.TempDir(), Credentials: c})
 	if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing key: err = %v, want one naming %s", err, key)
 	}
@@ -128,7 +128,7 @@ func TestCheckoutWithTokenFile(t *testing.T) {
 	}
 	o := Options{CacheDir: t.TempDir(), Credentials: creds}
 
-	_, err = Checkout(context.Background(), repo.URL(), c1, "", t.TempDir(), o)
+	_, err = checkoutOf(context.Background(), repo.URL(), c1, "", t.TempDir(), o)
 	if err == nil || !strings.Contains(err.Error(), repo.URL()) || !strings.Contains(err.Error(), "authentication failed") {
 		t.Fatalf("wrong token: err = %v, want an authentication failure naming %s", err, repo.URL())
 	}
@@ -137,7 +137,7 @@ func TestCheckoutWithTokenFile(t *testing.T) {
 	}
 
 	inline := strings.Replace(repo.URL(), "http://", "http://bot:inline-secret-99@", 1)
-	_, err = Checkout(context.Background(), inline, c1, "", t.TempDir(), Options{CacheDir: t.TempDir()})
+	_, err = checkoutOf(context.Background(), inline, c1, "", t.TempDir(), Options{CacheDir: t.TempDir()})
 	if err == nil || strings.Contains(err.Error(), "inline-secret") || !strings.Contains(err.Error(), repo.URL()) {
 		t.Errorf("credentials in the URL: err = %v, want one naming the URL without them", err)
 	}
@@ -150,7 +150,7 @@ func TestCheckoutWithTokenFile(t *testing.T) {
 }
 
 func TestCheckoutWithoutCredentialsForSSH(t *testing.T) {
-	_, err := Checkout(context.Background(), "git@git.example.com:acme/app.git", strings.Repeat("a", 40), "", t.TempDir(), Options{CacheDir: t.TempDir()})
+	_, err := checkoutOf(context.Background(), "git@git.example.com:acme/app.git", strings.Repeat("a", 40), "", t.TempDir(), Options{CacheDir: t.TempDir()})
 	if err == nil || errors.Is(err, ErrCommitNotFound) || !strings.Contains(err.Error(), "knownHostsFile") {
 		t.Errorf("err = %v, want one saying ssh needs a key and known hosts", err)
 	}

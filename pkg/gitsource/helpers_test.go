@@ -44,7 +44,7 @@ func opts(t *testing.T) Options {
 // end of the test.
 func mustCheckout(t *testing.T, url, commit, path string, o Options) string {
 	t.Helper()
-	dir, err := Checkout(context.Background(), url, commit, path, t.TempDir(), o)
+	dir, err := checkoutOf(context.Background(), url, commit, path, t.TempDir(), o)
 	if err != nil {
 		t.Fatalf("Checkout: %v", err)
 	}
@@ -141,4 +141,9 @@ func gittestServerWithBigFile(t *testing.T) bigRepo {
 	repo := gittest.NewServer(t).Init(t, "big")
 	big := strings.Repeat("0123456789abcdef", 2<<20/16)
 	return bigRepo{url: repo.URL(), commit: repo.Commit(t, map[string]string{"big.txt": big, "small.txt": "x"}, "big")}
+}
+
+// checkoutOf is Checkout with the source's parts as arguments.
+func checkoutOf(ctx context.Context, url, commit, path, dir string, o Options) (string, error) {
+	return Checkout(ctx, Source{URL: url, Commit: commit, Path: path}, dir, o)
 }

@@ -85,7 +85,7 @@ func storeGitChart(ctx context.Context, blobs Blobs, g events.GitChart, i Intake
 		return events.ChartSource{}, nil, fmt.Errorf("chart in %s: %w", gitsource.Redact(g.URL), err)
 	}
 	defer os.RemoveAll(tmp)
-	tree, err := gitsource.Checkout(ctx, g.URL, g.Commit, "", tmp, i.gitOptions())
+	tree, err := gitsource.Checkout(ctx, gitsource.Source{URL: g.URL, Commit: g.Commit}, tmp, i.gitOptions())
 	if err != nil {
 		return events.ChartSource{}, nil, err
 	}

@@ -103,7 +103,7 @@ func RunWebhook(ctx context.Context, node *Node, o WebhookOptions, log *zap.Logg
 	wctx, stopWatch := context.WithCancel(ctx)
 	go func() {
 		defer close(watchDone)
-		webhook.Watch(wctx, o.Config, o.ReloadInterval, os.LookupEnv, func(c *webhook.Config) {
+		webhook.Watch(wctx, webhook.WatchOptions{Path: o.Config, Interval: o.ReloadInterval, Getenv: os.LookupEnv}, func(c *webhook.Config) {
 			if err := h.Apply(c); err != nil {
 				log.Error("webhook receivers not reloaded: the old ones stay", zap.Error(err))
 				return

@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// WatchOptions say what Watch reads: the configuration file, how often, and the environment
+// its secret variables come from (nil: os.LookupEnv).
+type WatchOptions struct {
+	Path     string
+	Interval time.Duration
+	Getenv   func(string) (string, bool)
+}
+
 // Watch loads the configuration at path at once and then every interval (0: 2s), and calls
 // apply with each new valid configuration, or onError with the problems of an invalid one,
 // for the caller to keep the configuration it has. A configuration is new when the content of
@@ -14,8 +22,8 @@ import (
 // reported (apply or onError), so a caller that loaded the file with LoadConfig loses no
 // change made in between. Watch returns when ctx ends; it starts no goroutine, and calls
 // apply and onError from its own.
-func Watch(ctx context.Context, path string, interval time.Duration, getenv func(string) (string, bool),
-	apply func(*Config), onError func(error)) {
+func Watch(ctx context.Context, o WatchOptions, apply func(*Config), onError func(error)) {
+	path, interval, getenv := o.Path, o.Interval, o.Getenv
 	if interval <= 0 {
 		interval = DefaultWatchInterval
 	}

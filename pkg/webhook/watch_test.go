@@ -41,7 +41,7 @@ func startWatch(t *testing.T, path string, env map[string]string) *watcher {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Watch(ctx, path, 5*time.Millisecond, w.getenv,
+		Watch(ctx, WatchOptions{Path: path, Interval: 5 * time.Millisecond, Getenv: w.getenv},
 			func(c *Config) { w.applied <- c },
 			func(err error) { w.errs <- err })
 	}()
