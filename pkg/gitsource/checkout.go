@@ -61,6 +61,15 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// DefaultCacheDir is where the clones are kept when nothing else is said:
+// $XDG_CACHE_HOME/sealane/git (~/.cache/sealane/git), else under the temporary directory.
+func DefaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "sealane", "git")
+	}
+	return filepath.Join(os.TempDir(), "sealane-git")
+}
+
 // withDefaults fills in the zero bounds.
 func (o Options) withDefaults() Options {
 	if o.MaxBytes == 0 {

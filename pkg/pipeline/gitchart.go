@@ -70,6 +70,9 @@ func gitLocation(url string) string {
 // gitOptions are the gitsource options of a git chart fetched for a request.
 func (i Intake) gitOptions() gitsource.Options {
 	o := i.Git
+	if o.CacheDir == "" {
+		o.CacheDir = gitsource.DefaultCacheDir()
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = i.fetchOptions().Timeout
 	}

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -45,7 +44,7 @@ type IntakeFlags struct {
 func IntakeFlagsFromEnv() IntakeFlags {
 	f := IntakeFlags{ClientKeys: os.Getenv(ClientKeysEnv), MaxChartSize: os.Getenv(MaxChartSizeEnv),
 		RequestMaxAge: intake.DefaultMaxAge, ChartFetchTimeout: 2 * time.Minute,
-		GitCredentials: os.Getenv(GitCredentialsEnv), GitCacheDir: envOr(GitCacheDirEnv, defaultGitCacheDir())}
+		GitCredentials: os.Getenv(GitCredentialsEnv), GitCacheDir: envOr(GitCacheDirEnv, gitsource.DefaultCacheDir())}
 	for _, p := range strings.Split(os.Getenv(AllowChartSourceEnv), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			f.AllowChartSources = append(f.AllowChartSources, p)
@@ -84,14 +83,6 @@ func (f *IntakeFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.GitCacheDir, "git-cache-dir", f.GitCacheDir, UsageGitCacheDir)
 }
 
-// defaultGitCacheDir is $XDG_CACHE_HOME/sealane/git (~/.cache/sealane/git), else under the
-// temporary directory.
-func defaultGitCacheDir() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "sealane", "git")
-	}
-	return filepath.Join(os.TempDir(), "sealane-git")
-}
 
 // patternList is a repeatable flag; its first use replaces the environment's default.
 type patternList struct {

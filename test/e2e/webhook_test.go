@@ -27,9 +27,9 @@ import (
 // from, and whose Deployment's pods never become ready when .Values.unready is true.
 func hookProject(message string) map[string]string {
 	return map[string]string{
-		"werf.yaml":        "project: shop\nconfigVersion: 1\n",
-		".helm/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
-		".helm/values.yaml": "message: default\nunready: false\nimage:\n  tag: latest\n",
+		"werf.yaml":                 "project: shop\nconfigVersion: 1\n",
+		".helm/Chart.yaml":          "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
+		".helm/values.yaml":         "message: default\nunready: false\nimage:\n  tag: latest\n",
 		".helm/values-staging.yaml": "message: " + message + "\n",
 		".helm/templates/cm.yaml": `apiVersion: v1
 kind: ConfigMap
