@@ -23,8 +23,8 @@ build:
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sealane ./cmd/sealane
 	for s in renderer applier tracker recorder; do CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sealane-$$s ./services/$$s || exit 1; done
 
-# The image of deployments/chart: the CLI and the four stage binaries (deployments/Dockerfile),
-# with docker or podman.
+# The image of deployments/chart: the CLI, the four stage binaries and the webhook intake
+# (deployments/Dockerfile), with docker or podman.
 IMAGE ?= ghcr.io/sealane/sealane:dev
 image:
 	@tool=$$(command -v docker || command -v podman) || { echo "make image needs docker or podman"; exit 1; }; \

@@ -23,7 +23,10 @@ import (
 // command, environment and mounts, each on its own NATS user and with its own
 // ServiceAccount's token — registers the sandbox as a cluster by Secret, and deploys a chart
 // as a client scoped to one namespace of that cluster, signing with its nkey: helm sees the
-// release, its record names the verified client, and NATS refuses another namespace.
+// release, its record names the verified client, and NATS refuses another namespace. The
+// chart's webhook intake runs too, on its own NATS user, with a github receiver whose secret
+// is a file of a mounted Secret: a signed push is accepted and its deploy request and audit
+// event are in the deploy stream, a wrong signature is refused.
 func TestChartServices(t *testing.T) {
 	cs := harness.Clientset(t, env.Kubeconfig)
 	ns := kubetest.UncreatedNamespace(t, cs, "selfhost-")
@@ -39,7 +42,7 @@ func TestChartServices(t *testing.T) {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	values := scopedClientValues(t, cluster, team, pub)
+	values := chartValues(t, cluster, team, pub)
 
 	sealane := func(extraEnv []string, args ...string) string {
 		t.Helper()
@@ -54,15 +57,18 @@ func TestChartServices(t *testing.T) {
 	chart := filepath.Join(env.RepoRoot, "deployments", "chart")
 	sealane(nil, "deploy", chart, "--release", "sealane", "--namespace", ns, "--values", values, "--timeout", "3m",
 		"--kubeconfig", env.Kubeconfig, "--data-dir", t.TempDir())
-	objs := Render(t, env.Helm, env.RepoRoot, ns, "--values", values, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
+	hookManifest, hookSecret := createWebhookSecret(t, cs, ns)
+	objs := RenderWith(t, hookManifest, env.Helm, env.RepoRoot, ns, "--values", values, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
 
 	nodes := StartNATS(t, objs, "sealane-nats", ns, env.NATSServer)
 	bins, err := harness.BuildServices(env.RepoRoot, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	StartStages(t, StageRun{Objects: objs, Release: "sealane", Namespace: ns, Binaries: bins, NATSURL: URLs(nodes),
-		Kubeconfig: env.Kubeconfig, Clientset: cs})
+	run := StageRun{Objects: objs, Release: "sealane", Namespace: ns, Binaries: bins, NATSURL: URLs(nodes),
+		Kubeconfig: env.Kubeconfig, Clientset: cs}
+	StartStages(t, run)
+	hook := StartWebhook(t, run)
 
 	sealane(nil, "cluster", "add", cluster, "--kubeconfig", env.Kubeconfig, "--home-kubeconfig", env.Kubeconfig, "--sealane-namespace", ns)
 	client := []string{"SEALANE_NATS_NKEY=" + seedFile, "SEALANE_PAYLOAD_KEY=" + objs.Secret("sealane-payload-key", "key")}
@@ -91,13 +97,16 @@ func TestChartServices(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "ermission") {
 		t.Errorf("a deploy outside the client's namespace: err = %v, want a permissions error:\n%s", err, out)
 	}
+
+	checkWebhook(t, hook, hookSecret, objs, URLs(nodes), cluster, team)
 }
 
-// scopedClientValues writes chart values for a throwaway installation (no volumes, no
-// in-cluster registration) with one more NATS user, the nkey pub, allowed to request deploys
-// only to namespace team of cluster — the shipped scoped-client example, retargeted — and
-// registered with the renderer as client "team-a", whose signature every request needs.
-func scopedClientValues(t *testing.T, cluster, team, pub string) string {
+// chartValues writes chart values for a throwaway installation (no volumes, no in-cluster
+// registration) with one more NATS user, the nkey pub, allowed to request deploys only to
+// namespace team of cluster — the shipped scoped-client example, retargeted — and registered
+// with the renderer as client "team-a", whose signature every request needs; and the webhook
+// intake with one github receiver (webhookValues).
+func chartValues(t *testing.T, cluster, team, pub string) string {
 	t.Helper()
 	perms, err := os.ReadFile(filepath.Join(env.RepoRoot, "deployments", "nats", "scoped-client.conf"))
 	if err != nil {
@@ -114,7 +123,8 @@ func scopedClientValues(t *testing.T, cluster, team, pub string) string {
 			"extraPermissions": scoped,
 			"extraUsers":       []string{"{nkey: " + pub + ", permissions: $CLIENT_TEAM_A}"},
 		},
-		"intake": map[string]any{"clientKeys": map[string]string{"team-a": pub}},
+		"intake":  map[string]any{"clientKeys": map[string]string{"team-a": pub}},
+		"webhook": webhookValues(cluster, team),
 	}
 	b, err := yaml.Marshal(v)
 	if err != nil {
