@@ -93,6 +93,7 @@ func storeGitChart(ctx context.Context, blobs Blobs, g events.GitChart, i Intake
 		return events.ChartSource{}, nil, err
 	}
 	opts := i.fetchOptions()
+	opts.Allow = insideTree(tree, opts.Allow)
 	archive, meta, digest, err := chartsource.Resolve(ctx, chartsource.Source{Path: filepath.Join(tree, filepath.FromSlash(g.Path))}, opts)
 	if err != nil {
 		return events.ChartSource{}, nil, fmt.Errorf("chart %s in %s at %s: %w", orDefault(g.Path, "."), gitsource.Redact(g.URL), g.Commit, stripDir(err, tree))
@@ -159,4 +160,20 @@ func orDefault(s, d string) string {
 // repository does not have, a tree over the size limit.
 func gitRefused(err error) bool {
 	return errors.Is(err, gitsource.ErrCommitNotFound) || errors.Is(err, gitsource.ErrTooLarge)
+}
+
+// insideTree lets a chart checked out into tree use the tree: the chart itself and file://
+// dependencies in the same repository; every other location is asked of allow (nil: any).
+func insideTree(tree string, allow func(string) error) func(string) error {
+	if allow == nil {
+		return nil
+	}
+	return func(location string) error {
+		if p, ok := strings.CutPrefix(location, "file://"); ok {
+			if rel, err := filepath.Rel(tree, filepath.Clean(p)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return nil
+			}
+		}
+		return allow(location)
+	}
 }

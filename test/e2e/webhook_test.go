@@ -113,7 +113,7 @@ func startHookIntake(t *testing.T) *hookIntake {
 	t.Helper()
 	sharePayloadKey(t)
 	gs := gittest.NewServer(t)
-	repo := gs.Init(t, "shop.git")
+	repo := gs.Init(t, "shop") // served as …/shop.git
 	repo.Commit(t, hookProject("initial"), "initial")
 	in := &hookIntake{repo: repo, ns: namespace(t), cluster: clusterName(t)}
 	dir := t.TempDir()
@@ -253,7 +253,8 @@ func (in *hookIntake) waitDeployed(t *testing.T, rel string, n int) []helmRevisi
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("release %s: no %d finished revisions within 3m", rel, n)
+	r := run(t, time.Minute, sealaneBin, "events", "--nats", in.natsURL, "--release", rel)
+	t.Fatalf("release %s: no %d finished revisions within 3m; its events:\n%s", rel, n, r.out)
 	return nil
 }
 
@@ -307,7 +308,7 @@ func TestWebhookDeploysPushedCommit(t *testing.T) {
 	}
 	counts := map[string]int{}
 	for _, e := range streamEvents(t, in.natsURL, "wh-github") {
-		counts[token(e.Type)]++
+		counts[events.Type(e.Type).Token()]++
 	}
 	if counts["requested"] != 1 || counts["webhook_accepted"] != 1 || counts["webhook_duplicate"] != 1 {
 		t.Errorf("wh-github events %v, want one request, one webhook_accepted, one webhook_duplicate", counts)
@@ -320,8 +321,8 @@ func TestWebhookDeploysPushedCommit(t *testing.T) {
 func TestWebhookQueueAndSupersede(t *testing.T) {
 	in := startHookIntake(t)
 	before := strings.Repeat("0", 40)
-	x := in.repo.Commit(t, map[string]string{".helm/values-staging.yaml": "message: x\n"}, "x")
-	y := in.repo.Commit(t, map[string]string{".helm/values-staging.yaml": "message: y\n"}, "y")
+	x := in.repo.Commit(t, map[string]string{".helm/values-staging.yaml": "message: commit-x\n"}, "x")
+	y := in.repo.Commit(t, map[string]string{".helm/values-staging.yaml": "message: commit-y\n"}, "y")
 	for _, sha := range []string{x, y} {
 		if code, a := in.send(t, push{receiver: "queue", sha: sha, before: before}); code != http.StatusAccepted {
 			t.Fatalf("queue push %s: %d %+v", sha, code, a)
@@ -333,11 +334,11 @@ func TestWebhookQueueAndSupersede(t *testing.T) {
 	}
 	for rev, sha := range map[int]string{1: x, 2: y} {
 		r := helm(t, "get", "manifest", "wh-queue", "-n", in.ns, "--revision", fmt.Sprint(rev))
-		if !strings.Contains(r.out, sha) {
-			t.Errorf("wh-queue revision %d manifest does not name commit %s:\n%s", rev, sha, r.out)
+		if !strings.Contains(r.out, fmt.Sprintf("tag: %q", sha[:7])) {
+			t.Errorf("wh-queue revision %d manifest is not of commit %s:\n%s", rev, sha, r.out)
 		}
 	}
-	in.checkCommit(t, "wh-queue", y, "y")
+	in.checkCommit(t, "wh-queue", y, "commit-y")
 
 	// supersede: a holder that never becomes ready, one push queued behind it, then the newest.
 	h := in.repo.Commit(t, map[string]string{".helm/values-staging.yaml": "message: holder\nunready: true\n"}, "holder")
