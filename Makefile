@@ -10,7 +10,7 @@ SANDBOX_KUBECONFIG := $(SEALANE_SANDBOX_DIR)/kubeconfig
 export PATH := $(HOME)/.cache/sealane/bin:$(PATH)
 GO_PACKAGES := ./... ./events/... ./examples/audit-consumer/...
 
-.PHONY: build demo test test-short bench vet fmt clean chaos-soak image
+.PHONY: fuzz build demo test test-short bench vet fmt clean chaos-soak image
 
 include $(REPO)/Makefile.sandbox.mk
 
@@ -54,6 +54,16 @@ bench: sandbox-up
 	SEALANE_KUBECONFIG=$(SANDBOX_KUBECONFIG) go test -run '^$$' -bench 'Deploy' -benchtime 1x -timeout 60m ./bench/...
 	SEALANE_KUBECONFIG=$(SANDBOX_KUBECONFIG) go test -run '^$$' -bench 'Track' -benchtime 1x -timeout 30m ./bench/...
 	SEALANE_KUBECONFIG=$(SANDBOX_KUBECONFIG) go test -run '^$$' -bench 'Floor' -benchtime 1x -count 3 -timeout 60m ./bench/...
+	go test -run '^$$' -bench 'WebhookIntake' -benchtime 10x -timeout 10m ./bench/...
+
+# Runs every fuzz target (their seed corpora run in `make test` already) for FUZZTIME each.
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$(go list ./pkg/...); do \
+	  for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg || exit 1; \
+	  done; \
+	done
 
 vet:
 	go vet $(GO_PACKAGES)

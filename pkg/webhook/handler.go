@@ -5,13 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +28,9 @@ const HookPrefix = "/hooks/"
 // Defaults of HandlerOptions.
 const (
 	DefaultBodyTimeout = 10 * time.Second
-	DefaultBodyBudget  = 32 << 20
+	DefaultBodyBudget  = 4 << 20
+	// smallBody is the largest body that needs no share of the budget.
+	smallBody = 64 << 10
 )
 
 // Sink is where the handler's decisions go: Start records a delivery and publishes its
@@ -207,6 +206,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.data.Provider = rcv.Type
 	rep := h.handle(w, r, st, req)
 	h.answer(w, rep)
+	_ = http.NewResponseController(w).Flush() // the sender has its answer; the audit event follows
 	h.audit(r.Context(), req, rep)
 }
 
@@ -219,10 +219,11 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, st *handlerStat
 	if !githook.AcceptsContentType(rcv.Type, mediaType(r.Header.Get("Content-Type"))) {
 		return unreadBody(http.StatusUnsupportedMediaType, "content type: want application/json")
 	}
-	body, rep, ok := h.readBody(w, r, rcv.MaxBodySize)
+	body, release, rep, ok := h.readBody(w, r, rcv.MaxBodySize) // body.go
 	if !ok {
 		return rep
 	}
+	defer release()
 	greq := githook.Request{Header: r.Header, Body: body, Now: h.opts.Now()}
 	if err := githook.Verify(rcv.Type, greq, st.secrets[rcv.ID]); err != nil {
 		return rejected(http.StatusUnauthorized, "signature")
@@ -315,60 +316,6 @@ func routePush(rcv *Receiver, p githook.Push) ([]Deploy, string, error) {
 func routedPush(p githook.Push) Push {
 	return Push{Kind: string(p.Kind), Repository: p.Repository, RepositoryURL: p.RepositoryURL, Ref: p.Ref,
 		Branch: p.Branch, Tag: p.Tag, Before: p.Before, Commit: p.Commit, Sender: p.Sender, Deleted: p.Deleted}
-}
-
-// readBody reads the body through the receiver's cap and the shared budget, within
-// BodyTimeout: 413 over the cap, 408 for a body too slow, 503 when the budget stays full.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, reply, bool) {
-	if r.ContentLength > limit {
-		return nil, unreadBody(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body of %d bytes over the receiver's %d", r.ContentLength, limit)), false
-	}
-	need := limit
-	if r.ContentLength >= 0 {
-		need = r.ContentLength + 1 // +1: reading to EOF
-	}
-	deadline := time.Now().Add(h.opts.BodyTimeout)
-	ctx, cancel := context.WithDeadline(r.Context(), deadline)
-	defer cancel()
-	if err := h.budget.Acquire(ctx, need); err != nil {
-		rep := unreadBody(http.StatusServiceUnavailable, "busy: too many request bodies at once")
-		rep.retry = time.Second
-		return nil, rep, false
-	}
-	defer h.budget.Release(need)
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(deadline) // not supported by a test recorder: the loop checks the time too
-	body, rep, ok := readCapped(r, limit, deadline)
-	if ok {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
-	return body, rep, ok
-}
-
-// readCapped reads r's body, at most limit bytes, before deadline.
-func readCapped(r *http.Request, limit int64, deadline time.Time) ([]byte, reply, bool) {
-	body := make([]byte, 0, min(limit, 64<<10))
-	buf := make([]byte, 32<<10)
-	rc := r.Body
-	for {
-		// a body may also be slow to start: the connection's read deadline ends a blocked Read
-		if time.Now().After(deadline) {
-			return nil, unreadBody(http.StatusRequestTimeout, "timeout: the body took too long"), false
-		}
-		n, err := rc.Read(buf)
-		if int64(len(body)+n) > limit {
-			return nil, unreadBody(http.StatusRequestEntityTooLarge, fmt.Sprintf("size: body over the receiver's %d bytes", limit)), false
-		}
-		body = append(body, buf[:n]...)
-		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, unreadBody(http.StatusRequestTimeout, "timeout: the body took too long"), false
-		case errors.Is(err, io.EOF):
-			return body, reply{}, true
-		case err != nil:
-			return nil, unreadBody(http.StatusBadRequest, "body: "+err.Error()), false
-		}
-	}
 }
 
 // answer writes the reply as JSON.

@@ -199,6 +199,20 @@ func (in *intake) counts(t *testing.T) map[string]int {
 	return out
 }
 
+// countsWhen returns counts once done says they are complete (the intake answers before it
+// publishes the request's audit event), or after 5 s.
+func (in *intake) countsWhen(t *testing.T, done func(map[string]int) bool) map[string]int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c := in.counts(t)
+		if done(c) || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // events returns the stored events of the deploy stream of type t, decoded.
 func (in *intake) events(t *testing.T, typ events.Type) []json.RawMessage {
 	t.Helper()
@@ -297,7 +311,7 @@ func TestIntakeAcceptsOnceAndAudits(t *testing.T) {
 	if code != http.StatusAccepted || a.DeployIDs[0] == id {
 		t.Fatalf("push signed with the second secret: %d %+v, want 202 with a new deploy", code, a)
 	}
-	c := in.counts(t)
+	c := in.countsWhen(t, func(c map[string]int) bool { return c["webhook_accepted"] == 2 && c["webhook_duplicate"] == 2 })
 	if c["requested"] != 2 || c["webhook_accepted"] != 2 || c["webhook_duplicate"] != 2 {
 		t.Fatalf("stream holds %v, want 2 requested, 2 webhook_accepted, 2 webhook_duplicate", c)
 	}
@@ -389,7 +403,7 @@ func TestIntakeRefuses(t *testing.T) {
 	if code != http.StatusTooManyRequests || retry == "" {
 		t.Fatalf("second limited delivery: %d, Retry-After %q; want 429 with Retry-After", code, retry)
 	}
-	c := in.counts(t)
+	c := in.countsWhen(t, func(c map[string]int) bool { return c["webhook_rejected"] >= 12 && c["webhook_ignored"] >= 2 })
 	if c["requested"] != 1 || c["webhook_accepted"] != 1 || c["webhook_rejected"] != 12 || c["webhook_ignored"] != 2 {
 		t.Errorf("stream holds %v, want the one accepted request and an audit event per refused request (12 rejected, 2 ignored)", c)
 	}

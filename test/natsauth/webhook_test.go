@@ -183,7 +183,12 @@ func TestWebhookIntakeOnItsOwnUser(t *testing.T) {
 		"sealane.deploy.webhook_ignored.>":            1,
 		"sealane.deploy.webhook_rejected.>":           1,
 	} {
-		if n := streamCount(ctx, t, audit, filter); n != want {
+		// the intake answers before it publishes the request's audit event: wait for it
+		n := streamCount(ctx, t, audit, filter)
+		for deadline := time.Now().Add(5 * time.Second); n < want && time.Now().Before(deadline); n = streamCount(ctx, t, audit, filter) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n != want {
 			t.Errorf("the deploy stream holds %d messages on %s, want %d", n, filter, want)
 		}
 	}
