@@ -83,7 +83,6 @@ func (f *IntakeFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.GitCacheDir, "git-cache-dir", f.GitCacheDir, UsageGitCacheDir)
 }
 
-
 // patternList is a repeatable flag; its first use replaces the environment's default.
 type patternList struct {
 	list *[]string

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -91,7 +90,7 @@ func RunWebhook(ctx context.Context, node *Node, o WebhookOptions, log *zap.Logg
 	if err != nil {
 		return err
 	}
-	srv, err := webhook.Listen(h, webhook.ServerOptions{Addr: o.Addr, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Ready: node.ready}, log)
+	srv, err := webhook.Listen(h, webhook.ServerOptions{Addr: o.Addr, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Ready: node.Ready}, log)
 	if err != nil {
 		return err
 	}
@@ -115,12 +114,4 @@ func RunWebhook(ctx context.Context, node *Node, o WebhookOptions, log *zap.Logg
 	stopWatch()
 	<-watchDone
 	return err
-}
-
-// ready reports whether the node's NATS connection is up (the webhook's /readyz).
-func (n *Node) ready() error {
-	if n.conn == nil || !n.conn.IsConnected() {
-		return errors.New("NATS not connected")
-	}
-	return nil
 }

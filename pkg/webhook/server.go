@@ -33,7 +33,7 @@ type ServerOptions struct {
 	// again on every handshake so that a renewed certificate needs no restart).
 	TLSCert, TLSKey string
 	// Ready reports whether the intake can take deliveries (/readyz); nil is always ready.
-	Ready func() error
+	Ready func(context.Context) error
 }
 
 // Server is the webhook intake's HTTP server: /hooks/<id> (Handler), /healthz and /readyz.
@@ -53,9 +53,9 @@ func Listen(h *Handler, o ServerOptions, log *zap.Logger) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle(HookPrefix, h)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if o.Ready != nil {
-			if err := o.Ready(); err != nil {
+			if err := o.Ready(r.Context()); err != nil {
 				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 				return
 			}
