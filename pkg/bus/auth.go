@@ -128,7 +128,7 @@ func (a Auth) Options() ([]nats.Option, error) {
 		}
 		opts = append(opts, nats.UserCredentials(a.CredsFile))
 	case a.NkeyFile != "":
-		kp, err := readNkey(a.NkeyFile)
+		kp, err := readNkey(a.NkeyFile, "--nats-nkey")
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +137,7 @@ func (a Auth) Options() ([]nats.Option, error) {
 		file := a.NkeyFile
 		opts = append(opts, nats.Nkey(pub, func(nonce []byte) ([]byte, error) {
 			// Read the seed per signature: it is not kept in memory between connects.
-			kp, err := readNkey(file)
+			kp, err := readNkey(file, "--nats-nkey")
 			if err != nil {
 				return nil, err
 			}
@@ -177,10 +177,14 @@ func (a Auth) KeyPair() (nkeys.KeyPair, error) {
 	case a.CredsFile != "":
 		return readCreds(a.CredsFile)
 	case a.NkeyFile != "":
-		return readNkey(a.NkeyFile)
+		return readNkey(a.NkeyFile, "--nats-nkey")
 	}
 	return nil, nil
 }
+
+// ReadSigningKey reads a user nkey seed (SU…) that signs requests without authenticating to
+// NATS (the webhook intake's --webhook-signing-key); flag names it in errors.
+func ReadSigningKey(file, flag string) (nkeys.KeyPair, error) { return readNkey(file, flag) }
 
 // tlsOption is the TLS configuration of a: nil when a names no CA or client certificate.
 func (a Auth) tlsOption() (nats.Option, error) {
@@ -227,19 +231,19 @@ func readCreds(file string) (nkeys.KeyPair, error) {
 }
 
 // readNkey reads a user nkey seed ("SU…", bare or decorated) from file.
-func readNkey(file string) (nkeys.KeyPair, error) {
+func readNkey(file, flag string) (nkeys.KeyPair, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("nats auth: --nats-nkey: %w", err)
+		return nil, fmt.Errorf("nats auth: %s: %w", flag, err)
 	}
 	defer wipe(b)
 	kp, err := nkeys.ParseDecoratedNKey(bytes.Clone(b)) // kp keeps its slice; Wipe clears it
 	if err != nil {
-		return nil, fmt.Errorf("nats auth: --nats-nkey %s: not an nkey seed (want one line starting with SU, from `nk -gen user`)", file)
+		return nil, fmt.Errorf("nats auth: %s %s: not an nkey seed (want one line starting with SU, from `nk -gen user`)", flag, file)
 	}
 	if seed, err := kp.Seed(); err != nil || !bytes.HasPrefix(seed, []byte("SU")) {
 		kp.Wipe()
-		return nil, fmt.Errorf("nats auth: --nats-nkey %s: not a user seed (want one starting with SU)", file)
+		return nil, fmt.Errorf("nats auth: %s %s: not a user seed (want one starting with SU)", flag, file)
 	}
 	return kp, nil
 }

@@ -36,6 +36,10 @@ var lineFormats = map[events.Type]func(cloudevents.Event) string{
 	events.DeployQueued:       lineOf(queuedLine),
 	events.LogLines:           lineOf(logLinesLine),
 	events.ReleaseRecorded:    lineOf(recordedLine),
+	events.WebhookAccepted:    lineOf(webhookLine("accepted")),
+	events.WebhookDuplicate:   lineOf(webhookLine("duplicate")),
+	events.WebhookIgnored:     lineOf(webhookLine("ignored")),
+	events.WebhookRejected:    lineOf(webhookLine("rejected")),
 }
 
 // lineOf decodes an event's data as D and formats it with f; data that does not decode has no
@@ -52,6 +56,9 @@ func lineOf[D any](f func(D) string) func(cloudevents.Event) string {
 
 func requestedLine(d events.RequestedData) string {
 	what := fmt.Sprintf("chart %s %s", d.Chart.Name, d.Chart.Version)
+	if g := d.Chart.Git; g != nil && d.Chart.Name == "" {
+		what = fmt.Sprintf("chart %s in %s at %s", orDot(g.Path), g.URL, shortSHA(g.Commit))
+	}
 	switch d.Operation {
 	case events.OperationUninstall:
 		what = "uninstall"
@@ -180,4 +187,42 @@ func (p Printer) Print(e cloudevents.Event) {
 	if l := Line(e); l != "" {
 		fmt.Fprintln(p.W, l)
 	}
+}
+
+// webhookLine words a webhook audit event: what the receiver got and what it did with it.
+func webhookLine(verb string) func(events.WebhookData) string {
+	return func(d events.WebhookData) string {
+		line := fmt.Sprintf("webhook %s: %s receiver %s, HTTP %d", verb, d.Provider, d.Receiver, d.Status)
+		if d.Repository != "" {
+			line += fmt.Sprintf(", %s %s at %s", d.Repository, d.Ref, shortSHA(d.Commit))
+		}
+		if d.Sender != "" {
+			line += " by " + d.Sender
+		}
+		if d.DeliveryID != "" {
+			line += ", delivery " + d.DeliveryID
+		}
+		if d.Reason != "" {
+			line += ": " + d.Reason
+		}
+		if d.DeployID != "" {
+			line += " → deploy " + d.DeployID
+		}
+		return line
+	}
+}
+
+// shortSHA is a commit's first 7 hex digits, as git shows it.
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func orDot(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
 }

@@ -19,6 +19,7 @@ const (
 	WebhookTLSCertEnv     = "SEALANE_WEBHOOK_TLS_CERT"
 	WebhookTLSKeyEnv      = "SEALANE_WEBHOOK_TLS_KEY"
 	WebhookDeliveryTTLEnv = "SEALANE_WEBHOOK_DELIVERY_TTL"
+	WebhookSigningKeyEnv  = "SEALANE_WEBHOOK_SIGNING_KEY"
 )
 
 // DefaultWebhookAddr is where the webhook intake listens by default.
@@ -31,6 +32,10 @@ type WebhookOptions struct {
 	Addr            string
 	TLSCert, TLSKey string
 	DeliveryTTL     time.Duration
+	// SigningKey is a file with a user nkey seed that signs the requests (the renderer's client
+	// keys then name its public key); without it requests are signed with the key the
+	// connection authenticates with, if any.
+	SigningKey string
 	// ReloadInterval is how often the receivers file and its secrets are checked for changes.
 	ReloadInterval time.Duration
 	// Handler bounds one request's cost (tests set a clock); zero fields take the defaults.
@@ -49,7 +54,7 @@ type flagSet interface {
 // the built-in default.
 func WebhookOptionsFromEnv() WebhookOptions {
 	o := WebhookOptions{Config: os.Getenv(WebhookConfigEnv), Addr: envOr(WebhookAddrEnv, DefaultWebhookAddr),
-		TLSCert: os.Getenv(WebhookTLSCertEnv), TLSKey: os.Getenv(WebhookTLSKeyEnv),
+		TLSCert: os.Getenv(WebhookTLSCertEnv), TLSKey: os.Getenv(WebhookTLSKeyEnv), SigningKey: os.Getenv(WebhookSigningKeyEnv),
 		DeliveryTTL: bus.DefaultDeliveryTTL, ReloadInterval: 2 * time.Second}
 	if d, err := time.ParseDuration(os.Getenv(WebhookDeliveryTTLEnv)); err == nil {
 		o.DeliveryTTL = d
@@ -63,6 +68,8 @@ func (o *WebhookOptions) RegisterFlags(fs flagSet) {
 	fs.StringVar(&o.Addr, "webhook-addr", o.Addr, "address the webhook intake listens on ($"+WebhookAddrEnv+")")
 	fs.StringVar(&o.TLSCert, "webhook-tls-cert", o.TLSCert, "certificate file: serve the webhook intake over HTTPS ($"+WebhookTLSCertEnv+")")
 	fs.StringVar(&o.TLSKey, "webhook-tls-key", o.TLSKey, "key file of --webhook-tls-cert ($"+WebhookTLSKeyEnv+")")
+	fs.StringVar(&o.SigningKey, "webhook-signing-key", o.SigningKey,
+		"file with a user nkey seed (SU…) that signs the deploy requests, for renderers with --client-keys when the intake's NATS user has no nkey ($"+WebhookSigningKeyEnv+")")
 	fs.DurationVar(&o.DeliveryTTL, "webhook-delivery-ttl", o.DeliveryTTL,
 		"how long a delivery id is remembered, so that a redelivery starts nothing ($"+WebhookDeliveryTTLEnv+"; at least 7 days: GitHub Enterprise redelivers for 7)")
 }
@@ -86,7 +93,16 @@ func RunWebhook(ctx context.Context, node *Node, o WebhookOptions, log *zap.Logg
 	if err != nil {
 		return err
 	}
-	h, err := webhook.NewHandler(cfg, &webhook.NATSSink{Bus: node.Bus, Deliveries: deliveries, Log: log}, log, o.Handler)
+	sink := &webhook.NATSSink{Bus: node.Bus, Deliveries: deliveries, Log: log}
+	if o.SigningKey != "" {
+		kp, err := bus.ReadSigningKey(o.SigningKey, "--webhook-signing-key")
+		if err != nil {
+			return err
+		}
+		defer kp.Wipe()
+		sink.Signer = kp
+	}
+	h, err := webhook.NewHandler(cfg, sink, log, o.Handler)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type NATSSink struct {
 	Bus        *bus.Bus
 	Deliveries *bus.KV
 	Log        *zap.Logger
+	// Signer signs the requests instead of the bus's Signer (--webhook-signing-key: a key the
+	// renderer's client keys name, when the intake authenticates to NATS by password).
+	Signer events.Signer
 }
 
 // delivery is what the delivery bucket keeps of a delivery: the deploys it started.
@@ -119,12 +122,23 @@ func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) er
 	if err != nil {
 		return err
 	}
-	if signer := s.Bus.Options().Signer; signer != nil {
+	if signer := s.signer(); signer != nil {
 		if err := events.SignRequest(&ev, signer); err != nil {
 			return fmt.Errorf("sign deploy request %s: %w", id, err)
 		}
 	}
 	return s.publish(ctx, ev)
+}
+
+// signer is the key requests are signed with, if any.
+func (s *NATSSink) signer() events.Signer {
+	if s.Signer != nil {
+		return s.Signer
+	}
+	if b := s.Bus.Options().Signer; b != nil {
+		return b
+	}
+	return nil
 }
 
 // requester is who a webhook deploy is requested by: the receiver and the pusher.

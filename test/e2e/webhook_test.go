@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nkeys"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
@@ -129,6 +130,20 @@ func startHookIntake(t *testing.T) *hookIntake {
 	if r := run(t, time.Minute, sealaneBin, "webhook", "validate", cfg); r.code == 0 {
 		t.Fatalf("validate passed without $E2E_WHSEC set:\n%s", r.out) // an unset secret is named
 	}
+	// the renderer takes only signed requests; the intake signs with its own key
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile, keysFile := filepath.Join(dir, "webhook.nk"), filepath.Join(dir, "client-keys.yaml")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keysFile, []byte("git-webhooks: "+pub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	in.natsURL = startNATS(t)
 	port := harness.FreePort(t)
 	in.base = fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -136,7 +151,8 @@ func startHookIntake(t *testing.T) *hookIntake {
 	startProcess(t, "serve all", sealaneBin, append(os.Environ(), "E2E_WHSEC=whsec_"+base64.StdEncoding.EncodeToString(swKey)),
 		"serve", "all", "--nats", in.natsURL, "--kubeconfig", kubeconfig, "--log-level", "info",
 		"--webhook-config", cfg, "--webhook-addr", fmt.Sprintf("127.0.0.1:%d", port),
-		"--allow-chart-source", "http://"+gitHost+"/**", "--git-cache-dir", t.TempDir())
+		"--allow-chart-source", "http://"+gitHost+"/**", "--git-cache-dir", t.TempDir(),
+		"--client-keys", keysFile, "--webhook-signing-key", seedFile)
 	waitTCP(t, port)
 	return in
 }
@@ -270,6 +286,13 @@ func (in *hookIntake) checkCommit(t *testing.T, rel, sha, message string) {
 	}
 	if cm.Data["message"] != message || cm.Data["tag"] != sha[:7] {
 		t.Errorf("%s: ConfigMap data %v, want message %q (that commit's values file) and tag %s ({{ .ShortCommit }})", rel, cm.Data, message, sha[:7])
+	}
+	records, err := clientset(t).CoreV1().Secrets(in.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + rel})
+	if err != nil || len(records.Items) == 0 {
+		t.Fatalf("%s: release records %v", rel, err)
+	}
+	if l := records.Items[len(records.Items)-1].Labels; l["sealane.dev/requested-by"] != "git-webhooks" || l["sealane.dev/requested-by-verified"] != "true" {
+		t.Errorf("%s: release record labels %v, want requested-by git-webhooks, verified (the intake's signing key)", rel, l)
 	}
 }
 
