@@ -153,6 +153,8 @@ func (f *fetcher) fetch(ctx context.Context, r *git.Repository, specs []config.R
 		return fmt.Errorf("fetch: authentication failed (check the credentials for this URL): %w", err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		return fmt.Errorf("fetch: timed out after %s: %w", f.timeout, err)
+	case sshError(err) != nil:
+		return fmt.Errorf("fetch: %w", sshError(err))
 	}
 	return fmt.Errorf("fetch: %w", err)
 }

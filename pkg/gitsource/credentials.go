@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // Credentials maps repository URL prefixes to secret files; the zero value is anonymous
@@ -159,6 +162,9 @@ func (c Credentials) auth(url string) (transport.AuthMethod, []string, error) {
 }
 
 // sshAuth builds public-key authentication checked against the entry's known_hosts file.
+// It offers the server only the host key algorithms the file has keys of for the host:
+// otherwise the client may negotiate a key type the file does not list (an ECDSA key when
+// the file has the ed25519 one) and refuse a server it knows.
 func sshAuth(e credEntry, url string) (transport.AuthMethod, []string, error) {
 	key, err := os.ReadFile(e.SSHKeyFile)
 	if err != nil {
@@ -167,8 +173,12 @@ func sshAuth(e credEntry, url string) (transport.AuthMethod, []string, error) {
 	if _, err := os.Stat(e.KnownHostsFile); err != nil {
 		return nil, nil, fmt.Errorf("knownHostsFile %s: %w", e.KnownHostsFile, cause(err))
 	}
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("repository URL: %w", redact(err))
+	}
 	user := e.Username
-	if ep, err := transport.NewEndpoint(url); err == nil && ep.User != "" && user == "" {
+	if user == "" {
 		user = ep.User
 	}
 	if user == "" {
@@ -178,12 +188,32 @@ func sshAuth(e credEntry, url string) (transport.AuthMethod, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("sshKeyFile %s: not a usable private key: %w", e.SSHKeyFile, err)
 	}
-	cb, err := gitssh.NewKnownHostsCallback(e.KnownHostsFile)
+	db, err := gitssh.NewKnownHostsDb(e.KnownHostsFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("knownHostsFile %s: %w", e.KnownHostsFile, err)
 	}
-	pk.HostKeyCallback = cb
+	port := ep.Port
+	if port <= 0 {
+		port = gitssh.DefaultPort
+	}
+	pk.HostKeyCallback = db.HostKeyCallback()
+	pk.HostKeyAlgorithms = db.HostKeyAlgorithms(net.JoinHostPort(ep.Host, strconv.Itoa(port)))
 	return pk, nil, nil
+}
+
+// sshError explains an ssh handshake failure (a host key not in known_hosts or not the one
+// listed there, a key the server refuses) in front of it, or is nil for other errors.
+func sshError(err error) error {
+	var ke *knownhosts.KeyError
+	switch {
+	case errors.As(err, &ke) && len(ke.Want) > 0:
+		return fmt.Errorf("ssh host key mismatch, connection refused: the server's host key is not the one knownHostsFile lists for it: %w", err)
+	case errors.As(err, &ke):
+		return fmt.Errorf("ssh host key unknown, connection refused: knownHostsFile has no key for this host: %w", err)
+	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return fmt.Errorf("authentication failed: the server refused the key of sshKeyFile (check the credentials for this URL): %w", err)
+	}
+	return nil
 }
 
 // readSecret reads a secret file; its error names the file and field, never the content.

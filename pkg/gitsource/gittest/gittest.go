@@ -1,8 +1,9 @@
 // Package gittest serves real git repositories over smart HTTP (git-http-backend behind
-// net/http/cgi on a loopback httptest server) for tests of code that fetches from git.
+// net/http/cgi on a loopback httptest server) and over ssh (git-upload-pack behind an
+// x/crypto/ssh server) for tests of code that fetches from git.
 //
-// It needs the git command line: a test using it fails when git or git-http-backend is
-// missing, it is never skipped.
+// It needs the git command line: a test using it fails when git, git-http-backend or
+// git-upload-pack is missing, it is never skipped.
 package gittest
 
 import (
@@ -30,6 +31,7 @@ type Server struct {
 	user     string
 	password string
 	hold     chan struct{}
+	ssh      *SSHServer
 }
 
 // NewServer starts a git smart-HTTP server on loopback for the test; it is closed when the
