@@ -26,6 +26,16 @@ need_etcd() {
   (command -v systemctl >/dev/null && $SUDO systemctl disable --now etcd >/dev/null 2>&1) || true
 }
 
+# The webhook tests serve real repositories with git-http-backend and git-upload-pack (Debian's
+# git package has both).
+need_git() {
+  if command -v git >/dev/null 2>&1 && [ -x "$(git --exec-path)/git-http-backend" ]; then return; fi
+  log "installing git from Debian (git-http-backend for the webhook tests)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq git >/dev/null
+}
+
 # Built from module sources, Kubernetes would report v0.0.0-master; stamp the real version in
 # (as a release build does) so that charts' kubeVersion constraints and .Capabilities behave
 # as on a real cluster. The -stamped suffix keeps older unstamped builds from being reused.
@@ -93,6 +103,7 @@ case $what in
   nats) go_install nats-server github.com/nats-io/nats-server/v2 "$NATS_VERSION" ;;
   all)
     need_etcd
+    need_git
     build_kube
     go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
     go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"

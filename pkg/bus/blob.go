@@ -82,8 +82,8 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
 	// A put tried again after a lost answer stores the same bytes again: harmless.
-	if _, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
-		return b.blobs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(sealed))
+	if _, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, b.putObject(ctx, name, sealed) // objput.go
 	}); err != nil {
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
