@@ -17,9 +17,28 @@ type decoder struct {
 	problems []Problem
 	// lines holds the line of every field seen, by path ("waves[1].maxParallel").
 	lines map[string]int
+	// mistyped holds the fields of the wrong kind (a string for a list): validation does not
+	// report them missing as well.
+	mistyped map[string]bool
 }
 
-func newDecoder() *decoder { return &decoder{lines: map[string]int{}} }
+func newDecoder() *decoder { return &decoder{lines: map[string]int{}, mistyped: map[string]bool{}} }
+
+// typef reports a field of the wrong kind.
+func (d *decoder) typef(n *yaml.Node, field, format string, args ...any) {
+	d.mistyped[field] = true
+	d.addf(n, field, format, args...)
+}
+
+// covered reports a validation problem of field that a mistyped field in it already explains.
+func (d *decoder) covered(field string) bool {
+	for f := range d.mistyped {
+		if f == field || strings.HasPrefix(f, field+".") || strings.HasPrefix(f, field+"[") {
+			return true
+		}
+	}
+	return false
+}
 
 // lineOf is the line of field, or of its nearest enclosing field that was seen; 0 if none.
 func (d *decoder) lineOf(field string) int {
@@ -76,7 +95,7 @@ func (d *decoder) fields(n *yaml.Node, field string, known ...string) map[string
 		return map[string]*yaml.Node{}
 	}
 	if n.Kind != yaml.MappingNode {
-		d.addf(n, field, "is a %s, want a mapping with the keys %s", kindName(n), strings.Join(known, ", "))
+		d.typef(n, field, "is a %s, want a mapping with the keys %s", kindName(n), strings.Join(known, ", "))
 		return map[string]*yaml.Node{}
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
@@ -102,7 +121,7 @@ func (d *decoder) str(n *yaml.Node, field string) string {
 		return ""
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.addf(n, field, "is a %s, want a string", kindName(n))
+		d.typef(n, field, "is a %s, want a string", kindName(n))
 		return ""
 	}
 	return n.Value
@@ -115,7 +134,7 @@ func (d *decoder) strs(n *yaml.Node, field string) []string {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.addf(n, field, "is a %s, want a list: [%s]", kindName(n), n.Value)
+		d.typef(n, field, "is a %s, want a list: [%s]", kindName(n), n.Value)
 		return nil
 	}
 	out := make([]string, 0, len(n.Content))
@@ -134,7 +153,7 @@ func (d *decoder) items(n *yaml.Node, field string) []*yaml.Node {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.addf(n, field, "is a %s, want a list", kindName(n))
+		d.typef(n, field, "is a %s, want a list", kindName(n))
 		return nil
 	}
 	for i, c := range n.Content {

@@ -56,11 +56,12 @@ func FromFlags(f FlagSpec) (*Spec, error) {
 func parseWaveFlag(arg string) (Wave, error) {
 	w := Wave{Selector: arg, HasSelector: true}
 	if sel, par, ok := strings.Cut(arg, ":"); ok {
+		w.Selector = sel
 		q, err := ParseQuantity(par, 1)
 		if err != nil {
 			return w, fmt.Errorf("%q: maxParallel %w", arg, err)
 		}
-		w.Selector, w.MaxParallel = sel, q
+		w.MaxParallel = q
 	}
 	return w, nil
 }
@@ -72,8 +73,6 @@ func flagField(field string) string {
 		return "--selector"
 	case strings.HasPrefix(field, "waves["):
 		return "--wave[" + strings.TrimPrefix(field, "waves[")
-	case strings.HasPrefix(field, "chart"):
-		return "--" + field
 	}
 	return "--" + field
 }

@@ -17,6 +17,9 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	s := d.spec(root)
 	for _, p := range validate(s) {
+		if d.covered(p.Field) {
+			continue
+		}
 		p.Line = d.lineOf(p.Field)
 		d.problems = append(d.problems, p)
 	}
@@ -77,7 +80,7 @@ func (d *decoder) values(n *yaml.Node) map[string]any {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		d.addf(n, "values", "is a %s, want a mapping of chart values", kindName(n))
+		d.typef(n, "values", "is a %s, want a mapping of chart values", kindName(n))
 		return nil
 	}
 	var v map[string]any
