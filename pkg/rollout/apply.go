@@ -41,6 +41,12 @@ func (s *State) cluster(name string) (*ClusterState, error) {
 	return c, nil
 }
 
+// stale reports a result of an attempt before the cluster's current one: a retry (or the
+// cluster coming back online) overtook it.
+func stale(c *ClusterState, attempt int) bool {
+	return attempt != 0 && (attempt < c.Attempt || c.Status == StatusPending)
+}
+
 // notAllowed is ErrNotAllowed for what happened to a cluster in its status.
 func notAllowed(c *ClusterState, what string) error {
 	return fmt.Errorf("cluster %s %s while %s: %w", c.Target.Cluster, what, c.Status, ErrNotAllowed)
@@ -52,11 +58,14 @@ type ClusterDeployed struct {
 	Cluster          string
 	Revision         int
 	PreviousRevision int
+	// Attempt is the Deploy's attempt the result is of; a result of an earlier attempt is
+	// ignored. 0: not known, the result is taken as the current attempt's.
+	Attempt int
 }
 
 func (e ClusterDeployed) apply(s *State, now time.Time) error {
 	c, err := s.cluster(e.Cluster)
-	if err != nil {
+	if err != nil || stale(c, e.Attempt) {
 		return err
 	}
 	switch c.Status {
@@ -74,11 +83,13 @@ func (e ClusterDeployed) apply(s *State, now time.Time) error {
 type ClusterFailed struct {
 	Cluster string
 	Reason  string
+	// Attempt is as in ClusterDeployed.
+	Attempt int
 }
 
 func (e ClusterFailed) apply(s *State, now time.Time) error {
 	c, err := s.cluster(e.Cluster)
-	if err != nil {
+	if err != nil || stale(c, e.Attempt) {
 		return err
 	}
 	switch c.Status {

@@ -316,3 +316,16 @@ failurePolicy: {onFailure: revert-all}
 	h.status("stg-1", StatusSucceeded) // kept: it had no earlier revision
 	h.phase(PhaseFailed)
 }
+
+func TestStaleResultOfAnEarlierAttempt(t *testing.T) {
+	h := newHarness(t, threeWaves)
+	h.next()
+	h.apply(ClusterFailed{Cluster: "stg-1", Reason: "x", Attempt: 1}).next()
+	h.apply(Retry{Cluster: "stg-1"})
+	h.apply(ClusterFailed{Cluster: "stg-1", Reason: "x again", Attempt: 1}) // redelivered before the retry started
+	h.expect("deploy stg-1#2")
+	h.apply(ClusterDeployed{Cluster: "stg-1", Revision: 3, PreviousRevision: 1, Attempt: 1}) // late, ignored
+	h.status("stg-1", StatusDeploying)
+	h.apply(ClusterDeployed{Cluster: "stg-1", Revision: 3, PreviousRevision: 1, Attempt: 2})
+	h.status("stg-1", StatusSucceeded)
+}
