@@ -90,7 +90,7 @@ func TestBakeFailure(t *testing.T) {
 	h.expect("emit started", "emit wave_started all", "deploy stg-1#1", "deploy stg-2#1")
 	h.apply(deployed("stg-1"), deployed("stg-2"))
 	h.expect("emit cluster_succeeded all stg-1", "emit cluster_succeeded all stg-2", "watch all until +5m0s")
-	h.at(2*time.Minute).apply(BakeFailed{Cluster: "stg-2", Reason: "CrashLoopBackOff"})
+	h.at(2 * time.Minute).apply(BakeFailed{Cluster: "stg-2", Reason: "CrashLoopBackOff"})
 	h.expect("emit cluster_failed all stg-2: bake: CrashLoopBackOff", "emit halted all")
 	h.phase(PhaseHalted)
 	if !strings.Contains(h.s.Reason, "stg-2 (bake: CrashLoopBackOff)") {
@@ -240,7 +240,7 @@ func TestOffline(t *testing.T) {
 		h.expect("emit started", "emit wave_started prod", "deploy prod-1#1", "deploy prod-2#1")
 		h.at(time.Minute).apply(ClusterOffline{Cluster: "prod-1"}).next()
 		h.at(10 * time.Minute).expect()
-		h.at(11 * time.Minute).expect("emit cluster_failed prod prod-1: offline past the deadline (10m0s)", "emit halted prod")
+		h.at(11*time.Minute).expect("emit cluster_failed prod prod-1: offline past the deadline (10m0s)", "emit halted prod")
 	})
 }
 
