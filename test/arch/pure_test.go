@@ -13,7 +13,7 @@ import (
 // pureCore are the packages that decide — the resource model, the plan, readiness and failure
 // rules, validation — as pure functions over manifests and objects (like kstatus's status
 // package): what they need of the cluster is passed in, and the time is a parameter.
-var pureCore = []string{"manifest", "resource", "plan", "readiness", "validate", "clusterspec"}
+var pureCore = []string{"manifest", "resource", "plan", "readiness", "validate", "clusterspec", "githook", "rollout"}
 
 // impure are import paths (or prefixes ending in "/") a pure package must not depend on, even
 // transitively: every Kubernetes client is built on client-go's rest package, informers on
