@@ -91,6 +91,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newGetCmd(g))
 	root.AddCommand(newClusterCmd(g))
 	root.AddCommand(newWebhookCmd())
+	root.AddCommand(newRolloutCmd(g))
 	return root
 }
 

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sealane/sealane/pkg/clusterspec"
+	"github.com/sealane/sealane/pkg/rollout"
+)
+
+// newRolloutCmd is `sealane rollout`: fleet rollouts (issue 17). So far it checks specs and
+// shows the waves a spec resolves to; the coordinator that runs them is not built yet.
+func newRolloutCmd(g *globalFlags) *cobra.Command {
+	h := &homeFlags{}
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Fleet rollouts: check a rollout spec and show the waves it resolves to on the registered clusters",
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&h.kubeconfig, "home-kubeconfig", os.Getenv("SEALANE_HOME_KUBECONFIG"), "kubeconfig of the home cluster ($SEALANE_HOME_KUBECONFIG; default $KUBECONFIG or ~/.kube/config)")
+	pf.StringVar(&h.context, "home-context", os.Getenv("SEALANE_HOME_CONTEXT"), "context of the home cluster ($SEALANE_HOME_CONTEXT; default: the current context)")
+	pf.StringVar(&h.namespace, "sealane-namespace", envOr("SEALANE_NAMESPACE", "sealane"), "namespace of the cluster Secrets on the home cluster ($SEALANE_NAMESPACE)")
+	pf.DurationVar(&h.timeout, "timeout", 30*time.Second, "how long the command may take")
+	var file string
+	validate := &cobra.Command{
+		Use:   "validate -f SPEC",
+		Short: "Check a rollout spec: every problem with its file, line and field; nothing is contacted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := readRolloutSpec(file)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: release %s, %d waves: valid\n", file, spec.Release, len(spec.Waves))
+			return nil
+		},
+	}
+	plan := &cobra.Command{
+		Use:   "plan -f SPEC",
+		Short: "Resolve a rollout spec against the registered clusters (cluster Secrets on the home cluster) and print its waves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := readRolloutSpec(file)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), h.timeout)
+			defer cancel()
+			specs, err := registeredClusters(ctx, g, h)
+			if err != nil {
+				return err
+			}
+			p, err := rollout.Resolve(spec, specs)
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			return writeRolloutPlan(cmd.OutOrStdout(), p)
+		},
+	}
+	for _, c := range []*cobra.Command{validate, plan} {
+		c.Flags().StringVarP(&file, "filename", "f", "", "the rollout spec (YAML)")
+		_ = c.MarkFlagRequired("filename")
+	}
+	cmd.AddCommand(validate, plan)
+	return cmd
+}
+
+// readRolloutSpec reads and checks the spec in file.
+func readRolloutSpec(file string) (*rollout.Spec, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("rollout spec: %w", err)
+	}
+	return rollout.Parse(file, data)
+}
+
+// registeredClusters are the clusters of the cluster Secrets on the home cluster, with their
+// labels; a Secret that is not a valid cluster is an error naming it.
+func registeredClusters(ctx context.Context, g *globalFlags, h *homeFlags) ([]clusterspec.Spec, error) {
+	home, err := h.home(g)
+	if err != nil {
+		return nil, err
+	}
+	list, err := home.Typed.CoreV1().Secrets(h.namespace).List(ctx, metav1.ListOptions{LabelSelector: clusterspec.ClusterLabel})
+	if err != nil {
+		return nil, fmt.Errorf("list cluster Secrets in namespace %s of %s: %w", h.namespace, home.Config.Host, err)
+	}
+	var specs []clusterspec.Spec
+	for i := range list.Items {
+		s, err := clusterspec.FromSecret(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s)
+	}
+	return specs, nil
+}
+
+// writeRolloutPlan prints a resolved plan: one block per wave, one line per cluster.
+func writeRolloutPlan(w io.Writer, p *rollout.Plan) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, wave := range p.Waves {
+		var gates []string
+		if wave.BakeTime > 0 {
+			gates = append(gates, "bake "+wave.BakeTime.String())
+		}
+		if wave.Approval {
+			gates = append(gates, "manual approval")
+		}
+		fmt.Fprintf(tw, "wave %d %s: %d clusters, %d at once, %d may fail%s\n", i+1, wave.Name, len(wave.Targets),
+			wave.MaxParallel, wave.MaxFailed, gateText(gates))
+		for _, t := range wave.Targets {
+			fmt.Fprintf(tw, "  %s\t%s/%s\n", t.Cluster, t.Namespace, t.Release)
+		}
+	}
+	limit := "no total limit"
+	if p.MaxFailedTotal >= 0 {
+		limit = fmt.Sprintf("at most %d clusters may fail in all", p.MaxFailedTotal)
+	}
+	fmt.Fprintf(tw, "%d clusters in %d waves; %s; on failure: %s\n", p.Clusters(), len(p.Waves), limit, p.Spec.FailurePolicy.OnFailure)
+	return tw.Flush()
+}
+
+func gateText(gates []string) string {
+	if len(gates) == 0 {
+		return ""
+	}
+	return ", then " + strings.Join(gates, ", then ")
+}
