@@ -138,14 +138,18 @@ func (f *fetcher) fetch(ctx context.Context, r *git.Repository, specs []config.R
 	}
 	ctx, cancel := context.WithDeadline(ctx, f.deadline)
 	defer cancel()
-	err := r.FetchContext(ctx, &git.FetchOptions{
+	opts := &git.FetchOptions{
 		RemoteName: git.DefaultRemoteName,
 		RemoteURL:  f.url,
 		RefSpecs:   specs,
 		Auth:       f.auth,
 		Tags:       git.NoTags,
 		Force:      true,
-	})
+	}
+	if isSSH(f.url) {
+		opts.ProxyOptions = deadlineProxy(f.deadline) // deadline.go: the handshake takes no ctx
+	}
+	err := r.FetchContext(ctx, opts)
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil

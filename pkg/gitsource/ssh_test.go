@@ -2,9 +2,12 @@ package gitsource
 
 import (
 	"context"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sealane/sealane/pkg/gitsource/gittest"
@@ -139,4 +142,47 @@ func mustRead(t *testing.T, file string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestCheckoutOverSSHEndsAtTheTimeout: a server that accepts the connection and never
+// answers holds a Checkout no longer than its Timeout (go-git's ssh handshake takes no context;
+// the connection carries the deadline).
+func TestCheckoutOverSSHEndsAtTheTimeout(t *testing.T) {
+	r := newSSHRepo(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept() // and never a word
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	r.credsPrefix = "ssh://git@" + ln.Addr().String() + "/"
+	o := r.options(t, r.key, r.hosts)
+	o.Timeout = 500 * time.Millisecond
+	start := time.Now()
+	_, err = checkoutOf(context.Background(), r.credsPrefix+"shop.git", r.c1, "", t.TempDir(), o)
+	if took := time.Since(start); err == nil || took > 5*time.Second {
+		t.Fatalf("Checkout against a silent server: %v after %s, want an error within the 500ms timeout", err, took)
+	}
 }
