@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stops every sandbox process started by up.sh (pid files first, then any leftover process
-# of ours whose command line names the state dir). Idempotent; exits 0 when nothing runs.
+# of ours whose command line names the state dir), of every cluster (CLUSTERS=N or not).
+# Idempotent; exits 0 when nothing runs.
 #   down.sh           stop, keep the state dir (etcd data, certs, token) for the next up.sh
 #   down.sh --purge   stop and remove the state dir
 set -euo pipefail
@@ -43,20 +44,29 @@ leftovers() {
   return 0
 }
 
-# stop_group NAME...: stop these components together.
+# stop_group NAME...: stop these components of all clusters together.
 stop_group() {
-  local c p pids=()
+  local c n p pids=()
   for c in "$@"; do
-    if pid_alive "$c"; then pids+=("$(cat "$RUN/$c.pid")"); fi
+    for n in $CLUSTER_LIST; do
+      use_cluster "$n"
+      if pid_alive "$c"; then pids+=("$(cat "$RUN/$c.pid")"); fi
+    done
+    # (the leftovers of cluster 1, whose state dir is the top one, include the other clusters')
+    use_cluster 1
     for p in $(leftovers "$c"); do
       [[ " ${pids[*]} " == *" $p "* ]] || pids+=("$p")
     done
   done
   stop_pids "$*" "${pids[@]}"
-  for c in "$@"; do rm -f "$RUN/$c.pid"; done
+  for c in "$@"; do
+    for n in $CLUSTER_LIST; do use_cluster "$n"; rm -f "$RUN/$c.pid"; done
+  done
+  use_cluster 1
 }
 
 if [ -d "$STATE" ]; then
+  CLUSTER_LIST=$(all_clusters)
   # the clients first (the controller-manager must not outlive kwok by long, or it marks the
   # node and its pods NotReady), then the apiserver, etcd last
   stop_group kube-controller-manager kube-scheduler kwok
