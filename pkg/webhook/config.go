@@ -14,8 +14,9 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/sealane/sealane/pkg/specfile"
 )
 
 // The receiver types (the git providers and signature schemes a receiver verifies).
@@ -136,48 +137,11 @@ type RateLimit struct {
 	Burst     int
 }
 
-// ConfigError is every problem of a configuration file.
-type ConfigError struct {
-	File     string
-	Problems []Problem
-}
+// ConfigError is every problem of a configuration file, one "file:line: field: problem" a line.
+type ConfigError = specfile.Error
 
 // Problem is one problem of a configuration file: where, which field, what to do.
-type Problem struct {
-	// Line is the line of the file (from 1); 0 when it is not known.
-	Line int
-	// Field is the path of the field, "receivers[0].routes[1].branches"; empty for the file.
-	Field   string
-	Message string
-}
-
-// String is the problem as Error prints it, without the file name.
-func (p Problem) String() string {
-	var b strings.Builder
-	if p.Line > 0 {
-		b.WriteString(strconv.Itoa(p.Line))
-		b.WriteString(": ")
-	}
-	if p.Field != "" {
-		b.WriteString(p.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
-
-// Error prints one problem a line: "webhooks.yaml:14: receivers[0].routes[1].branches: ...".
-func (e *ConfigError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		if p.Line > 0 {
-			lines[i] = e.File + ":" + p.String()
-		} else {
-			lines[i] = e.File + ": " + p.String()
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+type Problem = specfile.Problem
 
 // LoadConfig reads, validates and resolves the configuration file at path. getenv looks up
 // the secrets' environment variables (nil: os.LookupEnv); a secret file's relative path is
@@ -202,12 +166,12 @@ func load(path string, getenv func(string) (string, bool)) (*Config, string, err
 	}
 	fmt.Fprintf(h, "file %d\n", len(data))
 	h.Write(data)
-	d := &decoder{file: path, getenv: getenv, digest: h}
+	d := newDecoder(path, getenv, h)
 	cfg := d.decodeFile(data)
 	sum := hex.EncodeToString(h.Sum(nil))
-	if len(d.problems) > 0 {
-		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Line - b.Line })
-		return nil, sum, &ConfigError{File: path, Problems: d.problems}
+	if len(d.Problems) > 0 {
+		slices.SortStableFunc(d.Problems, func(a, b Problem) int { return a.Line - b.Line })
+		return nil, sum, &ConfigError{File: path, Problems: d.Problems}
 	}
 	cfg.File = path
 	return cfg, sum, nil

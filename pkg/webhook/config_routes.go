@@ -12,36 +12,37 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sealane/sealane/pkg/slug"
+	"github.com/sealane/sealane/pkg/specfile"
 )
 
 // route decodes a receiver's routes[index]; events are the receiver's accepted push kinds.
 func (d *decoder) route(n *yaml.Node, field string, index int, events []string) Route {
 	rt := Route{Index: index}
-	f := d.fields(n, field, "repository", "branches", "tags", "deploy")
+	f := d.Fields(n, field, "repository", "branches", "tags", "deploy")
 	if f == nil {
 		return rt
 	}
-	n = deref(n)
-	rt.Repository = d.str(f["repository"], field+".repository")
+	n = specfile.Deref(n)
+	rt.Repository = d.Str(f["repository"], field+".repository")
 	switch {
 	case rt.Repository == "":
-		d.addf(at(f["repository"], n), field+".repository", `missing: give the repository's full name ("acme/shop", a glob such as "acme/*") or clone URL`)
+		d.Addf(at(f["repository"], n), field+".repository", `missing: give the repository's full name ("acme/shop", a glob such as "acme/*") or clone URL`)
 	case !validGlob(rt.Repository):
-		d.addf(f["repository"], field+".repository", "%q is not a valid glob (path.Match syntax)", rt.Repository)
+		d.Addf(f["repository"], field+".repository", "%q is not a valid glob (path.Match syntax)", rt.Repository)
 	}
 	rt.Branches = d.globs(f["branches"], field+".branches")
 	rt.Tags = d.globs(f["tags"], field+".tags")
 	if len(rt.Branches) == 0 && len(rt.Tags) == 0 && f["branches"] == nil && f["tags"] == nil {
-		d.addf(n, field, `neither branches nor tags: the route would match no push; give branches (["main"]) and/or tags (["v*"])`)
+		d.Addf(n, field, `neither branches nor tags: the route would match no push; give branches (["main"]) and/or tags (["v*"])`)
 	}
 	if f["branches"] != nil && !slices.Contains(events, EventPush) && len(events) > 0 {
-		d.addf(f["branches"], field+".branches", "the receiver's events leave out %s, so no branch push reaches this route: add %s to events or remove branches", EventPush, EventPush)
+		d.Addf(f["branches"], field+".branches", "the receiver's events leave out %s, so no branch push reaches this route: add %s to events or remove branches", EventPush, EventPush)
 	}
 	if f["tags"] != nil && !slices.Contains(events, EventTagPush) && len(events) > 0 {
-		d.addf(f["tags"], field+".tags", "the receiver's events leave out %s, so no tag push reaches this route: add %s to events or remove tags", EventTagPush, EventTagPush)
+		d.Addf(f["tags"], field+".tags", "the receiver's events leave out %s, so no tag push reaches this route: add %s to events or remove tags", EventTagPush, EventTagPush)
 	}
 	if f["deploy"] == nil {
-		d.addf(n, field+".deploy", "missing: give what the route deploys (cluster, namespace, release, chart)")
+		d.Addf(n, field+".deploy", "missing: give what the route deploys (cluster, namespace, release, chart)")
 		return rt
 	}
 	rt.Deploy = d.deploy(f["deploy"], field+".deploy")
@@ -53,13 +54,13 @@ func (d *decoder) globs(n *yaml.Node, field string) []string {
 	if n == nil {
 		return nil
 	}
-	list := d.strs(n, field)
+	list := d.Strs(n, field)
 	if len(list) == 0 {
-		d.addf(n, field, "empty: list globs such as main or release/*, or leave the key out")
+		d.Addf(n, field, "empty: list globs such as main or release/*, or leave the key out")
 	}
 	for i, g := range list {
 		if g == "" || !validGlob(g) {
-			d.addf(deref(n).Content[i], fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob (path.Match syntax: *, ?, [a-z]; * does not match /)", g)
+			d.Addf(specfile.Deref(n).Content[i], fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob (path.Match syntax: *, ?, [a-z]; * does not match /)", g)
 		}
 	}
 	return list
@@ -74,51 +75,51 @@ var deployKeys = []string{"chart", "env", "valuesFiles", "set", "setString", "cl
 
 func (d *decoder) deploy(n *yaml.Node, field string) DeployTemplate {
 	var t DeployTemplate
-	f := d.fields(n, field, deployKeys...)
+	f := d.Fields(n, field, deployKeys...)
 	if f == nil {
 		return t
 	}
-	n = deref(n)
+	n = specfile.Deref(n)
 	if f["rollout"] != nil {
-		d.addf(f["rollout"], field+".rollout", "rollouts are not available yet: deploy to one target with cluster, namespace and release")
+		d.Addf(f["rollout"], field+".rollout", "rollouts are not available yet: deploy to one target with cluster, namespace and release")
 	}
 	t.Chart = d.chart(f["chart"], field+".chart")
-	t.Env = d.str(f["env"], field+".env")
-	for i, v := range d.strs(f["valuesFiles"], field+".valuesFiles") {
+	t.Env = d.Str(f["env"], field+".env")
+	for i, v := range d.Strs(f["valuesFiles"], field+".valuesFiles") {
 		fld := fmt.Sprintf("%s.valuesFiles[%d]", field, i)
 		if v == "" {
-			d.addf(deref(f["valuesFiles"]).Content[i], fld, "empty: give a path in the chart repository")
+			d.Addf(specfile.Deref(f["valuesFiles"]).Content[i], fld, "empty: give a path in the chart repository")
 			continue
 		}
-		t.ValuesFiles = append(t.ValuesFiles, d.repoPath(deref(f["valuesFiles"]).Content[i], fld, v))
+		t.ValuesFiles = append(t.ValuesFiles, d.repoPath(specfile.Deref(f["valuesFiles"]).Content[i], fld, v))
 	}
 	t.Set, t.set = d.pairs(f["set"], field+".set")
 	t.SetString, t.setString = d.pairs(f["setString"], field+".setString")
 
-	t.Cluster = d.str(f["cluster"], field+".cluster")
+	t.Cluster = d.Str(f["cluster"], field+".cluster")
 	if t.Cluster == "" {
-		d.addf(at(f["cluster"], n), field+".cluster", "missing: give the registered cluster to deploy to (sealane cluster list)")
+		d.Addf(at(f["cluster"], n), field+".cluster", "missing: give the registered cluster to deploy to (sealane cluster list)")
 	}
 	t.Namespace, t.namespace = d.name(f["namespace"], n, field+".namespace", "namespace", false)
 	t.Release, t.release = d.name(f["release"], n, field+".release", "release", true)
 
 	t.Timeout = DefaultTimeout
 	if f["timeout"] != nil {
-		s := d.str(f["timeout"], field+".timeout")
+		s := d.Str(f["timeout"], field+".timeout")
 		v, err := time.ParseDuration(s)
 		if err != nil || v <= 0 {
-			d.addf(f["timeout"], field+".timeout", "%q is not a positive duration: give one such as 10m or 90s (default 5m)", s)
+			d.Addf(f["timeout"], field+".timeout", "%q is not a positive duration: give one such as 10m or 90s (default 5m)", s)
 		} else {
 			t.Timeout = v
 		}
 	}
 	t.OnQueued = OnQueuedQueue
 	if f["onQueued"] != nil {
-		switch s := OnQueued(d.str(f["onQueued"], field+".onQueued")); s {
+		switch s := OnQueued(d.Str(f["onQueued"], field+".onQueued")); s {
 		case OnQueuedQueue, OnQueuedSupersede:
 			t.OnQueued = s
 		default:
-			d.addf(f["onQueued"], field+".onQueued", "unknown policy %q: use %s (run after the queued deploys) or %s (drop them for this one)", s, OnQueuedQueue, OnQueuedSupersede)
+			d.Addf(f["onQueued"], field+".onQueued", "unknown policy %q: use %s (run after the queued deploys) or %s (drop them for this one)", s, OnQueuedQueue, OnQueuedSupersede)
 		}
 	}
 	return t
@@ -129,19 +130,19 @@ var scpURLRe = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*$`)
 
 func (d *decoder) chart(n *yaml.Node, field string) ChartLocation {
 	var c ChartLocation
-	f := d.fields(n, field, "repository", "path")
+	f := d.Fields(n, field, "repository", "path")
 	if f == nil {
 		return c
 	}
-	c.Repository = d.str(f["repository"], field+".repository")
+	c.Repository = d.Str(f["repository"], field+".repository")
 	if c.Repository != "" {
 		if msg := checkRepoURL(c.Repository); msg != "" {
-			d.addf(f["repository"], field+".repository", "%q %s", c.Repository, msg)
+			d.Addf(f["repository"], field+".repository", "%q %s", c.Repository, msg)
 		}
 	} else if f["repository"] != nil {
-		d.addf(f["repository"], field+".repository", "empty: give the chart repository's URL, or leave the key out for the pushed repository")
+		d.Addf(f["repository"], field+".repository", "empty: give the chart repository's URL, or leave the key out for the pushed repository")
 	}
-	if p := d.str(f["path"], field+".path"); p != "" {
+	if p := d.Str(f["path"], field+".path"); p != "" {
 		c.Path = d.repoPath(f["path"], field+".path", p)
 	}
 	return c
@@ -177,9 +178,9 @@ func (d *decoder) repoPath(n *yaml.Node, field, p string) string {
 	c := path.Clean(p)
 	switch {
 	case path.IsAbs(p) || strings.HasPrefix(p, `\`):
-		d.addf(n, field, "%q is absolute: give a path from the repository's root, without a leading /", p)
+		d.Addf(n, field, "%q is absolute: give a path from the repository's root, without a leading /", p)
 	case c == ".." || strings.HasPrefix(c, "../") || slices.Contains(strings.Split(p, "/"), ".."):
-		d.addf(n, field, "%q has \"..\": give a path inside the repository", p)
+		d.Addf(n, field, "%q has \"..\": give a path inside the repository", p)
 	case c == ".":
 		return ""
 	}
@@ -190,16 +191,16 @@ func (d *decoder) repoPath(n *yaml.Node, field, p string) string {
 func (d *decoder) pairs(n *yaml.Node, field string) ([]string, []templateText) {
 	var texts []string
 	var tmpls []templateText
-	for i, s := range d.strs(n, field) {
+	for i, s := range d.Strs(n, field) {
 		fld := fmt.Sprintf("%s[%d]", field, i)
-		node := deref(n).Content[i]
+		node := specfile.Deref(n).Content[i]
 		if k, _, ok := strings.Cut(s, "="); !ok || strings.TrimSpace(k) == "" {
-			d.addf(node, fld, "%q is not key=value: write it as for --set, e.g. image.tag={{ .ShortCommit }}", s)
+			d.Addf(node, fld, "%q is not key=value: write it as for --set, e.g. image.tag={{ .ShortCommit }}", s)
 			continue
 		}
 		t, err := parseTemplate(fld, s, false)
 		if err != nil {
-			d.addf(node, fld, "%v", err)
+			d.Addf(node, fld, "%v", err)
 			continue
 		}
 		texts, tmpls = append(texts, s), append(tmpls, t)
@@ -210,19 +211,19 @@ func (d *decoder) pairs(n *yaml.Node, field string) ([]string, []templateText) {
 // name reads the namespace or release: required, a template; a text without actions must
 // already be a valid name of its kind.
 func (d *decoder) name(n, parent *yaml.Node, field, kind string, release bool) (string, templateText) {
-	s := d.str(n, field)
+	s := d.Str(n, field)
 	if s == "" {
-		d.addf(at(n, parent), field, "missing: give the %s to deploy to (a template over the push, e.g. review-{{ .Branch | slug }})", kind)
+		d.Addf(at(n, parent), field, "missing: give the %s to deploy to (a template over the push, e.g. review-{{ .Branch | slug }})", kind)
 		return "", templateText{}
 	}
 	t, err := parseTemplate(field, s, release)
 	if err != nil {
-		d.addf(n, field, "%v", err)
+		d.Addf(n, field, "%v", err)
 		return s, templateText{}
 	}
 	if !strings.Contains(s, "{{") {
 		if !validName(s, release) {
-			d.addf(n, field, "%q is not a valid %s name: use lower-case letters, digits and '-' (at most %d characters)", s, kind, map[bool]int{false: slug.NamespaceMaxLen, true: slug.ReleaseMaxLen}[release])
+			d.Addf(n, field, "%q is not a valid %s name: use lower-case letters, digits and '-' (at most %d characters)", s, kind, map[bool]int{false: slug.NamespaceMaxLen, true: slug.ReleaseMaxLen}[release])
 		}
 	}
 	return s, t

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sealane/sealane/pkg/specfile"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -15,17 +16,17 @@ import (
 // environment variable, never the value itself. Problems name the file or the variable, never
 // what they hold. recv is the receiver's node, for a missing list.
 func (d *decoder) secrets(recv, n *yaml.Node, field string) []string {
-	items := d.items(n, field)
+	items := d.Items(n, field)
 	switch {
 	case n == nil || len(items) == 0:
 		at := recv
 		if n != nil {
 			at = n
 		}
-		d.addf(at, field, "missing: give the receiver's secret as a file (- file: PATH) or an environment variable (- env: NAME)")
+		d.Addf(at, field, "missing: give the receiver's secret as a file (- file: PATH) or an environment variable (- env: NAME)")
 		return nil
 	case len(items) > MaxSecrets:
-		d.addf(n, field, "%d secrets: give one, or two while rotating (the old and the new, both accepted)", len(items))
+		d.Addf(n, field, "%d secrets: give one, or two while rotating (the old and the new, both accepted)", len(items))
 		return nil
 	}
 	var out []string
@@ -38,30 +39,30 @@ func (d *decoder) secrets(recv, n *yaml.Node, field string) []string {
 }
 
 func (d *decoder) secret(n *yaml.Node, field string) (string, bool) {
-	f := d.fields(n, field, "file", "env")
+	f := d.Fields(n, field, "file", "env")
 	if f == nil {
 		return "", false
 	}
 	fileNode, envNode := f["file"], f["env"]
 	switch {
 	case fileNode != nil && envNode != nil:
-		d.addf(envNode, field, "both file and env: give one")
+		d.Addf(envNode, field, "both file and env: give one")
 		return "", false
 	case fileNode != nil:
 		return d.secretFile(fileNode, field+".file")
 	case envNode != nil:
 		return d.secretEnv(envNode, field+".env")
 	}
-	if len(deref(n).Content) == 0 { // else its keys were reported
-		d.addf(n, field, "empty: give file: PATH or env: NAME")
+	if len(specfile.Deref(n).Content) == 0 { // else its keys were reported
+		d.Addf(n, field, "empty: give file: PATH or env: NAME")
 	}
 	return "", false
 }
 
 func (d *decoder) secretFile(n *yaml.Node, field string) (string, bool) {
-	name := d.str(n, field)
+	name := d.Str(n, field)
 	if name == "" {
-		d.addf(n, field, "empty: give the path of the file that holds the secret")
+		d.Addf(n, field, "empty: give the path of the file that holds the secret")
 		return "", false
 	}
 	path := name
@@ -73,9 +74,9 @@ func (d *decoder) secretFile(n *yaml.Node, field string) (string, bool) {
 		fmt.Fprintf(d.digest, "\x00file %s error %v\n", path, err)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			d.addf(n, field, "file %s does not exist: create it or fix the path", path)
+			d.Addf(n, field, "file %s does not exist: create it or fix the path", path)
 		default:
-			d.addf(n, field, "cannot read file %s: %v", path, unwrapPath(err))
+			d.Addf(n, field, "cannot read file %s: %v", path, unwrapPath(err))
 		}
 		return "", false
 	}
@@ -83,16 +84,16 @@ func (d *decoder) secretFile(n *yaml.Node, field string) (string, bool) {
 	d.digest.Write(data)
 	s := strings.TrimRight(string(data), "\r\n")
 	if s == "" {
-		d.addf(n, field, "file %s is empty: write the secret in it", path)
+		d.Addf(n, field, "file %s is empty: write the secret in it", path)
 		return "", false
 	}
 	return s, true
 }
 
 func (d *decoder) secretEnv(n *yaml.Node, field string) (string, bool) {
-	name := d.str(n, field)
+	name := d.Str(n, field)
 	if name == "" {
-		d.addf(n, field, "empty: give the name of the environment variable that holds the secret")
+		d.Addf(n, field, "empty: give the name of the environment variable that holds the secret")
 		return "", false
 	}
 	v, ok := d.getenv(name)
@@ -100,10 +101,10 @@ func (d *decoder) secretEnv(n *yaml.Node, field string) (string, bool) {
 	d.digest.Write([]byte(v))
 	switch {
 	case !ok:
-		d.addf(n, field, "environment variable %s is not set: set it to the secret or use file:", name)
+		d.Addf(n, field, "environment variable %s is not set: set it to the secret or use file:", name)
 		return "", false
 	case v == "":
-		d.addf(n, field, "environment variable %s is empty: set it to the secret", name)
+		d.Addf(n, field, "environment variable %s is empty: set it to the secret", name)
 		return "", false
 	}
 	return v, true
