@@ -115,10 +115,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*chart.Loaded, chart.Inputs, error) {
 	var inputs chart.Inputs
 	var repoValues []chart.ValuesFile
-	if req.Chart.Ref == "" && req.Chart.Git != nil {
-		if err := r.Intake.checkGitChart(req.Chart.Git); err != nil {
-			return nil, inputs, refuse("%s", err.Error())
-		}
+	if req.Chart.Ref == "" && req.Chart.Git != nil { // checked by the intake (intake.go)
 		src, values, err := storeGitChart(ctx, r.Blobs, *req.Chart.Git, r.Intake)
 		if reason, ok := r.Intake.fetchRefused(ctx, err); ok {
 			return nil, inputs, refuse("%s", reason)
