@@ -21,6 +21,9 @@ const (
 	// CLI process that asked for it, when several share an embedded NATS (a data directory).
 	// Absent: any replica of the shared pipeline handles it.
 	ExtPipeline = "pipeline"
+	// ExtRollout is the id of the fleet rollout a deploy belongs to: every event of a deploy the
+	// rollout coordinator requested, and every rollout event, carries it.
+	ExtRollout = "rolloutid"
 )
 
 // Meta holds the attributes of an event besides its type and payload.
@@ -32,6 +35,7 @@ type Meta struct {
 	CausationID   string
 	DataRef       string
 	Pipeline      string // see ExtPipeline
+	Rollout       string // see ExtRollout
 	Time          time.Time
 }
 
@@ -63,6 +67,9 @@ func New(t Type, m Meta, payload any) (cloudevents.Event, error) {
 	}
 	if m.Pipeline != "" {
 		e.SetExtension(ExtPipeline, m.Pipeline)
+	}
+	if m.Rollout != "" {
+		e.SetExtension(ExtRollout, m.Rollout)
 	}
 	if err := e.SetData(cloudevents.ApplicationJSON, payload); err != nil {
 		return cloudevents.Event{}, fmt.Errorf("new %s event %s: encode payload: %w", t.Token(), m.ID, err)
@@ -97,6 +104,9 @@ func DataRef(e cloudevents.Event) string { return ext(e, ExtDataRef) }
 
 // PipelineOf returns the private pipeline that handles e's deploy, "" for the shared one.
 func PipelineOf(e cloudevents.Event) string { return ext(e, ExtPipeline) }
+
+// RolloutOf returns the fleet rollout e belongs to, "" for none.
+func RolloutOf(e cloudevents.Event) string { return ext(e, ExtRollout) }
 
 // TargetOf reads the release target from the event's subject attribute.
 func TargetOf(e cloudevents.Event) (Target, error) { return ParseTarget(e.Subject()) }

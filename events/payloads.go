@@ -201,13 +201,16 @@ func (i Image) Reference() string {
 
 // RenderedData is the payload of DeployRendered.
 type RenderedData struct {
-	Target    Target        `json:"target"`
-	Revision  int           `json:"revision"`
-	IsUpgrade bool          `json:"isUpgrade"`
-	Chart     ChartSource   `json:"chart"`
-	RenderRef string        `json:"renderRef"` // dataref of the render (manifest, hooks, values, notes)
-	Resources []ResourceRef `json:"resources"`
-	Timeout   Duration      `json:"timeout"`
+	Target    Target `json:"target"`
+	Revision  int    `json:"revision"`
+	IsUpgrade bool   `json:"isUpgrade"`
+	// PreviousRevision is the release's last deployed revision before this deploy (0: none);
+	// a fleet rollout reverts to it.
+	PreviousRevision int           `json:"previousRevision,omitempty"`
+	Chart            ChartSource   `json:"chart"`
+	RenderRef        string        `json:"renderRef"` // dataref of the render (manifest, hooks, values, notes)
+	Resources        []ResourceRef `json:"resources"`
+	Timeout          Duration      `json:"timeout"`
 	// Warnings are validation problems that do not stop the deploy, one line each naming the
 	// template, line, resource and field (never a value).
 	Warnings []string `json:"warnings,omitempty"`
@@ -378,11 +381,13 @@ const (
 
 // RecordedData is the payload of ReleaseRecorded, the last event of every deploy.
 type RecordedData struct {
-	Target   Target  `json:"target"`
-	Revision int     `json:"revision"`         // 0 when no revision was written
-	Status   string  `json:"status,omitempty"` // Helm release status: deployed, failed
-	Outcome  Outcome `json:"outcome"`
-	Reason   string  `json:"reason,omitempty"`
+	Target   Target `json:"target"`
+	Revision int    `json:"revision"` // 0 when no revision was written
+	// PreviousRevision is the release's last deployed revision before this deploy (0: none).
+	PreviousRevision int     `json:"previousRevision,omitempty"`
+	Status           string  `json:"status,omitempty"` // Helm release status: deployed, failed
+	Outcome          Outcome `json:"outcome"`
+	Reason           string  `json:"reason,omitempty"`
 	// UpToDate says the deploy changed nothing and wrote no revision.
 	UpToDate bool `json:"upToDate,omitempty"`
 	// RequestedBy and RequestedByVerified are the deploy's requester as RenderedData has them

@@ -60,6 +60,8 @@ type State struct {
 	// it (events.RenderedData); the recorder writes both on the release record and CDEvent.
 	RequestedBy         string `json:"requestedBy,omitempty"`
 	RequestedByVerified bool   `json:"requestedByVerified,omitempty"`
+	// PreviousRevision is the release's last deployed revision before this deploy (0: none).
+	PreviousRevision int `json:"previousRevision,omitempty"`
 
 	// --- Release storage ---
 

@@ -158,6 +158,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 	rec := events.RecordedData{Target: in.Target, Revision: revision, Outcome: events.OutcomeFailed, Reason: reason}
 	if in.State != nil {
 		rec.RequestedBy, rec.RequestedByVerified = in.State.RequestedBy, in.State.RequestedByVerified
+		rec.PreviousRevision = in.State.PreviousRevision
 	}
 	if ok {
 		rec.Outcome = events.OutcomeSucceeded

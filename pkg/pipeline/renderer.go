@@ -99,14 +99,15 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 			return stage.Output{}, err
 		}
 		if same {
-			st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: h.deployed.Version, Operation: req.Operation, ReleaseStorage: req.ReleaseStorage}
+			st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: h.deployed.Version, PreviousRevision: h.deployed.Version,
+				Operation: req.Operation, ReleaseStorage: req.ReleaseStorage}
 			return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeploySucceeded, Step: "succeeded",
 				Data: events.SucceededData{Target: in.Target, Revision: h.deployed.Version, UpToDate: true}}}}, nil
 		}
 	}
 	return r.rendered(ctx, in, req, renderedRelease{
-		revision: h.revision, isUpgrade: h.deployed != nil, chart: req.Chart, objects: res.Objects,
-		warnings: warnings, bundle: bundle,
+		revision: h.revision, isUpgrade: h.deployed != nil, previous: versionOf(h.deployed), chart: req.Chart,
+		objects: res.Objects, warnings: warnings, bundle: bundle,
 	})
 }
 
@@ -259,10 +260,19 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	return bundle, res, append(warningLines(res.Warnings), planWarnings(p)...), nil
 }
 
+// versionOf is rel's revision, 0 for no release.
+func versionOf(rel *helmrelease.Release) int {
+	if rel == nil {
+		return 0
+	}
+	return rel.Version
+}
+
 // renderedRelease is what a render (or a rollback) produced for the recorder and the applier.
 type renderedRelease struct {
 	revision    int
 	isUpgrade   bool
+	previous    int // the last deployed revision, 0: none
 	chart       events.ChartSource
 	objects     []manifest.Object
 	bundle      RenderBundle
@@ -300,13 +310,13 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: phases, Deadline: r.now().Add(timeout),
 		Description: rr.description, RenderRef: ref, Operation: req.Operation,
 		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace, ReleaseStorage: req.ReleaseStorage,
-		RequestedBy: by, RequestedByVerified: verified}
+		RequestedBy: by, RequestedByVerified: verified, PreviousRevision: rr.previous}
 	return stage.Output{
 		State: &st,
 		Emits: []stage.Emit{{
 			Type: events.DeployRendered, Step: "rendered", DataRef: ref,
 			Data: events.RenderedData{Target: in.Target, Revision: rr.revision, IsUpgrade: rr.isUpgrade, Chart: rr.chart,
-				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout), Warnings: rr.warnings,
+				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout), Warnings: rr.warnings, PreviousRevision: rr.previous,
 				Operation: req.Operation, Description: rr.description, RequestedBy: by, RequestedByVerified: verified},
 		}},
 	}, nil

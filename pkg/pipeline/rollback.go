@@ -40,9 +40,9 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 	if err != nil {
 		return refuseRevision("hooks of ", err)
 	}
-	previous := ""
+	previous, previousRevision := "", 0
 	if deployed, err := store.Deployed(ctx, in.Target.Release); err == nil {
-		previous = deployed.Manifest
+		previous, previousRevision = deployed.Manifest, deployed.Version
 	} else if !errors.Is(err, release.ErrNotFound) {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
 	}
@@ -64,7 +64,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 		notes = old.Info.Notes
 	}
 	return r.rendered(ctx, in, req, renderedRelease{
-		revision: last + 1, isUpgrade: true, objects: objs,
+		revision: last + 1, isUpgrade: true, previous: previousRevision, objects: objs,
 		chart: events.ChartSource{Ref: chartRef, Digest: digest, Name: old.Chart.Name(), Version: old.Chart.Metadata.Version},
 		bundle: RenderBundle{
 			Manifest: old.Manifest, Hooks: old.Hooks, Notes: notes, Config: old.Config,

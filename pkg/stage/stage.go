@@ -117,6 +117,7 @@ func build(st Stage, in Input, em Emit, now time.Time) (cloudevents.Event, error
 		CausationID:   in.Event.ID(),
 		DataRef:       em.DataRef,
 		Pipeline:      events.PipelineOf(in.Event),
+		Rollout:       events.RolloutOf(in.Event),
 		Time:          now,
 	}, em.Data)
 	if err != nil {
