@@ -158,6 +158,23 @@ func (e BakeFailed) apply(s *State, now time.Time) error {
 	return nil
 }
 
+// BakePassed: a cluster of a baking wave stayed ready until the bake's end (the tracker's
+// answer). A wave leaves its bake once every cluster passed, or BakeGrace after its end.
+type BakePassed struct {
+	Cluster string
+}
+
+func (e BakePassed) apply(s *State, _ time.Time) error {
+	c, err := s.cluster(e.Cluster)
+	if err != nil {
+		return err
+	}
+	if c.Status == StatusSucceeded {
+		c.Baked = true
+	}
+	return nil
+}
+
 // ClusterReverted: a cluster's revert is done; Revision is the release's revision now (0 when
 // it was uninstalled).
 type ClusterReverted struct {

@@ -6,14 +6,17 @@ import (
 )
 
 // Pause stops a running rollout from starting deploys or waves; deploys in flight finish.
-type Pause struct{}
+// Reason says why (an operator's, or a bake the tracker could not decide).
+type Pause struct {
+	Reason string
+}
 
-func (Pause) apply(s *State, _ time.Time) error {
+func (e Pause) apply(s *State, _ time.Time) error {
 	switch s.Phase {
 	case PhasePaused:
 		return nil
 	case PhaseRunning:
-		s.PausedFrom, s.Phase = s.Phase, PhasePaused
+		s.PausedFrom, s.Phase, s.Reason = s.Phase, PhasePaused, e.Reason
 		return nil
 	}
 	return fmt.Errorf("pause a %s rollout: %w", s.Phase, ErrNotAllowed)
@@ -27,7 +30,7 @@ func (Resume) apply(s *State, _ time.Time) error {
 	case PhaseRunning:
 		return nil
 	case PhasePaused:
-		s.Phase, s.PausedFrom = s.PausedFrom, ""
+		s.Phase, s.PausedFrom, s.Reason = s.PausedFrom, "", ""
 		return nil
 	}
 	return fmt.Errorf("resume a %s rollout: %w", s.Phase, ErrNotAllowed)

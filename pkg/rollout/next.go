@@ -66,7 +66,7 @@ func (st *step) advance() {
 					Targets: st.succeededTargets(s.Wave), Until: w.BakeUntil})
 			}
 		case WaveBaking:
-			if st.now.Before(w.BakeUntil) {
+			if !st.baked(pw, w) {
 				return
 			}
 			st.emit(Emit{Type: EventWaveBaked, Wave: w.Name})
@@ -154,6 +154,27 @@ func (st *step) failWave() {
 	default:
 		s.Phase = PhaseHalted
 	}
+}
+
+// BakeGrace is how long after a bake's end a wave waits for the tracker's last answers
+// (BakePassed, BakeFailed) before it goes on without them.
+const BakeGrace = 30 * time.Second
+
+// baked reports whether wave w's bake is over: its time passed and every succeeded cluster
+// was reported passing, or BakeGrace passed too. A wave without bake time is baked at once.
+func (st *step) baked(pw PlanWave, w *WaveState) bool {
+	if st.now.Before(w.BakeUntil) {
+		return false
+	}
+	if pw.BakeTime <= 0 || !st.now.Before(w.BakeUntil.Add(BakeGrace)) {
+		return true
+	}
+	for _, i := range st.s.waveClusters(st.s.Wave) {
+		if c := st.s.Clusters[i]; c.Status == StatusSucceeded && !c.Baked {
+			return false
+		}
+	}
+	return true
 }
 
 func (st *step) succeededTargets(w int) []Target {

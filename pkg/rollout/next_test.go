@@ -68,7 +68,9 @@ waves:
 	if a := InFlight(h.s); len(a) != 1 || a[0].ID() != "r1/bake/canary" {
 		t.Fatalf("InFlight while baking = %v", describe(a))
 	}
-	h.at(11 * time.Minute).expect("emit wave_baked canary")
+	h.at(11 * time.Minute).expect() // the bake is over; the tracker's answer is awaited
+	h.apply(BakePassed{Cluster: "stg-1"})
+	h.expect("emit wave_baked canary")
 	if h.s.Waves[0].Status != WaveAwaitingApproval {
 		t.Fatalf("wave = %s, want awaiting-approval", h.s.Waves[0].Status)
 	}
@@ -83,6 +85,16 @@ waves:
 	h.expect("emit wave_started rest", "deploy stg-2#1")
 	h.apply(Approve{Wave: "canary"}) // approving again is harmless
 	h.expect()
+}
+
+func TestBakeWithoutAnswer(t *testing.T) {
+	h := newHarness(t, "clusters: {selector: env=staging}\nwaves: [{name: all, selector: \"\", maxParallel: 2, bakeTime: 5m}]\n")
+	h.expect("emit started", "emit wave_started all", "deploy stg-1#1", "deploy stg-2#1")
+	h.apply(deployed("stg-1"), deployed("stg-2"))
+	h.expect("emit cluster_succeeded all stg-1", "emit cluster_succeeded all stg-2", "watch all until +5m0s")
+	h.at(5 * time.Minute).apply(BakePassed{Cluster: "stg-1"})
+	h.expect() // stg-2's answer is awaited for BakeGrace
+	h.at(5*time.Minute + BakeGrace).expect("emit wave_baked all", "emit succeeded")
 }
 
 func TestBakeFailure(t *testing.T) {

@@ -39,6 +39,10 @@ func (st *step) inRevertScope(c *ClusterState) bool {
 func (st *step) revertCluster(c *ClusterState) {
 	s := st.s
 	a := Revert{RolloutID: s.ID, Target: c.Target, ToRevision: c.PreviousRevision}
+	if c.PreviousRevision != 0 && c.PreviousRevision == c.Revision {
+		c.Kept, c.Reason = true, "kept: this rollout changed nothing there (up to date)"
+		return
+	}
 	if c.PreviousRevision == 0 {
 		if s.Plan.Spec.FailurePolicy.NoPreviousRevision != Uninstall {
 			c.Kept, c.Reason = true, "kept: no earlier revision to revert to (noPreviousRevision: keep)"

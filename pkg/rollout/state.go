@@ -97,7 +97,9 @@ type ClusterState struct {
 	// Announced is the status last emitted for the cluster (cluster_succeeded, cluster_failed).
 	Announced ClusterStatus `json:"announced,omitempty"`
 	// Kept: a revert left the release as deployed (no earlier revision, noPreviousRevision: keep).
-	Kept           bool      `json:"kept,omitempty"`
+	Kept bool `json:"kept,omitempty"`
+	// Baked: the tracker reported the cluster passed its wave's bake (BakePassed).
+	Baked          bool      `json:"baked,omitempty"`
 	OfflineUntil   time.Time `json:"offlineUntil,omitzero"`
 	StartedAt      time.Time `json:"startedAt,omitzero"`
 	FinishedAt     time.Time `json:"finishedAt,omitzero"`
