@@ -108,6 +108,8 @@ type BakeRequestedData struct {
 	Wave      string    `json:"wave"`
 	Revision  int       `json:"revision"`
 	Until     time.Time `json:"until"`
+	// ReleaseStorage is where the release's records are kept (as the deploy had it).
+	ReleaseStorage ReleaseStorage `json:"releaseStorage,omitzero"`
 }
 
 // BakeFinishedData is the payload of BakeFinished. Passed: every released workload stayed

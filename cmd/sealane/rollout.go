@@ -12,17 +12,18 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/rollout"
 )
 
-// newRolloutCmd is `sealane rollout`: fleet rollouts (issue 17). So far it checks specs and
-// shows the waves a spec resolves to; the coordinator that runs them is not built yet.
+// newRolloutCmd is `sealane rollout`: fleet rollouts — check a spec, show its waves, start
+// one on the shared pipeline, follow it and command it (rollout_run.go).
 func newRolloutCmd(g *globalFlags) *cobra.Command {
 	h := &homeFlags{}
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Fleet rollouts: check a rollout spec and show the waves it resolves to on the registered clusters",
+		Short: "Fleet rollouts: one release across the registered clusters in waves, with bake, approval, halt and revert",
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&h.kubeconfig, "home-kubeconfig", os.Getenv("SEALANE_HOME_KUBECONFIG"), "kubeconfig of the home cluster ($SEALANE_HOME_KUBECONFIG; default $KUBECONFIG or ~/.kube/config)")
@@ -65,12 +66,61 @@ func newRolloutCmd(g *globalFlags) *cobra.Command {
 			return writeRolloutPlan(cmd.OutOrStdout(), p)
 		},
 	}
-	for _, c := range []*cobra.Command{validate, plan} {
+	var detach bool
+	start := &cobra.Command{
+		Use:   "start -f SPEC",
+		Short: "Start a rollout on the shared pipeline (--nats) and follow its waves × clusters grid to the end",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return rolloutStart(cmd, g, h, file, detach) },
+	}
+	start.Flags().BoolVar(&detach, "detach", false, "return once the rollout is requested (follow it with `rollout watch ID`)")
+	for _, c := range []*cobra.Command{validate, plan, start} {
 		c.Flags().StringVarP(&file, "filename", "f", "", "the rollout spec (YAML)")
 		_ = c.MarkFlagRequired("filename")
 	}
-	cmd.AddCommand(validate, plan)
+	cmd.AddCommand(validate, plan, start)
+	cmd.AddCommand(rolloutReadCmds(g)...)
+	cmd.AddCommand(rolloutCommandCmds(g)...)
 	return cmd
+}
+
+// rolloutReadCmds are status, watch and list.
+func rolloutReadCmds(g *globalFlags) []*cobra.Command {
+	return []*cobra.Command{
+		{Use: "status ID", Short: "Print a rollout's waves × clusters grid: each cluster's state, revision and reason", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return rolloutStatus(cmd, g, args[0], false) }},
+		{Use: "watch ID", Short: "Follow a rollout's grid until it ends (exit status 1 if it failed or was aborted)", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return rolloutStatus(cmd, g, args[0], true) }},
+		{Use: "list", Short: "List the rollouts, newest first", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return rolloutList(cmd, g) }},
+	}
+}
+
+// rolloutCommandCmds are pause, resume, abort, approve and retry.
+func rolloutCommandCmds(g *globalFlags) []*cobra.Command {
+	send := func(command string, fill func(d *events.RolloutCommandData, args []string)) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			d := events.RolloutCommandData{RolloutID: args[0], Command: command}
+			if fill != nil {
+				fill(&d, args)
+			}
+			return rolloutCommand(cmd, g, d)
+		}
+	}
+	var reason string
+	abort := &cobra.Command{Use: "abort ID", Short: "End a rollout: nothing more starts, nothing is reverted", Args: cobra.ExactArgs(1),
+		RunE: send(events.CommandAbort, func(d *events.RolloutCommandData, _ []string) { d.Reason = reason })}
+	abort.Flags().StringVar(&reason, "reason", "", "why (recorded on the rollout and its aborted event)")
+	return []*cobra.Command{
+		{Use: "pause ID", Short: "Stop starting deploys and waves; deploys in flight finish", Args: cobra.ExactArgs(1),
+			RunE: send(events.CommandPause, nil)},
+		{Use: "resume ID", Short: "Continue a paused rollout", Args: cobra.ExactArgs(1), RunE: send(events.CommandResume, nil)},
+		abort,
+		{Use: "approve ID WAVE", Short: "Let a wave awaiting manual approval finish, so the next wave starts", Args: cobra.ExactArgs(2),
+			RunE: send(events.CommandApprove, func(d *events.RolloutCommandData, a []string) { d.Wave = a[1] })},
+		{Use: "retry ID CLUSTER", Short: "Deploy a failed or skipped cluster of the current wave again (a halted rollout runs again)", Args: cobra.ExactArgs(2),
+			RunE: send(events.CommandRetry, func(d *events.RolloutCommandData, a []string) { d.Cluster = a[1] })},
+	}
 }
 
 // readRolloutSpec reads and checks the spec in file.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/coordinator"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/serve"
 )
@@ -29,13 +30,14 @@ type serveFlags struct {
 func newServeCmd(g *globalFlags) *cobra.Command {
 	f := &serveFlags{setup: &serveSetup{clusters: serve.DefaultClusterOptions()}, hook: serve.WebhookOptionsFromEnv()}
 	cmd := &cobra.Command{
-		Use:   "serve renderer|applier|tracker|recorder|webhook|all...",
+		Use:   "serve renderer|applier|tracker|recorder|webhook|rollout|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
 		Long: "Run one or more pipeline stages until interrupted. Every replica of a stage shares the " +
 			"stage's durable consumer, so starting more replicas shares the work. `webhook` serves the git " +
-			"webhook intake (--webhook-config); `all` is the four stages, and the intake too when --webhook-config is set.",
+			"webhook intake (--webhook-config); `rollout` the fleet rollout coordinator; `all` is the four stages and the coordinator, " +
+			"and the intake too when --webhook-config is set.",
 		Args:      cobra.MinimumNArgs(1),
-		ValidArgs: []string{"renderer", "applier", "tracker", "recorder", "webhook", "all"},
+		ValidArgs: []string{"renderer", "applier", "tracker", "recorder", "webhook", "rollout", "all"},
 		RunE:      func(cmd *cobra.Command, args []string) error { return f.run(cmd, g, args) },
 	}
 	defAckWait, err := time.ParseDuration(os.Getenv("SEALANE_ACK_WAIT"))
@@ -66,6 +68,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 		return fmt.Errorf("serve needs --nats URL (or $SEALANE_NATS_URL): stages of one pipeline meet on a shared NATS")
 	}
 	names, withWebhook := serveParts(args, f.hook.Config != "")
+	withRollout := servesRollout(args)
 	if len(names) > 0 {
 		if _, err := pipeline.Stages(pipeline.Deps{}, names...); err != nil {
 			return err
@@ -85,8 +88,11 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	}
 	defer node.Close()
 	webhook := func(ctx context.Context) error { return serve.RunWebhook(ctx, node, f.hook, log) }
-	if len(names) == 0 { // the webhook intake alone: no clusters, no keys
+	if len(names) == 0 && !withRollout { // the webhook intake alone: no clusters, no keys
 		return node.WithProbes(cmd.Context(), f.httpAddr, webhook)
+	}
+	if len(names) == 0 { // the rollout coordinator (and the intake): the cluster registry, no stages
+		return f.serveRollout(cmd.Context(), g, node, withWebhook, log)
 	}
 	f.setup.leaseTTLSet = cmd.Flags().Changed("lease-ttl")
 	deps, stopClusters, err := f.setup.deps(cmd.Context(), g, node, names, log)
@@ -97,11 +103,40 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
 	runner.AckWait = f.ackWait
-	stages := func(ctx context.Context) error { return serve.RunStages(ctx, runner, deps, names...) }
+	parts := []func(context.Context) error{func(ctx context.Context) error { return serve.RunStages(ctx, runner, deps, names...) }}
 	if withWebhook {
-		return node.WithProbes(cmd.Context(), f.httpAddr, func(ctx context.Context) error { return runTogether(ctx, stages, webhook) })
+		parts = append(parts, webhook)
 	}
-	return node.WithProbes(cmd.Context(), f.httpAddr, stages)
+	if fleet, ok := deps.Clusters.(coordinator.Fleet); ok && withRollout {
+		parts = append(parts, func(ctx context.Context) error { return serve.RunRollout(ctx, node, fleet, log) })
+	}
+	return node.WithProbes(cmd.Context(), f.httpAddr, func(ctx context.Context) error { return runTogether(ctx, parts...) })
+}
+
+// serveRollout serves the rollout coordinator without stages (and the webhook intake when
+// asked): it needs the cluster registry only.
+func (f *serveFlags) serveRollout(ctx context.Context, g *globalFlags, node *serve.Node, withWebhook bool, log *zap.Logger) error {
+	registry, stop, err := g.serveClusters(ctx, f.setup.clusters, node, log) // cluster.go
+	if err != nil {
+		return err
+	}
+	defer stop()
+	parts := []func(context.Context) error{func(ctx context.Context) error { return serve.RunRollout(ctx, node, registry, log) }}
+	if withWebhook {
+		parts = append(parts, func(ctx context.Context) error { return serve.RunWebhook(ctx, node, f.hook, log) })
+	}
+	return node.WithProbes(ctx, f.httpAddr, func(ctx context.Context) error { return runTogether(ctx, parts...) })
+}
+
+// servesRollout says whether serve's arguments include the rollout coordinator ("rollout" or
+// "all").
+func servesRollout(args []string) bool {
+	for _, a := range args {
+		if a == "rollout" || a == "all" {
+			return true
+		}
+	}
+	return false
 }
 
 // serveParts splits serve's arguments into the stages to run and whether to serve the
@@ -113,6 +148,7 @@ func serveParts(args []string, webhookConfigured bool) ([]events.Stage, bool) {
 		switch a {
 		case "webhook":
 			withWebhook = true
+		case "rollout": // servesRollout
 		case "all":
 			withWebhook = withWebhook || webhookConfigured
 			names = append(names, events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker)

@@ -29,6 +29,7 @@ const (
 	DefaultLeaseBucket      = "sealane-leases"             // release leases and their queues (pkg/lease)
 	DefaultClusterBucket    = "sealane-clusters"           // cluster reachability and versions (pkg/clusters)
 	DefaultDeliveryBucket   = "sealane-webhook-deliveries" // webhook deliveries seen (pkg/webhook)
+	DefaultRolloutBucket    = "sealane-rollouts"           // fleet rollouts (pkg/coordinator)
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
 	DefaultLogStream        = "SEALANE_LOGS"
 	// LogSubject is what the log stream captures: container log lines of tracked resources
@@ -68,6 +69,8 @@ type Options struct {
 	ClusterBucket string
 	// DeliveryBucket is the KV bucket of the webhook deliveries seen (Deliveries).
 	DeliveryBucket string
+	// RolloutBucket is the KV bucket of the fleet rollouts (Rollouts).
+	RolloutBucket string
 	// DeadLetterStream records messages a stage gave up on, on DeadLetterSubjectPrefix.>.
 	DeadLetterStream string
 	// LogStream holds container log lines on LogSubject, for LogMaxAge and LogMaxBytes.
@@ -108,6 +111,7 @@ func DefaultOptions() Options {
 		LeaseBucket:      DefaultLeaseBucket,
 		ClusterBucket:    DefaultClusterBucket,
 		DeliveryBucket:   DefaultDeliveryBucket,
+		RolloutBucket:    DefaultRolloutBucket,
 		DeadLetterStream: DefaultDeadLetterStream,
 		LogStream:        DefaultLogStream,
 		LogMaxAge:        DefaultLogMaxAge,
@@ -144,6 +148,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.DeliveryBucket == "" {
 		o.DeliveryBucket = d.DeliveryBucket
+	}
+	if o.RolloutBucket == "" {
+		o.RolloutBucket = d.RolloutBucket
 	}
 	if o.LeaseBucket == "" {
 		o.LeaseBucket = d.LeaseBucket
@@ -193,7 +200,7 @@ func (o Options) Validate() error {
 			return fmt.Errorf("bus options: subject %q overlaps the log stream's %s", s, LogSubject)
 		}
 	}
-	for _, b := range []string{o.StateBucket, o.BlobBucket, o.LeaseBucket, o.ClusterBucket} {
+	for _, b := range []string{o.StateBucket, o.BlobBucket, o.LeaseBucket, o.ClusterBucket, o.DeliveryBucket, o.RolloutBucket} {
 		if !bucketNameRe.MatchString(b) {
 			return fmt.Errorf("bus options: invalid bucket name %q", b)
 		}

@@ -139,7 +139,7 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	logsDone := w.followLogs(followCtx)
 	defer func() { cancel(); <-logsDone }()
 	done := w.followEvents(followCtx, &res.RecordedData)
-	if err := publish(ctx, b, ev); err != nil {
+	if err := PublishRequest(ctx, b, ev); err != nil {
 		return res, err
 	}
 	select {
@@ -229,9 +229,9 @@ func (w *deployWatch) followEvents(ctx context.Context, rec *events.RecordedData
 	return done
 }
 
-// publish publishes the deploy.requested event ev, marked for this process's own stages when
-// b's options name a pipeline.
-func publish(ctx context.Context, b *bus.Bus, ev cloudevents.Event) error {
+// PublishRequest publishes the deploy.requested event ev, signed (signer.go) and marked for
+// this process's own stages when b's options name a pipeline.
+func PublishRequest(ctx context.Context, b *bus.Bus, ev cloudevents.Event) error {
 	p := b.Options().Pipeline
 	if p != "" {
 		ev.SetExtension(events.ExtPipeline, p) // handled by this process's own stages
@@ -349,21 +349,29 @@ func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedD
 		return events.RequestedData{}, "", err
 	}
 	deployID := uuid.NewString()
-	chartRef, err := b.PutBlob(ctx, "charts/"+local.Digest, local.Archive)
-	if err != nil {
-		return events.RequestedData{}, "", err
+	out, err := local.Store(ctx, b, deployID)
+	return out, deployID, err
+}
+
+// Store stores the packed chart and the values in b (the values under inputs/<id>) and
+// returns the request data referring to them.
+func (l Local) Store(ctx context.Context, b Blobs, id string) (events.RequestedData, error) {
+	out := l.Requested
+	if l.Archive != nil {
+		chartRef, err := b.PutBlob(ctx, "charts/"+l.Digest, l.Archive)
+		if err != nil {
+			return events.RequestedData{}, err
+		}
+		out.Chart.Ref = chartRef
 	}
-	raw, err := json.Marshal(local.Inputs)
+	raw, err := json.Marshal(l.Inputs)
 	if err != nil {
-		return events.RequestedData{}, "", fmt.Errorf("encode values: %w", err)
+		return events.RequestedData{}, fmt.Errorf("encode values: %w", err)
 	}
-	inputsRef, err := b.PutBlob(ctx, "inputs/"+deployID, raw)
-	if err != nil {
-		return events.RequestedData{}, "", err
+	if out.InputsRef, err = b.PutBlob(ctx, "inputs/"+id, raw); err != nil {
+		return events.RequestedData{}, err
 	}
-	out := local.Requested
-	out.Chart.Ref, out.InputsRef = chartRef, inputsRef
-	return out, deployID, nil
+	return out, nil
 }
 
 // Local is a deploy request read from the local disk and checked: the packed chart, the

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/spf13/cobra"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/client"
+	"github.com/sealane/sealane/pkg/clusterspec"
+	"github.com/sealane/sealane/pkg/coordinator"
+	"github.com/sealane/sealane/pkg/progress"
+	"github.com/sealane/sealane/pkg/rollout"
+	"github.com/sealane/sealane/pkg/serve"
+)
+
+// rolloutConn is a CLI command's connection to the rollouts of a shared pipeline.
+type rolloutConn struct {
+	node  *serve.Node
+	store coordinator.Store
+}
+
+// openRollouts connects to the shared pipeline at --nats and its rollout bucket.
+func openRollouts(ctx context.Context, g *globalFlags) (*rolloutConn, error) {
+	if g.natsURL == "" {
+		return nil, errors.New("rollouts run on a shared pipeline: give --nats URL (or $SEALANE_NATS_URL) of one that runs `sealane serve all` or `serve rollout`")
+	}
+	node, err := g.openReader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := node.Bus.Rollouts(ctx, false)
+	if err != nil {
+		node.Close()
+		return nil, err
+	}
+	return &rolloutConn{node: node, store: coordinator.Store{KV: kv}}, nil
+}
+
+// rolloutStart publishes a rollout request for the spec in file and, unless detach, follows
+// the rollout to its end.
+func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, file string, detach bool) error {
+	ctx := cmd.Context()
+	spec, err := readRolloutSpec(file)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	registered, err := registeredClusters(cctx, g, h)
+	if err != nil {
+		return err
+	}
+	if _, err := rollout.Resolve(spec, registered); err != nil {
+		return fmt.Errorf("%s: %w (nothing was started)", file, err)
+	}
+	conn, err := openRollouts(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer conn.node.Close()
+	data, err := client.PrepareRollout(ctx, conn.node.Bus, client.RolloutRequest{Spec: spec, Dir: filepath.Dir(file), RequestedBy: whoami()})
+	if err != nil {
+		return err
+	}
+	if err := publishRollout(ctx, conn, events.RolloutRequested, data.RolloutID, data); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "rollout %s requested: %d clusters\n", data.RolloutID, countTargets(spec, registered))
+	if detach {
+		return nil
+	}
+	return followRollout(ctx, conn, data.RolloutID, out)
+}
+
+func countTargets(spec *rollout.Spec, registered []clusterspec.Spec) int {
+	p, err := rollout.Resolve(spec, registered)
+	if err != nil {
+		return 0
+	}
+	return p.Clusters()
+}
+
+// publishRollout publishes a rollout request or command about rollout id.
+func publishRollout(ctx context.Context, conn *rolloutConn, t events.Type, id string, data any) error {
+	evID := fmt.Sprintf("%s.%s.%d", id, t.Token(), time.Now().UnixNano())
+	if t == events.RolloutRequested {
+		evID = id + ".requested"
+	}
+	ev, err := events.New(t, events.Meta{ID: evID, Source: "/sealane/cli", Target: events.NoTarget, CorrelationID: id,
+		Rollout: id, Pipeline: conn.node.Bus.Options().Pipeline}, data)
+	if err != nil {
+		return err
+	}
+	return publishRolloutEvent(ctx, conn, ev)
+}
+
+func publishRolloutEvent(ctx context.Context, conn *rolloutConn, ev cloudevents.Event) error {
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.node.Bus.Publish(ctx, msg, ev.ID()); err != nil {
+		return fmt.Errorf("publish %s: %w", ev.Type(), err)
+	}
+	return nil
+}
+
+// rolloutWaitFirst bounds how long start waits for the coordinator to take a rollout up.
+const rolloutWaitFirst = time.Minute
+
+// followRollout redraws the rollout's grid on every change until it ends; a rollout that
+// failed or was aborted is exit status 1.
+func followRollout(ctx context.Context, conn *rolloutConn, id string, out io.Writer) error {
+	var last time.Time
+	started := time.Now()
+	for {
+		rec, _, err := conn.store.Get(ctx, id)
+		switch {
+		case errors.Is(err, coordinator.ErrNotFound) && time.Since(started) < rolloutWaitFirst:
+		case err != nil:
+			return err
+		case !rec.State.UpdatedAt.Equal(last) || rec.State.Phase.Final():
+			last = rec.State.UpdatedAt
+			fmt.Fprintln(out)
+			if err := progress.RolloutGrid(out, &rec.State, time.Now()); err != nil {
+				return err
+			}
+			if rec.State.Phase.Final() {
+				return rolloutOutcome(&rec.State)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rollout %s: stopped following (it goes on): %w", id, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func rolloutOutcome(s *rollout.State) error {
+	if s.Phase == rollout.PhaseSucceeded {
+		return nil
+	}
+	return &exitError{code: 1, err: fmt.Errorf("rollout %s %s: %s", s.ID, s.Phase, s.Reason)}
+}
+
+// rolloutStatus prints the grid of rollout id once, or follows it (watch).
+func rolloutStatus(cmd *cobra.Command, g *globalFlags, id string, watch bool) error {
+	conn, err := openRollouts(cmd.Context(), g)
+	if err != nil {
+		return err
+	}
+	defer conn.node.Close()
+	if watch {
+		return followRollout(cmd.Context(), conn, id, cmd.OutOrStdout())
+	}
+	rec, _, err := conn.store.Get(cmd.Context(), id)
+	if err != nil {
+		return err
+	}
+	return progress.RolloutGrid(cmd.OutOrStdout(), &rec.State, time.Now())
+}
+
+// rolloutList prints every rollout, newest first.
+func rolloutList(cmd *cobra.Command, g *globalFlags) error {
+	conn, err := openRollouts(cmd.Context(), g)
+	if err != nil {
+		return err
+	}
+	defer conn.node.Close()
+	recs, err := conn.store.List(cmd.Context())
+	if err != nil {
+		return err
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].State.CreatedAt.After(recs[j].State.CreatedAt) })
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRELEASE\tNAMESPACE\tPHASE\tCLUSTERS DONE\tCREATED")
+	for _, r := range recs {
+		s := r.State
+		phase := string(s.Phase)
+		if r.Queued && !s.Phase.Final() {
+			phase = "queued"
+		}
+		done := 0
+		for _, c := range s.Clusters {
+			if c.Status == rollout.StatusSucceeded {
+				done++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.Plan.Spec.Release, s.Plan.Spec.Namespace, phase, done,
+			len(s.Clusters), s.CreatedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+// rolloutCommand sends a command; it is checked against the rollout's state first, so a
+// command the rollout cannot take fails here with the reason.
+func rolloutCommand(cmd *cobra.Command, g *globalFlags, d events.RolloutCommandData) error {
+	conn, err := openRollouts(cmd.Context(), g)
+	if err != nil {
+		return err
+	}
+	defer conn.node.Close()
+	rec, _, err := conn.store.Get(cmd.Context(), d.RolloutID)
+	if err != nil {
+		return err
+	}
+	ev, err := coordinator.CommandEvent(d)
+	if err != nil {
+		return err
+	}
+	if _, err := rollout.Apply(rec.State, ev, time.Now()); err != nil {
+		return err
+	}
+	d.By = whoami()
+	if err := publishRollout(cmd.Context(), conn, events.RolloutCommanded, d.RolloutID, d); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: %s sent\n", d.RolloutID, d.Command)
+	return nil
+}
+
+

@@ -1,0 +1,177 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/pkg/rollout"
+)
+
+// maxOfflineRounds bounds the re-runs of Next in one advance (each takes at least one cluster
+// off the deploys it chose).
+const maxOfflineRounds = 64
+
+// advance runs the state machine on r at now and queues what it decided. A cluster waited for
+// as offline that answers again is deployed anew; a deploy Next chose for a cluster that does
+// not answer becomes ClusterOffline instead (wait or skip, as the spec says).
+func (c *Coordinator) advance(ctx context.Context, r *Record, now time.Time) error {
+	if r.Queued {
+		return nil
+	}
+	for _, cs := range r.State.Clusters {
+		if cs.Status == rollout.StatusOfflineWaiting && c.reachable(ctx, cs.Target.Cluster) == nil {
+			if err := r.apply(rollout.ClusterOnline{Cluster: cs.Target.Cluster}, now); err != nil {
+				return err
+			}
+		}
+	}
+	for range maxOfflineRounds {
+		next, actions := rollout.Next(r.State, now)
+		offline := false
+		for _, a := range actions {
+			d, ok := a.(rollout.Deploy)
+			if !ok {
+				continue
+			}
+			if err := c.reachable(ctx, d.Target.Cluster); err != nil {
+				c.log().Info("cluster offline", zap.String("rollout", r.State.ID), zap.String("cluster", d.Target.Cluster), zap.Error(err))
+				if err := r.apply(rollout.ClusterOffline{Cluster: d.Target.Cluster}, now); err != nil {
+					return err
+				}
+				offline = true
+			}
+		}
+		if !offline {
+			r.State = next
+			return r.queue(actions, now)
+		}
+	}
+	return fmt.Errorf("rollout %s: clusters kept going offline", r.State.ID)
+}
+
+// apply records e in r's state.
+func (r *Record) apply(e rollout.Event, now time.Time) error {
+	s, err := rollout.Apply(r.State, e, now)
+	if err != nil {
+		return err
+	}
+	r.State = s
+	return nil
+}
+
+func (c *Coordinator) reachable(ctx context.Context, cluster string) error {
+	if c.Fleet == nil {
+		return nil
+	}
+	return c.Fleet.Reachable(ctx, cluster)
+}
+
+// tick drives rollout id if this replica owns it or may take it over: its lease is renewed,
+// the state machine advances at the current time, and what it decided is published.
+func (c *Coordinator) tick(ctx context.Context, id string) error {
+	var mine bool
+	rec, err := c.store().update(ctx, id, func(r *Record) error {
+		now := c.now()
+		mine = false
+		if r.Queued || (r.State.Phase.Final() && len(r.Outbox) == 0) {
+			return errUnchanged
+		}
+		if r.Owner != c.Name && now.Before(r.LeaseUntil) {
+			return errUnchanged
+		}
+		if r.Owner != c.Name && r.Owner != "" {
+			c.log().Info("taking over a rollout", zap.String("rollout", id), zap.String("from", r.Owner))
+		}
+		mine = true
+		if r.Owner != c.Name || r.LeaseUntil.Sub(now) < c.LeaseTTL/2 {
+			r.Owner, r.LeaseUntil = c.Name, now.Add(c.LeaseTTL)
+		}
+		return c.advance(ctx, r, now)
+	})
+	if errors.Is(err, ErrNotFound) {
+		return c.KV.Delete(ctx, activeKey(id), 0)
+	}
+	if err != nil {
+		return err
+	}
+	if mine {
+		if err := c.flush(ctx, rec); err != nil {
+			return err
+		}
+	}
+	if rec.State.Phase.Final() && len(rec.Outbox) == 0 {
+		return c.finish(ctx, rec)
+	}
+	return nil
+}
+
+// change applies e to rollout id, advances it and publishes what that decided: how results
+// and commands reach a rollout, on whichever replica received them.
+func (c *Coordinator) change(ctx context.Context, id string, e rollout.Event) (*Record, error) {
+	rec, err := c.store().update(ctx, id, func(r *Record) error {
+		now := c.now()
+		if err := r.apply(e, now); err != nil {
+			return err
+		}
+		return c.advance(ctx, r, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.flush(ctx, rec); err != nil {
+		return rec, err
+	}
+	if rec.State.Phase.Final() {
+		return rec, c.finish(ctx, rec)
+	}
+	return rec, nil
+}
+
+// finish hands the release to the next queued rollout, if any, and drops the rollout from the
+// active ones. Running it again does nothing more.
+func (c *Coordinator) finish(ctx context.Context, rec *Record) error {
+	id := rec.State.ID
+	var next string
+	err := c.store().updateQueue(ctx, releaseKey(rec.ReleaseKey), func(q *releaseQueue) error {
+		next = ""
+		q.Queue = slices.DeleteFunc(q.Queue, func(s string) bool { return s == id })
+		if q.Active != id {
+			return nil
+		}
+		q.Active = ""
+		if len(q.Queue) > 0 {
+			q.Active, next, q.Queue = q.Queue[0], q.Queue[0], q.Queue[1:]
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if next != "" {
+		if err := c.unqueue(ctx, next); err != nil {
+			return err
+		}
+	}
+	return c.KV.Delete(ctx, activeKey(id), 0)
+}
+
+// unqueue lets a queued rollout start: the next tick drives it.
+func (c *Coordinator) unqueue(ctx context.Context, id string) error {
+	_, err := c.store().update(ctx, id, func(r *Record) error {
+		if !r.Queued {
+			return errUnchanged
+		}
+		r.Queued = false
+		r.State.CreatedAt = c.now()
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}

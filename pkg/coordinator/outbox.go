@@ -1,0 +1,186 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/rollout"
+)
+
+// Source is the CloudEvents source of the coordinator's events.
+const Source = "/sealane/rollout"
+
+// deployNamespace makes deploy ids from action ids (name-based UUIDs): the same action always
+// gets the same deploy id, so a re-published request is the same deploy.
+var deployNamespace = uuid.MustParse("7b0e9f5c-3f1d-4a53-9a57-2f3c6d1e8a41")
+
+// DeployID is the deploy id of a rollout action (rollout.Deploy, rollout.Revert).
+func DeployID(a rollout.Action) string { return uuid.NewSHA1(deployNamespace, []byte(a.ID())).String() }
+
+// eventTypes maps the state machine's progress events to the catalogue's types.
+var eventTypes = map[rollout.EventType]events.Type{
+	rollout.EventStarted: events.RolloutStarted, rollout.EventWaveStarted: events.RolloutWaveStarted,
+	rollout.EventClusterSucceeded: events.RolloutClusterSucceeded, rollout.EventClusterFailed: events.RolloutClusterFailed,
+	rollout.EventClusterSkipped: events.RolloutClusterSkipped, rollout.EventClusterReverted: events.RolloutClusterReverted,
+	rollout.EventWaveBaked: events.RolloutWaveBaked, rollout.EventHalted: events.RolloutHalted,
+	rollout.EventReverting: events.RolloutReverting, rollout.EventSucceeded: events.RolloutSucceeded,
+	rollout.EventFailed: events.RolloutFailed, rollout.EventAborted: events.RolloutAborted,
+}
+
+// queue turns the actions Next returned into outbox events of r.
+func (r *Record) queue(actions []rollout.Action, now time.Time) error {
+	for _, a := range actions {
+		var err error
+		switch a := a.(type) {
+		case rollout.Deploy:
+			err = r.queueDeploy(a, now)
+		case rollout.Revert:
+			err = r.queueRevert(a, now)
+		case rollout.WatchBake:
+			err = r.queueBake(a, now)
+		case rollout.Emit:
+			err = r.queueEmit(a)
+		default:
+			err = fmt.Errorf("rollout %s: unknown action %T", r.State.ID, a)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// target is the release target of a rollout target.
+func target(t rollout.Target) events.Target {
+	return events.Target{Cluster: t.Cluster, Namespace: t.Namespace, Release: t.Release}
+}
+
+func (r *Record) queueDeploy(a rollout.Deploy, now time.Time) error {
+	req := r.Request
+	req.Target, req.Supersede = target(a.Target), false
+	return r.queueRequest(a, req, DeployRef{Cluster: a.Target.Cluster, Attempt: a.Attempt}, now)
+}
+
+func (r *Record) queueRevert(a rollout.Revert, now time.Time) error {
+	req := events.RequestedData{Target: target(a.Target), Operation: events.OperationRollback, RollbackTo: a.ToRevision,
+		Timeout: r.Request.Timeout, ReleaseStorage: r.Request.ReleaseStorage, RequestedBy: r.Request.RequestedBy,
+		Chart: events.ChartSource{Name: r.Request.Chart.Name}}
+	if a.Uninstall {
+		req.Operation, req.RollbackTo = events.OperationUninstall, 0
+	}
+	return r.queueRequest(a, req, DeployRef{Cluster: a.Target.Cluster, Attempt: a.Attempt, Revert: true}, now)
+}
+
+// queueRequest queues the deploy.requested of action a.
+func (r *Record) queueRequest(a rollout.Action, req events.RequestedData, ref DeployRef, now time.Time) error {
+	id := DeployID(a)
+	ev, err := events.New(events.DeployRequested, events.Meta{
+		ID: events.StepID(id, "requested"), Source: Source, Target: req.Target, CorrelationID: id,
+		DataRef: req.InputsRef, Pipeline: r.Pipeline, Rollout: r.State.ID, Time: now,
+	}, req)
+	if err != nil {
+		return fmt.Errorf("rollout %s: %s: %w", r.State.ID, a.ID(), err)
+	}
+	if r.Deploys == nil {
+		r.Deploys = map[string]DeployRef{}
+	}
+	r.Deploys[id] = ref
+	return r.add(ev, true)
+}
+
+// queueBake asks the tracker to watch each succeeded cluster of the wave until the bake ends.
+func (r *Record) queueBake(a rollout.WatchBake, now time.Time) error {
+	for _, t := range a.Targets {
+		c, _ := r.State.Cluster(t.Cluster)
+		id := fmt.Sprintf("%s.bake.%s.%s.%d", r.State.ID, a.Wave, t.Cluster, c.Attempt)
+		ev, err := events.New(events.BakeRequested, events.Meta{
+			ID: id, Source: Source, Target: target(t), CorrelationID: id, Pipeline: r.Pipeline, Rollout: r.State.ID, Time: now,
+		}, events.BakeRequestedData{Target: target(t), RolloutID: r.State.ID, Wave: a.Wave, Revision: c.Revision,
+			Until: a.Until, ReleaseStorage: r.Request.ReleaseStorage})
+		if err != nil {
+			return fmt.Errorf("rollout %s: %s: %w", r.State.ID, a.ID(), err)
+		}
+		if err := r.add(ev, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueEmit queues a progress event: about the cluster it names, else about the rollout.
+func (r *Record) queueEmit(a rollout.Emit) error {
+	t := events.NoTarget
+	if c, ok := r.State.Cluster(a.Cluster); ok {
+		t = target(c.Target)
+	}
+	ev, err := events.New(eventTypes[a.Type], events.Meta{
+		ID: fmt.Sprintf("%s.event.%d", r.State.ID, a.Seq), Source: Source, Target: t, CorrelationID: r.State.ID,
+		Pipeline: r.Pipeline, Rollout: r.State.ID, Time: a.At,
+	}, events.RolloutData{RolloutID: r.State.ID, Phase: string(r.State.Phase), Wave: a.Wave, Cluster: a.Cluster,
+		Revision: a.Revision, Reason: a.Reason})
+	if err != nil {
+		return fmt.Errorf("rollout %s: %s: %w", r.State.ID, a.ID(), err)
+	}
+	return r.add(ev, false)
+}
+
+func (r *Record) add(ev cloudevents.Event, request bool) error {
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("rollout %s: encode %s: %w", r.State.ID, ev.ID(), err)
+	}
+	r.Outbox = append(r.Outbox, Outgoing{ID: ev.ID(), Request: request, Event: raw})
+	return nil
+}
+
+// flush publishes r's outbox in order, then removes what it published from the stored record.
+func (c *Coordinator) flush(ctx context.Context, r *Record) error {
+	if len(r.Outbox) == 0 {
+		return nil
+	}
+	sent := map[string]bool{}
+	for _, o := range r.Outbox {
+		if err := c.publishOutgoing(ctx, o); err != nil {
+			return fmt.Errorf("rollout %s: %w", r.State.ID, err)
+		}
+		sent[o.ID] = true
+	}
+	_, err := c.store().update(ctx, r.State.ID, func(rec *Record) error {
+		kept := rec.Outbox[:0]
+		for _, o := range rec.Outbox {
+			if !sent[o.ID] {
+				kept = append(kept, o)
+			}
+		}
+		if len(kept) == len(rec.Outbox) {
+			return errUnchanged
+		}
+		rec.Outbox = kept
+		return nil
+	})
+	return err
+}
+
+func (c *Coordinator) publishOutgoing(ctx context.Context, o Outgoing) error {
+	var ev cloudevents.Event
+	if err := json.Unmarshal(o.Event, &ev); err != nil {
+		return fmt.Errorf("outbox event %s: %w", o.ID, err)
+	}
+	if o.Request {
+		return c.publishRequest(ctx, ev)
+	}
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Bus.Publish(ctx, msg, ev.ID()); err != nil {
+		return fmt.Errorf("publish %s: %w", ev.ID(), err)
+	}
+	return nil
+}

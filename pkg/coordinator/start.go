@@ -1,0 +1,169 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/client"
+	"github.com/sealane/sealane/pkg/rollout"
+)
+
+// errRejected: a rollout request refused (published as rollout.rejected, not retried).
+var errRejected = errors.New("rollout rejected")
+
+// start handles a rollout request: resolves the spec against the fleet, stores the rollout and
+// runs it, queues it or refuses it as onNewRollout says.
+func (c *Coordinator) start(ctx context.Context, e cloudevents.Event) error {
+	var d events.RolloutRequestedData
+	if err := events.DecodeData(e, &d); err != nil {
+		return bus.Permanent(err)
+	}
+	rec, err := c.newRecord(e, d)
+	if err != nil {
+		return c.reject(ctx, e, d.RolloutID, err.Error())
+	}
+	if rec, err = c.store().create(ctx, rec); err != nil {
+		return err
+	}
+	if _, err := c.KV.Put(ctx, activeKey(rec.State.ID), []byte(rec.ReleaseKey)); err != nil {
+		return fmt.Errorf("rollout %s: mark active: %w", rec.State.ID, err)
+	}
+	if err := c.claimRelease(ctx, rec); errors.Is(err, errRejected) {
+		return c.rejectStored(ctx, e, rec, err.Error())
+	} else if err != nil {
+		return err
+	}
+	return c.tick(ctx, rec.State.ID)
+}
+
+// newRecord builds the record of a requested rollout (queued until claimRelease says).
+func (c *Coordinator) newRecord(e cloudevents.Event, d events.RolloutRequestedData) (*Record, error) {
+	if d.RolloutID == "" {
+		return nil, errors.New("the request has no rollout id")
+	}
+	var spec rollout.Spec
+	if err := json.Unmarshal(d.Spec, &spec); err != nil {
+		return nil, fmt.Errorf("rollout spec is not the spec's JSON: %w", err)
+	}
+	if c.Fleet == nil {
+		return nil, errors.New("this coordinator has no cluster registry")
+	}
+	registered, err := c.Fleet.Select("")
+	if err != nil {
+		return nil, fmt.Errorf("cluster registry: %w", err)
+	}
+	plan, err := rollout.Resolve(&spec, registered)
+	if err != nil {
+		return nil, err
+	}
+	return &Record{
+		State: rollout.New(d.RolloutID, plan, c.now()), Request: d.Request, Pipeline: events.PipelineOf(e),
+		RequestedBy: d.RequestedBy, ReleaseKey: spec.Namespace + "/" + spec.Release, Queued: true,
+	}, nil
+}
+
+// claimRelease makes rec the running rollout of its release, or queues it behind the running
+// one, or supersedes that one, or refuses (errRejected), as rec's onNewRollout says.
+func (c *Coordinator) claimRelease(ctx context.Context, rec *Record) error {
+	id, policy := rec.State.ID, rec.State.Plan.Spec.OnNewRollout
+	var run, supersede string
+	err := c.store().updateQueue(ctx, releaseKey(rec.ReleaseKey), func(q *releaseQueue) error {
+		run, supersede = "", ""
+		switch {
+		case q.Active == id || containsID(q.Queue, id):
+			if q.Active == id {
+				run = id
+			}
+			return errUnchanged // a redelivered request
+		case q.Active == "" || !c.running(ctx, q.Active):
+			q.Active, run = id, id
+		case policy == rollout.Reject:
+			return fmt.Errorf("%w: rollout %s of %s is running (onNewRollout: reject)", errRejected, q.Active, rec.ReleaseKey)
+		case policy == rollout.Supersede:
+			supersede = q.Active
+			q.Queue = append([]string{id}, q.Queue...)
+		default:
+			q.Queue = append(q.Queue, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if supersede != "" {
+		if _, err := c.change(ctx, supersede, rollout.Abort{Reason: "superseded by rollout " + id}); err != nil && !errors.Is(err, rollout.ErrNotAllowed) {
+			return err
+		}
+	}
+	if run != "" {
+		return c.unqueue(ctx, run)
+	}
+	return nil
+}
+
+// running reports whether rollout id exists and is not over.
+func (c *Coordinator) running(ctx context.Context, id string) bool {
+	r, _, err := c.store().Get(ctx, id)
+	return err == nil && !r.State.Phase.Final()
+}
+
+func containsID(ids []string, id string) bool {
+	for _, s := range ids {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// reject publishes rollout.rejected for a request that was never stored.
+func (c *Coordinator) reject(ctx context.Context, e cloudevents.Event, id, reason string) error {
+	c.log().Info("rollout rejected", zap.String("rollout", id), zap.String("reason", reason))
+	if id == "" {
+		id = e.ID()
+	}
+	ev, err := events.New(events.RolloutRejected, events.Meta{
+		ID: id + ".rejected", Source: Source, Target: events.NoTarget, CorrelationID: id, CausationID: e.ID(),
+		Pipeline: events.PipelineOf(e), Rollout: id, Time: c.now(),
+	}, events.RolloutData{RolloutID: id, Phase: string(rollout.PhaseFailed), Reason: reason})
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	msg, err := events.Encode(ev)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	_, err = c.Bus.Publish(ctx, msg, ev.ID())
+	return err
+}
+
+// rejectStored ends a stored rollout that may not run (onNewRollout: reject).
+func (c *Coordinator) rejectStored(ctx context.Context, e cloudevents.Event, rec *Record, reason string) error {
+	if _, err := c.store().update(ctx, rec.State.ID, func(r *Record) error {
+		r.Queued = false
+		r.State.Phase, r.State.Reason, r.State.Announced = rollout.PhaseFailed, reason, rollout.PhaseFailed
+		r.State.FinishedAt = c.now()
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := c.KV.Delete(ctx, activeKey(rec.State.ID), 0); err != nil {
+		return err
+	}
+	return c.reject(ctx, e, rec.State.ID, reason)
+}
+
+// publishRequest publishes a deploy request of a rollout, signed as the CLI's are.
+func (c *Coordinator) publishRequest(ctx context.Context, ev cloudevents.Event) error {
+	if c.publish != nil {
+		return c.publish(ctx, ev)
+	}
+	return client.PublishRequest(ctx, c.Bus, ev)
+}
