@@ -135,7 +135,7 @@ func followRollout(ctx context.Context, conn *rolloutConn, id string, out io.Wri
 			if err := progress.RolloutGrid(out, &rec.State, time.Now()); err != nil {
 				return err
 			}
-			if rec.State.Phase.Final() {
+			if rec.State.Phase.Final() || rec.State.Phase == rollout.PhaseHalted {
 				return rolloutOutcome(&rec.State)
 			}
 		}
@@ -150,6 +150,9 @@ func followRollout(ctx context.Context, conn *rolloutConn, id string, out io.Wri
 func rolloutOutcome(s *rollout.State) error {
 	if s.Phase == rollout.PhaseSucceeded {
 		return nil
+	}
+	if s.Phase == rollout.PhaseHalted {
+		return &exitError{code: 1, err: fmt.Errorf("rollout %s halted: %s (`sealane rollout retry %s CLUSTER` or `abort %s`)", s.ID, s.Reason, s.ID, s.ID)}
 	}
 	return &exitError{code: 1, err: fmt.Errorf("rollout %s %s: %s", s.ID, s.Phase, s.Reason)}
 }

@@ -38,6 +38,11 @@ type Outgoing struct {
 	ID      string          `json:"id"`
 	Request bool            `json:"request,omitempty"` // a deploy.requested: signed when published
 	Event   json.RawMessage `json:"event"`
+	// InputsFrom and InputsName: before a deploy request is published, the rollout's values
+	// (the blob InputsFrom) are stored again as InputsName, inputs/<its deploy id>, where the
+	// renderer expects a request's values.
+	InputsFrom string `json:"inputsFrom,omitempty"`
+	InputsName string `json:"inputsName,omitempty"`
 }
 
 // DeployRef is what a deploy id stands for in a rollout.

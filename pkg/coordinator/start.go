@@ -27,6 +27,14 @@ func (c *Coordinator) start(ctx context.Context, e cloudevents.Event) error {
 	}
 	rec, err := c.newRecord(e, d)
 	if err != nil {
+		if d.RolloutID != "" { // kept, so that `rollout status` and the CLI that asked see why
+			now := c.now()
+			failed := &Record{State: rollout.State{ID: d.RolloutID, Phase: rollout.PhaseFailed, Reason: err.Error(),
+				Announced: rollout.PhaseFailed, CreatedAt: now, UpdatedAt: now, FinishedAt: now}, RequestedBy: d.RequestedBy}
+			if _, err := c.store().create(ctx, failed); err != nil {
+				return err
+			}
+		}
 		return c.reject(ctx, e, d.RolloutID, err.Error())
 	}
 	if rec, err = c.store().create(ctx, rec); err != nil {
