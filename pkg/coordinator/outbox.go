@@ -84,8 +84,7 @@ func (r *Record) queueDeploy(a rollout.Deploy, now time.Time) error {
 
 func (r *Record) queueRevert(a rollout.Revert, now time.Time) error {
 	req := events.RequestedData{Target: target(a.Target), Operation: events.OperationRollback, RollbackTo: a.ToRevision,
-		Timeout: r.Request.Timeout, ReleaseStorage: r.Request.ReleaseStorage, RequestedBy: r.Request.RequestedBy,
-		Chart: events.ChartSource{Name: r.Request.Chart.Name}}
+		Timeout: r.Request.Timeout, ReleaseStorage: r.Request.ReleaseStorage, RequestedBy: r.Request.RequestedBy}
 	if a.Uninstall {
 		req.Operation, req.RollbackTo = events.OperationUninstall, 0
 	}
