@@ -1,6 +1,6 @@
 # sealane — the two commands a newcomer needs:
 #   make demo   brings up the sandbox cluster and deploys examples/demo through the pipeline
-#   make test   brings up the sandbox cluster and runs the whole test suite
+#   make test   brings up the sandbox (three clusters) and runs the whole test suite
 SHELL := /bin/bash
 REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BIN := $(REPO)/bin
@@ -35,8 +35,11 @@ demo: sandbox-up build
 		--data-dir $(SEALANE_SANDBOX_DIR)/sealane-data --timeout 2m
 	@echo; echo "helm sees it too:"; helm --kubeconfig $(SANDBOX_KUBECONFIG) list -A
 
+# The suite needs the 3-cluster sandbox: fleet rollouts (test/e2e/rollout_test.go) and
+# test/multicluster run across sandbox-1..3.
+test: CLUSTERS = 3
 test: sandbox-up vet
-	SEALANE_KUBECONFIG=$(SANDBOX_KUBECONFIG) go test -count=1 -timeout 60m $(GO_PACKAGES)
+	SEALANE_KUBECONFIG=$(SANDBOX_KUBECONFIG) go test -tags multicluster -count=1 -timeout 60m $(GO_PACKAGES)
 
 test-short:
 	go test -short -count=1 $(GO_PACKAGES)

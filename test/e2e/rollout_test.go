@@ -253,3 +253,106 @@ failurePolicy: {onFailure: revert-all}
 		t.Errorf("sandbox-3: %s, want failed", cs.Status)
 	}
 }
+
+// waitRollout waits until rollout id's state satisfies cond.
+func (f *fleet) waitRollout(t *testing.T, id, what string, cond func(*coordinator.Record) bool) *coordinator.Record {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		rec := f.record(t, id)
+		if cond(rec) {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rollout %s never %s: phase %s (%s), waves %+v", id, what, rec.State.Phase, rec.State.Reason, rec.State.Waves)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// TestRolloutCommands: a canary wave waiting for approval; pause, resume, a second rollout of
+// the same release refused (onNewRollout: reject) and one queued behind it (queue), approve,
+// then the queued one runs; abort; bad specs are refused with nothing started.
+func TestRolloutCommands(t *testing.T) {
+	f := newFleet(t)
+	serve := f.serve(t, "serve all", "all")
+	body := `clusters: {names: [sandbox-1, sandbox-2]}
+waves:
+  - {name: canary, clusters: [sandbox-1], approval: manual}
+  - {name: rest, clusters: [sandbox-2]}
+`
+	r := f.rollout(t, "start", "--detach", "-f", f.spec(t, "first", body))
+	if r.code != 0 {
+		t.Fatalf("start: exit %d\n%s\n%s", r.code, r.out, serve.output())
+	}
+	id := rolloutID(t, r.out)
+	f.waitRollout(t, id, "awaited approval", func(r *coordinator.Record) bool {
+		return r.State.Waves[0].Status == rollout.WaveAwaitingApproval
+	})
+	if r := f.rollout(t, "pause", id); r.code != 0 {
+		t.Fatalf("pause: exit %d\n%s", r.code, r.out)
+	}
+	f.waitRollout(t, id, "paused", func(r *coordinator.Record) bool { return r.State.Phase == rollout.PhasePaused })
+	if r := f.rollout(t, "approve", id, "rest"); r.code == 0 || !strings.Contains(r.out, "not allowed") {
+		t.Errorf("approving a pending wave: exit %d\n%s", r.code, r.out)
+	}
+	if r := f.rollout(t, "resume", id); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.out)
+	}
+	f.waitRollout(t, id, "resumed", func(r *coordinator.Record) bool { return r.State.Phase == rollout.PhaseRunning })
+
+	rejected := f.rollout(t, "start", "-f", f.spec(t, "rejected", body+"onNewRollout: reject\n"))
+	if rejected.code != 1 || !strings.Contains(rejected.out, "onNewRollout: reject") {
+		t.Errorf("second rollout with onNewRollout: reject: exit %d\n%s", rejected.code, rejected.out)
+	}
+	queued := f.rollout(t, "start", "--detach", "-f", f.spec(t, "queued", strings.Replace(body, ", approval: manual", "", 1)+"values: {message: queued}\n"))
+	queuedID := rolloutID(t, queued.out)
+	f.waitRollout(t, queuedID, "queued", func(r *coordinator.Record) bool { return r.Queued })
+
+	if r := f.rollout(t, "approve", id, "canary"); r.code != 0 {
+		t.Fatalf("approve: exit %d\n%s", r.code, r.out)
+	}
+	f.waitRollout(t, id, "succeeded", func(r *coordinator.Record) bool { return r.State.Phase == rollout.PhaseSucceeded })
+	q := f.waitRollout(t, queuedID, "succeeded after the first", func(r *coordinator.Record) bool {
+		return r.State.Phase == rollout.PhaseSucceeded
+	})
+	first := f.record(t, id)
+	if q.State.Clusters[0].StartedAt.Before(first.State.FinishedAt) {
+		t.Errorf("the queued rollout started at %s, before the first ended at %s", q.State.Clusters[0].StartedAt, first.State.FinishedAt)
+	}
+	if h := f.helmHistory(t, "sandbox-2"); len(h) != 2 {
+		t.Errorf("helm history on sandbox-2: %v, want 2 revisions (one per rollout)", h)
+	}
+
+	held := f.rollout(t, "start", "--detach", "-f", f.spec(t, "held", body))
+	heldID := rolloutID(t, held.out)
+	f.waitRollout(t, heldID, "awaited approval", func(r *coordinator.Record) bool {
+		return r.State.Waves[0].Status == rollout.WaveAwaitingApproval
+	})
+	if r := f.rollout(t, "abort", heldID, "--reason", "changed our minds"); r.code != 0 {
+		t.Fatalf("abort: exit %d\n%s", r.code, r.out)
+	}
+	a := f.waitRollout(t, heldID, "aborted", func(r *coordinator.Record) bool { return r.State.Phase == rollout.PhaseAborted })
+	if !strings.Contains(a.State.Reason, "changed our minds") {
+		t.Errorf("abort reason %q", a.State.Reason)
+	}
+	if s, _ := a.State.Cluster("sandbox-2"); s.Status != rollout.StatusPending {
+		t.Errorf("sandbox-2 after abort: %s, want pending (never deployed)", s.Status)
+	}
+
+	for name, bad := range map[string]string{
+		"unknown cluster": "clusters: {names: [sandbox-1, nowhere]}\nwaves: [{clusters: [sandbox-1, nowhere]}]\n",
+		"empty selector":  "clusters: {selector: env=nothing}\nwaves: [{selector: \"\"}]\n",
+		"overlap":         "clusters: {names: [sandbox-1, sandbox-2]}\nwaves: [{clusters: [sandbox-1]}, {clusters: [sandbox-1, sandbox-2]}]\n",
+		"bad percentage":  "clusters: {names: [sandbox-1]}\nwaves: [{clusters: [sandbox-1], maxParallel: 150%}]\n",
+	} {
+		r := f.rollout(t, "start", "-f", f.spec(t, strings.ReplaceAll(name, " ", "-"), bad))
+		if r.code == 0 || strings.Contains(r.out, "requested") || !strings.Contains(r.out, ".yaml") {
+			t.Errorf("%s: exit %d, want a refusal naming the file and nothing requested\n%s", name, r.code, r.out)
+		}
+	}
+	list := f.rollout(t, "list")
+	if n := strings.Count(list.out, "ro-"); n != 4 {
+		t.Errorf("rollout list shows %d rollouts, want 4 (first, rejected, queued, held)\n%s", n, list.out)
+	}
+}

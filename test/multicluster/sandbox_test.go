@@ -2,8 +2,8 @@
 
 // Package multicluster checks the 3-cluster sandbox (`make sandbox-up CLUSTERS=3`): three
 // separate control planes on one etcd, one kubeconfig with their contexts, and their sealane
-// cluster Secrets on cluster 1. It is behind the build tag multicluster so that `make test`
-// (one cluster) never builds it; `make test-multicluster` brings the sandbox up and runs it.
+// cluster Secrets on cluster 1. It is behind the build tag multicluster, which `make test`
+// sets (with the 3-cluster sandbox); `make test-multicluster` runs it alone.
 package multicluster
 
 import (
