@@ -23,9 +23,9 @@ func keyRequest(t *testing.T) (Request, Metadata) {
 		t.Fatal(err)
 	}
 	req := events.RequestedData{Project: "shop", Env: "prod", ImagesRepo: "registry.example.com/shop",
-		Target: events.Target{Cluster: "c1", Namespace: "shop", Release: "web"},
-		Git:    &events.Git{Commit: "abc123", Branch: "main", Author: "ann"},
-		Images: map[string]events.Image{"web": {Repository: "registry.example.com/web", Tag: "1.0"}},
+		Target:      events.Target{Cluster: "c1", Namespace: "shop", Release: "web"},
+		Git:         &events.Git{Commit: "abc123", Branch: "main", Author: "ann"},
+		Images:      map[string]events.Image{"web": {Repository: "registry.example.com/web", Tag: "1.0"}},
 		Annotations: map[string]string{"team": "a"}, Labels: map[string]string{"tier": "front"}}
 	caps := &chartutil.Capabilities{KubeVersion: chartutil.KubeVersion{Version: "v1.34.2", Major: "1", Minor: "34"},
 		APIVersions: chartutil.VersionSet{"v1", "apps/v1"}, HelmVersion: chartutil.DefaultCapabilities.HelmVersion}
@@ -130,7 +130,9 @@ func TestKeyChangesWithEveryInput(t *testing.T) {
 		}},
 		{"cluster address", func(r *Request, _, _ *string, _ *Metadata) { r.Cluster = &rest.Config{Host: "https://c2"} }},
 		{"schema pointer", func(r *Request, _, _ *string, _ *Metadata) { r.Schema, _ = validate.Bundled() }},
-		{"chart pointer", func(r *Request, _, _ *string, _ *Metadata) { r.Chart = &helmchart.Chart{Metadata: &helmchart.Metadata{Name: "web"}} }},
+		{"chart pointer", func(r *Request, _, _ *string, _ *Metadata) {
+			r.Chart = &helmchart.Chart{Metadata: &helmchart.Metadata{Name: "web"}}
+		}},
 	}
 	for _, c := range same {
 		req, m := keyRequest(t)
