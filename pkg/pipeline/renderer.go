@@ -221,6 +221,9 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	if err != nil {
 		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
+	// Helm lists the API versions in map order, another one on every call: sorted, a render
+	// does not depend on it and targets with the same ones share it.
+	slices.Sort(caps.APIVersions)
 	schema, err := r.Schemas.get(ctx, cluster)
 	if err != nil {
 		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)

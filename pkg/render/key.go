@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/sealane/sealane/pkg/chart"
@@ -41,8 +42,8 @@ type KeyInput struct {
 	// Metadata are the annotations and labels the deploy adds (applied after the render, and
 	// keyed anyway so that a cached render never travels with another deploy's metadata).
 	Metadata Metadata `json:"metadata"`
-	// KubeVersion, HelmVersion and APIVersions are .Capabilities, APIVersions in the order the
-	// templates see them.
+	// KubeVersion, HelmVersion and APIVersions are .Capabilities; APIVersions sorted (Helm
+	// lists them in map order, a new one on every call: nothing may depend on it).
 	KubeVersion string   `json:"kubeVersion"`
 	HelmVersion string   `json:"helmVersion,omitempty"`
 	APIVersions []string `json:"apiVersions"`
@@ -71,6 +72,7 @@ func NewKeyInput(req Request, chartDigest, schemaDigest string, meta Metadata) K
 	if c := req.Capabilities; c != nil {
 		k.KubeVersion, k.HelmVersion, k.APIVersions = c.KubeVersion.Version, c.HelmVersion.Version, c.APIVersions
 	}
+	k.APIVersions = slices.Sorted(slices.Values(k.APIVersions))
 	return k
 }
 

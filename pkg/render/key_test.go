@@ -129,6 +129,11 @@ func TestKeyChangesWithEveryInput(t *testing.T) {
 			r.Inputs.SecretValues = []chart.ValuesFile{{Name: "secret-values.yaml", Content: []byte("password: hunter2")}}
 		}},
 		{"cluster address", func(r *Request, _, _ *string, _ *Metadata) { r.Cluster = &rest.Config{Host: "https://c2"} }},
+		{"API versions in another order (Helm lists them in map order)", func(r *Request, _, _ *string, _ *Metadata) {
+			c := *r.Capabilities
+			c.APIVersions = chartutil.VersionSet{"apps/v1", "v1"}
+			r.Capabilities = &c
+		}},
 		{"schema pointer", func(r *Request, _, _ *string, _ *Metadata) { r.Schema, _ = validate.Bundled() }},
 		{"chart pointer", func(r *Request, _, _ *string, _ *Metadata) {
 			r.Chart = &helmchart.Chart{Metadata: &helmchart.Metadata{Name: "web"}}
