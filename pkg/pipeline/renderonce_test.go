@@ -95,10 +95,17 @@ func (f *renderFleet) replica(clusters fleetClusters) *Renderer {
 		Schemas: NewSchemaCache(schemaTTL, nil), Renders: NewRenderCache(64 << 20)}}
 }
 
-// deploy renders deploy id to cluster with the --set values, returning the rendered manifest.
+// deploy renders deploy id of release web in namespace shop of cluster with the --set values,
+// returning the rendered manifest.
 func (f *renderFleet) deploy(r *Renderer, id, cluster string, set ...string) string {
 	f.t.Helper()
-	req := events.RequestedData{Target: events.Target{Cluster: cluster, Namespace: "shop", Release: "web"}, Chart: f.chart}
+	return f.deployTo(r, id, events.Target{Cluster: cluster, Namespace: "shop", Release: "web"}, set...)
+}
+
+// deployTo renders deploy id to target with the --set values, returning the rendered manifest.
+func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set ...string) string {
+	f.t.Helper()
+	req := events.RequestedData{Target: target, Chart: f.chart}
 	if len(set) > 0 {
 		raw, err := json.Marshal(chart.Inputs{Set: set})
 		if err != nil {
@@ -110,7 +117,7 @@ func (f *renderFleet) deploy(r *Renderer, id, cluster string, set ...string) str
 	in.Target = req.Target
 	out, err := r.Handle(testContext(f.t), in)
 	if err != nil {
-		f.t.Fatalf("deploy %s to %s: %v", id, cluster, err)
+		f.t.Fatalf("deploy %s to %s: %v", id, target.Cluster, err)
 	}
 	d := renderedData(f.t, out)
 	b, err := loadBundle(testContext(f.t), f.blobs, d.RenderRef)
