@@ -15,13 +15,14 @@ import (
 // (no reuse at all).
 const RenderCacheEnv = "SEALANE_RENDER_CACHE_MB"
 
-// DefaultRenderCacheMB is the in-process render cache's default budget: a few dozen large
-// renders (a 1,000-object render costs about 8 MiB there, its parsed objects included).
-const DefaultRenderCacheMB = 256
+// DefaultRenderCacheMB is the in-process render cache's default budget: about 30 large
+// renders (a 1,020-object render is 0.47 MB encoded and costs ~3.8 MB there, its parsed
+// objects included), hundreds of ordinary ones.
+const DefaultRenderCacheMB = 128
 
 // parsedOverhead is how much more memory a render takes in the cache than its encoded size:
-// the parsed objects (unstructured maps) next to the text. Measured at ~5–6 on 1,000-object
-// renders; rounded up.
+// the text itself, and its parsed objects (unstructured maps), measured at 6.6× the encoded
+// size on the 1,020-object benchmark chart; rounded up.
 const parsedOverhead = 8
 
 // RenderCache keeps renders by render key (render.Key) so that targets sharing chart, values
