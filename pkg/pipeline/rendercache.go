@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"container/list"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -33,10 +34,11 @@ type RenderCache struct {
 	maxBytes int64
 	off      bool
 
-	mu      sync.Mutex
-	used    int64
-	order   *list.List // of *renderEntry, most recently used first
-	entries map[string]*list.Element
+	mu       sync.Mutex
+	used     int64
+	order    *list.List // of *renderEntry, most recently used first
+	entries  map[string]*list.Element
+	inflight map[string]chan struct{} // keys being rendered or loaded, closed when done
 
 	renders, reused, loaded, perTarget atomic.Int64
 }
@@ -58,7 +60,7 @@ type RenderCacheStats struct {
 // NewRenderCache returns a cache keeping up to maxBytes of renders in memory (0: none; the
 // Object Store is still used).
 func NewRenderCache(maxBytes int64) *RenderCache {
-	return &RenderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}}
+	return &RenderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}, inflight: map[string]chan struct{}{}}
 }
 
 // DisabledRenderCache returns a cache that reuses nothing: every target is rendered.
@@ -122,5 +124,32 @@ func (c *RenderCache) add(key string, out *renderOutput) {
 		c.order.Remove(last)
 		delete(c.entries, e.key)
 		c.used -= e.size
+	}
+}
+
+// claim makes the caller the one that renders key (done releases the claim), or, when another
+// caller of this process is rendering it already, waits for that one and returns false: the
+// caller looks again (and claims it, if that render failed). Concurrent targets with one key
+// render once.
+func (c *RenderCache) claim(ctx context.Context, key string) (done func(), mine bool, err error) {
+	c.mu.Lock()
+	wait, busy := c.inflight[key]
+	if !busy {
+		ch := make(chan struct{})
+		c.inflight[key] = ch
+		c.mu.Unlock()
+		return func() {
+			c.mu.Lock()
+			delete(c.inflight, key)
+			c.mu.Unlock()
+			close(ch)
+		}, true, nil
+	}
+	c.mu.Unlock()
+	select {
+	case <-wait:
+		return nil, false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
 	}
 }

@@ -92,9 +92,19 @@ func (r *Renderer) renderOnce(ctx context.Context, req render.Request, job rende
 		return r.renderFresh(req, "")
 	}
 	key := render.Key(render.NewKeyInput(req, job.req.Chart.Digest, schemaDigest, render.AutoMetadata(job.req, version.String())))
-	if out, ok := cache.get(key); ok {
-		cache.reused.Add(1)
-		return out, nil
+	for {
+		if out, ok := cache.get(key); ok {
+			cache.reused.Add(1)
+			return out, nil
+		}
+		done, mine, err := cache.claim(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if mine {
+			defer done()
+			break
+		}
 	}
 	name := renderCachePrefix + r.cacheName(key)
 	if out, ok := r.loadRender(ctx, job.req.Chart.Ref, name, key); ok {

@@ -1,11 +1,13 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -254,5 +256,40 @@ func TestRenderCacheBudget(t *testing.T) {
 	t.Setenv(RenderCacheEnv, "lots")
 	if _, err := RenderCacheFromEnv(); err == nil || !strings.Contains(err.Error(), "want a size in MiB") {
 		t.Errorf("%s=lots: %v, want an error", RenderCacheEnv, err)
+	}
+}
+
+// TestRenderCacheClaim: of concurrent renders of one key in a process, one renders; the others
+// wait for it, then find its render.
+func TestRenderCacheClaim(t *testing.T) {
+	c := NewRenderCache(1 << 20)
+	done, mine, err := c.claim(testContext(t), "k")
+	if err != nil || !mine {
+		t.Fatalf("first claim = %v, %v; want it", mine, err)
+	}
+	got := make(chan bool)
+	go func() {
+		_, mine, _ := c.claim(testContext(t), "k")
+		got <- mine
+	}()
+	select {
+	case <-got:
+		t.Fatal("second claim returned while the first render runs, want it to wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.add("k", &renderOutput{Key: "k", size: 10})
+	done()
+	if <-got {
+		t.Error("second claim after the render: mine, want false (the render is there)")
+	}
+	if _, ok := c.get("k"); !ok {
+		t.Error("render not kept")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, _, _ = c.claim(ctx, "k2")
+	defer done()
+	cancel()
+	if _, _, err := c.claim(ctx, "k2"); err == nil {
+		t.Error("waiting claim with a cancelled context: no error, want one")
 	}
 }
