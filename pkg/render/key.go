@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
+	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/sealane/sealane/pkg/chart"
@@ -50,8 +52,8 @@ type KeyInput struct {
 	// SchemaDigest identifies the OpenAPI schema the objects were validated against ("": the
 	// hard checks only): the validation warnings are part of the Result.
 	SchemaDigest string `json:"schema,omitempty"`
-	// Build identifies the sealane build that renders (version, commit, executable digest):
-	// another build may render differently.
+	// Build identifies the sealane build that renders (BuildIdentity): another build may
+	// render differently.
 	Build string `json:"build"`
 }
 
@@ -95,32 +97,26 @@ var (
 	buildID   string
 )
 
-// BuildIdentity identifies this sealane build for render keys: its version and commit and the
-// digest of its executable (a development build is "dev" whatever its code), computed once.
+// BuildIdentity identifies this sealane build for render keys, computed once: its version and
+// commit, what Go recorded of its source (VCS revision, modified), and the size and time of its
+// executable — a development build is "dev" whatever its code, and hashing a 100 MB executable
+// would cost the CLI's first render ~70 ms. Replicas of one image share it.
 func BuildIdentity() string {
 	buildOnce.Do(func() {
-		buildID = version.String() + "+" + version.Commit
-		if d := executableDigest(); d != "" {
-			buildID += "+" + d
+		parts := []string{version.String(), version.Commit}
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+					parts = append(parts, s.Value)
+				}
+			}
 		}
+		if path, err := os.Executable(); err == nil {
+			if fi, err := os.Stat(path); err == nil {
+				parts = append(parts, fmt.Sprintf("%d@%d", fi.Size(), fi.ModTime().UnixNano()))
+			}
+		}
+		buildID = strings.Join(parts, "+")
 	})
 	return buildID
-}
-
-// executableDigest is the SHA-256 of the running executable, "" when it cannot be read.
-func executableDigest() string {
-	path, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = f.Close() }()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
