@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	helmrelease "helm.sh/helm/v3/pkg/release"
@@ -55,24 +56,25 @@ func outputOf(key string, res *render.Result) *renderOutput {
 func (out *renderOutput) encode() ([]byte, error) {
 	raw, err := json.Marshal(out)
 	if err != nil {
-		return nil, fmt.Errorf("encode render %s: %w", out.Key, err)
+		return nil, fmt.Errorf("encode render: %w", err)
 	}
 	out.size = int64(len(raw))
 	return raw, nil
 }
 
 // decodeOutput reads a stored render back, parsing its objects; it must be the render of key.
+// Errors never quote a key: a key is a plain digest of the inputs (see cacheName).
 func decodeOutput(key string, raw []byte) (*renderOutput, error) {
 	var out renderOutput
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("decode render %s: %w", key, err)
+		return nil, fmt.Errorf("decode render: %w", err)
 	}
 	if out.Key != key {
-		return nil, fmt.Errorf("stored render %s is the render of key %s", key, out.Key)
+		return nil, errors.New("the stored render is the render of another key")
 	}
 	objs, hooks, err := render.Objects(&chart.Rendered{Manifest: out.Manifest, Hooks: out.Hooks})
 	if err != nil {
-		return nil, fmt.Errorf("stored render %s: %w", key, err)
+		return nil, err
 	}
 	out.objects, out.hookObjects, out.size = objs, hooks, int64(len(raw))
 	return &out, nil

@@ -171,6 +171,26 @@ func TestRenderOnce(t *testing.T) {
 	}
 	wantStats(t, "another replica", other.Renders.Stats(), RenderCacheStats{Loaded: 1})
 
+	var names []string
+	for name := range f.blobs {
+		if strings.HasPrefix(name, renderCachePrefix) {
+			names = append(names, name)
+		}
+	}
+	saved := map[string][]byte{}
+	for i, name := range names { // each name now holds another key's render
+		saved[name] = f.blobs[name]
+		f.blobs[name] = f.blobs[names[(i+1)%len(names)]]
+	}
+	swapped := f.replica(clusters)
+	if m := f.deploy(swapped, "d9", "c3"); m != first {
+		t.Errorf("with renders stored under each other's names: %s, want %s", m, first)
+	}
+	wantStats(t, "render of another key stored", swapped.Renders.Stats(), RenderCacheStats{Renders: 1})
+	for name, raw := range saved {
+		f.blobs[name] = raw
+	}
+
 	stored := 0
 	for name := range f.blobs {
 		if strings.HasPrefix(name, renderCachePrefix) {
