@@ -118,10 +118,13 @@ func BenchmarkRenderFleetOnce100(b *testing.B) {
 		stats = r.Renders.Stats()
 
 		// Another replica (empty memory) reads the stored render back for its first target.
+		other := fleetRenderer(node, fleet, pipeline.NewRenderCache(pipeline.DefaultRenderCacheMB<<20))
 		start = time.Now()
-		renderTarget(b, fleetRenderer(node, fleet, pipeline.NewRenderCache(pipeline.DefaultRenderCacheMB<<20)), fmt.Sprintf("replica-%d", iter),
-			events.Target{Cluster: "c0", Namespace: ns, Release: "big"}, ch)
+		renderTarget(b, other, fmt.Sprintf("replica-%d", iter), events.Target{Cluster: "c0", Namespace: ns, Release: "big"}, ch)
 		replica += time.Since(start)
+		if st := other.Renders.Stats(); st.Loaded != 1 || st.Renders != 0 {
+			b.Errorf("another replica: renders %+v, want the stored render loaded", st)
+		}
 
 		start = time.Now()
 		noReuse := fleetRenderer(node, fleet, pipeline.DisabledRenderCache())
