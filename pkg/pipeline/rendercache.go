@@ -9,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	helmchart "helm.sh/helm/v3/pkg/chart"
+
+	"github.com/sealane/sealane/pkg/render"
 )
 
 // RenderCacheEnv sizes the renderer's in-process render cache in MiB (default
@@ -38,7 +42,8 @@ type RenderCache struct {
 	used     int64
 	order    *list.List // of *renderEntry, most recently used first
 	entries  map[string]*list.Element
-	inflight map[string]chan struct{} // keys being rendered or loaded, closed when done
+	inflight map[string]chan struct{}       // keys being rendered or loaded, closed when done
+	charts   map[string]render.ChartVerdict // by chart digest
 
 	renders, reused, loaded, perTarget atomic.Int64
 }
@@ -60,7 +65,8 @@ type RenderCacheStats struct {
 // NewRenderCache returns a cache keeping up to maxBytes of renders in memory (0: none; the
 // Object Store is still used).
 func NewRenderCache(maxBytes int64) *RenderCache {
-	return &RenderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}, inflight: map[string]chan struct{}{}}
+	return &RenderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}, inflight: map[string]chan struct{}{},
+		charts: map[string]render.ChartVerdict{}}
 }
 
 // DisabledRenderCache returns a cache that reuses nothing: every target is rendered.
@@ -152,4 +158,25 @@ func (c *RenderCache) claim(ctx context.Context, key string) (done func(), mine 
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
 	}
+}
+
+// maxChartVerdicts bounds the verdicts kept (a few hundred bytes each).
+const maxChartVerdicts = 1024
+
+// chartVerdict returns render.CheckChart of the chart with digest, looked through once.
+func (c *RenderCache) chartVerdict(digest string, ch *helmchart.Chart) render.ChartVerdict {
+	c.mu.Lock()
+	v, ok := c.charts[digest]
+	c.mu.Unlock()
+	if ok && digest != "" {
+		return v
+	}
+	v = render.CheckChart(ch)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.charts) >= maxChartVerdicts {
+		clear(c.charts)
+	}
+	c.charts[digest] = v
+	return v
 }

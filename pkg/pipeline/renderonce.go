@@ -86,7 +86,7 @@ func decodeOutput(key string, raw []byte) (*renderOutput, error) {
 // (render.Cacheable) is rendered for every target. Errors are the chart's: refusals.
 func (r *Renderer) renderOnce(ctx context.Context, req render.Request, job renderJob, schemaDigest string) (*renderOutput, error) {
 	cache := r.renderCache()
-	if ok, why := render.Cacheable(req.Chart, req.Inputs); !ok || cache.off {
+	if ok, why := cache.chartVerdict(job.req.Chart.Digest, req.Chart).Cacheable(req.Inputs); !ok || cache.off {
 		if !cache.off {
 			r.log().Debug("rendered for this target only", zap.String("chart", job.req.Chart.Name), zap.String("reason", why))
 			cache.perTarget.Add(1)

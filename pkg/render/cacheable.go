@@ -25,18 +25,37 @@ var tplFunc = regexp.MustCompile(`\btpl\b`)
 // cacheable when a template calls a per-target function, or when it calls tpl and one of the
 // texts tpl may render (values, files, the inputs) does — or is encrypted and cannot be read.
 func Cacheable(ch *helmchart.Chart, inputs chart.Inputs) (ok bool, reason string) {
+	return CheckChart(ch).Cacheable(inputs)
+}
+
+// ChartVerdict is what Cacheable finds in a chart alone: a function of the chart, to be kept
+// by chart digest (scanning a big chart's templates costs milliseconds).
+type ChartVerdict struct {
+	// Reason is why the chart is never cacheable, "" when it may be.
+	Reason string
+	// UsesTpl: a template calls tpl, so the inputs are looked through too.
+	UsesTpl bool
+}
+
+// CheckChart looks through ch and its subcharts for Cacheable.
+func CheckChart(ch *helmchart.Chart) ChartVerdict {
 	if ch == nil {
-		return false, "no chart"
+		return ChartVerdict{Reason: "no chart"}
 	}
 	why, usesTpl := scanTemplates(ch)
-	if why != "" {
-		return false, why
+	if why == "" && usesTpl {
+		why = scanTplSources(ch)
 	}
-	if !usesTpl {
+	return ChartVerdict{Reason: why, UsesTpl: usesTpl}
+}
+
+// Cacheable is Cacheable of the chart v was found for, with inputs.
+func (v ChartVerdict) Cacheable(inputs chart.Inputs) (ok bool, reason string) {
+	if v.Reason != "" {
+		return false, v.Reason
+	}
+	if !v.UsesTpl {
 		return true, ""
-	}
-	if why := scanTplSources(ch); why != "" {
-		return false, why
 	}
 	if len(inputs.SecretValuesFiles) > 0 {
 		return false, "the chart calls tpl and the secret values files cannot be read before decryption"
