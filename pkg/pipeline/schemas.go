@@ -106,11 +106,14 @@ func (c *SchemaCache) Warm(clusters Clusters, names ...string) {
 // ClusterSchema fetches cluster's OpenAPI schema for validation (custom resources of the CRDs
 // installed there included).
 func ClusterSchema(ctx context.Context, cluster *kube.Cluster) (*validate.Schema, error) {
-	s, err := fetchSchema(ctx, cluster)
-	return s.schema, err
+	doc, err := kube.OpenAPIV2(ctx, cluster.Typed.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	return validate.FromDocument(doc, "the schema of cluster "+cluster.Name)
 }
 
-// fetchSchema fetches cluster's OpenAPI schema with the digest of its document.
+// fetchSchema is ClusterSchema with the digest of the document, for the render key.
 func fetchSchema(ctx context.Context, cluster *kube.Cluster) (clusterSchema, error) {
 	doc, err := kube.OpenAPIV2(ctx, cluster.Typed.Discovery())
 	if err != nil {
