@@ -70,6 +70,10 @@ type Deps struct {
 	// Schemas caches the clusters' OpenAPI schemas for the renderer's validation; nil gives
 	// the renderer its own. The CLI passes one it warmed as it started (SchemaCache.Warm).
 	Schemas *SchemaCache
+	// Renders keeps renders by render key so that targets with the same chart, values and
+	// capabilities share one (renderonce.go); nil gives the stages the one $SEALANE_RENDER_CACHE_MB
+	// asks for (RenderCacheFromEnv).
+	Renders *RenderCache
 	// Intake is the renderer's policy for requests from the bus (intake.go): chart sources,
 	// download limits, client keys. The zero value is a shared service's strictest.
 	Intake Intake
@@ -96,6 +100,13 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 	}
 	if d.Schemas == nil {
 		d.Schemas = NewSchemaCache(schemaTTL, d.Clock)
+	}
+	if d.Renders == nil {
+		renders, err := RenderCacheFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		d.Renders = renders
 	}
 	renderer := &Renderer{Deps: d}
 	all := map[events.Stage]stage.Stage{

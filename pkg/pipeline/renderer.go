@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	helmrelease "helm.sh/helm/v3/pkg/release"
@@ -107,7 +108,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	}
 	return r.rendered(ctx, in, req, renderedRelease{
 		revision: h.revision, isUpgrade: h.deployed != nil, previous: versionOf(h.deployed), chart: req.Chart,
-		objects: res.Objects, warnings: warnings, bundle: bundle,
+		objects: res.objects, warnings: warnings, bundle: bundle,
 	})
 }
 
@@ -211,31 +212,35 @@ type renderJob struct {
 	history releaseHistory
 }
 
-// render renders the chart against the cluster and plans the deploy: the bundle the applier
-// and the recorder work from, the render's result and the warnings to report.
-func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (RenderBundle, *render.Result, []string, error) {
-	target, req, loaded, inputs, h := job.target, job.req, job.loaded, job.inputs, job.history
+// render renders the chart against the cluster (or reuses the render of a target with the
+// same render key) and plans the deploy for this target: the bundle the applier and the
+// recorder work from, the render and the warnings to report.
+func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (RenderBundle, *renderOutput, []string, error) {
+	target, req, h := job.target, job.req, job.history
 	caps, err := chart.ClusterCapabilities(cluster.Typed.Discovery())
 	if err != nil {
 		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
+	// Helm lists the API versions in map order, another one on every call: sorted, a render
+	// does not depend on it and targets with the same ones share it.
+	slices.Sort(caps.APIVersions)
 	schema, err := r.Schemas.get(ctx, cluster)
 	if err != nil {
 		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	isUpgrade := h.deployed != nil
-	res, err := render.Render(render.Request{
-		Chart:        loaded.Chart,
-		Inputs:       inputs,
+	out, err := r.renderOnce(ctx, render.Request{
+		Chart:        job.loaded.Chart,
+		Inputs:       job.inputs,
 		Release:      chart.Release{Name: target.Release, Namespace: target.Namespace, Revision: h.revision, IsUpgrade: isUpgrade},
 		Service:      render.ServiceValues(req, version.String()),
 		Secrets:      r.Secrets,
 		Capabilities: caps,
 		Cluster:      cluster.Config,
-		Schema:       schema,
-	})
+		Schema:       schema.schema,
+	}, job, schema.digest)
 	if err != nil {
-		return RenderBundle{}, nil, nil, refuse("%s", err.Error())
+		return RenderBundle{}, nil, nil, err
 	}
 	method, err := apply.ParseMethod(req.ApplyMethod)
 	if err != nil {
@@ -245,19 +250,20 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	if isUpgrade {
 		kind, previous = plan.Upgrade, h.deployed.Manifest
 	}
-	crds := CRDFiles(res.CRDs)
-	p, err := BuildPlan(cluster, PlanInput{Kind: kind, Target: target, CRDs: crds,
-		Objects: append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...), Previous: previous})
+	// The plan is built for every target, from its previous manifest and its cluster's REST
+	// mapping, even when the render is shared.
+	p, err := BuildPlan(cluster, PlanInput{Kind: kind, Target: target, CRDs: out.CRDs,
+		Objects: append(append([]manifest.Object(nil), out.objects...), out.hookObjects...), Previous: previous})
 	if err != nil {
 		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
 	}
 	bundle := RenderBundle{
-		Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config,
-		Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: res.ValidationMessages(),
-		CRDs: crds, Previous: previous, Plan: p,
+		Manifest: out.Manifest, Hooks: out.Hooks, Notes: out.Notes, Config: out.Config,
+		Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: out.ValidationMessages,
+		CRDs: out.CRDs, Previous: previous, Plan: p,
 		Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
 	}
-	return bundle, res, append(warningLines(res.Warnings), planWarnings(p)...), nil
+	return bundle, out, append(slices.Clip(out.Warnings), planWarnings(p)...), nil
 }
 
 // versionOf is rel's revision, 0 for no release.

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
@@ -151,5 +152,10 @@ func renderedData(t *testing.T, out stage.Output) events.RenderedData {
 
 // fakeDiscovery is the fake cluster's discovery client, to set what it answers.
 func fakeDiscovery(e *leaseEnv) *fakediscovery.FakeDiscovery {
-	return e.typed.Discovery().(*fakediscovery.FakeDiscovery)
+	return fakeDiscoveryOf(e.typed)
+}
+
+// fakeDiscoveryOf is a fake clientset's discovery client.
+func fakeDiscoveryOf(c *k8sfake.Clientset) *fakediscovery.FakeDiscovery {
+	return c.Discovery().(*fakediscovery.FakeDiscovery)
 }

@@ -2,8 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"sync"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/plan"
@@ -28,8 +33,15 @@ type SchemaCache struct {
 }
 
 type cachedSchema struct {
-	schema  *validate.Schema
+	clusterSchema
 	fetched time.Time
+}
+
+// clusterSchema is a cluster's OpenAPI schema and the digest of the document it was built
+// from: clusters serving the same document share renders (it is part of the render key).
+type clusterSchema struct {
+	schema *validate.Schema
+	digest string
 }
 
 // NewSchemaCache returns an empty cache whose schemas are fetched again after ttl, as clock
@@ -43,23 +55,23 @@ func NewSchemaCache(ttl time.Duration, clock func() time.Time) *SchemaCache {
 
 // get returns the cluster's schema, fetching it when missing or older than the TTL (or waiting
 // for the fetch in flight).
-func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate.Schema, error) {
+func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (clusterSchema, error) {
 	for {
 		c.mu.Lock()
 		cs, ok := c.m[cluster.Name]
 		if ok && c.now().Sub(cs.fetched) < c.ttl {
 			c.mu.Unlock()
-			return cs.schema, nil
+			return cs.clusterSchema, nil
 		}
 		wait, busy := c.inflight[cluster.Name]
 		if !busy {
 			done := make(chan struct{})
 			c.inflight[cluster.Name] = done
 			c.mu.Unlock()
-			s, err := ClusterSchema(ctx, cluster)
+			s, err := fetchSchema(ctx, cluster)
 			c.mu.Lock()
 			if err == nil {
-				c.m[cluster.Name] = cachedSchema{schema: s, fetched: c.now()}
+				c.m[cluster.Name] = cachedSchema{clusterSchema: s, fetched: c.now()}
 			}
 			delete(c.inflight, cluster.Name)
 			close(done)
@@ -70,7 +82,7 @@ func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (*validate
 		select {
 		case <-wait: // fetched (or failed: then this caller tries itself)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return clusterSchema{}, ctx.Err()
 		}
 	}
 }
@@ -99,6 +111,24 @@ func ClusterSchema(ctx context.Context, cluster *kube.Cluster) (*validate.Schema
 		return nil, err
 	}
 	return validate.FromDocument(doc, "the schema of cluster "+cluster.Name)
+}
+
+// fetchSchema is ClusterSchema with the digest of the document, for the render key.
+func fetchSchema(ctx context.Context, cluster *kube.Cluster) (clusterSchema, error) {
+	doc, err := kube.OpenAPIV2(ctx, cluster.Typed.Discovery())
+	if err != nil {
+		return clusterSchema{}, err
+	}
+	s, err := validate.FromDocument(doc, "the schema of cluster "+cluster.Name)
+	if err != nil {
+		return clusterSchema{}, err
+	}
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(doc)
+	if err != nil {
+		return clusterSchema{}, fmt.Errorf("digest the OpenAPI schema of cluster %s: %w", cluster.Name, err)
+	}
+	sum := sha256.Sum256(raw)
+	return clusterSchema{schema: s, digest: hex.EncodeToString(sum[:])}, nil
 }
 
 // warningLines formats validation warnings for the rendered event.

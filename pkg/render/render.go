@@ -122,8 +122,13 @@ func Render(req Request) (*Result, error) {
 	if err := vres.Err(); err != nil {
 		return nil, fmt.Errorf("chart %s: %w", req.Chart.Name(), err)
 	}
-	objs := make([]manifest.Object, 0, len(all))
-	var hooks []manifest.Object
+	objs, hooks := splitHooks(all)
+	return &Result{Rendered: rendered, Objects: objs, HookObjects: hooks, Warnings: vres.Warnings}, nil
+}
+
+// splitHooks splits parsed objects into resources and hooks (tests included), in order.
+func splitHooks(all []manifest.Object) (objs, hooks []manifest.Object) {
+	objs = make([]manifest.Object, 0, len(all))
 	for _, o := range all {
 		if _, hook := o.Obj.GetAnnotations()[helmrelease.HookAnnotation]; hook {
 			hooks = append(hooks, o)
@@ -131,7 +136,18 @@ func Render(req Request) (*Result, error) {
 			objs = append(objs, o)
 		}
 	}
-	return &Result{Rendered: rendered, Objects: objs, HookObjects: hooks, Warnings: vres.Warnings}, nil
+	return objs, hooks
+}
+
+// Objects parses a render that Render validated before (a cached one) into its resources and
+// its hooks, as Result.Objects and Result.HookObjects, without validating it again.
+func Objects(r *chart.Rendered) (objs, hooks []manifest.Object, err error) {
+	all, err := manifest.ParseLenient(r.TemplateOutput(chart.PrintOptions{}))
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse render: %w", err)
+	}
+	objs, hooks = splitHooks(all)
+	return objs, hooks, nil
 }
 
 // decryptSecrets returns inputs with SecretValues filled in (the chart's secret-values.yaml,

@@ -1,0 +1,315 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/kube"
+)
+
+// fleetClusters serves clusters by name, for a renderer deploying to several.
+type fleetClusters map[string]*kube.Cluster
+
+func (f fleetClusters) Get(name string) (*kube.Cluster, error) {
+	c, ok := f[name]
+	if !ok {
+		return nil, fmt.Errorf("no cluster %q", name)
+	}
+	return c, nil
+}
+
+// fakeCluster is a fake cluster serving v1 (ConfigMaps) and the given extra group/versions at
+// Kubernetes v1.34.2: clusters made with the same groups answer discovery alike.
+func fakeCluster(name string, groups ...string) *kube.Cluster {
+	typed := k8sfake.NewClientset()
+	typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
+	for _, gv := range groups {
+		typed.Fake.Resources = append(typed.Fake.Resources, &metav1.APIResourceList{GroupVersion: gv,
+			APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Namespaced: true}}})
+	}
+	fakeDiscoveryOf(typed).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	return &kube.Cluster{Name: name, Typed: typed, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Mapper: resettableMapper{mapper}}
+}
+
+// onceChart is a chart whose ConfigMap shows a value and a capability (whether example.com/v1
+// is served); with lookup, it also reads a Secret from the cluster.
+func onceChart(lookup bool) string {
+	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n" +
+		"  v: {{ .Values.v | default \"default\" | quote }}\n" +
+		"  widgets: {{ .Capabilities.APIVersions.Has \"example.com/v1\" | quote }}\n"
+	if lookup {
+		text += "  found: {{ (lookup \"v1\" \"Secret\" .Release.Namespace \"db\") | len | quote }}\n"
+	}
+	return text
+}
+
+// renderFleet is a renderer over memory blobs and the given clusters, with chart text stored.
+type renderFleet struct {
+	t     *testing.T
+	blobs memBlobs
+	r     *Renderer
+	chart events.ChartSource
+}
+
+func newRenderFleet(t *testing.T, template string, clusters fleetClusters) *renderFleet {
+	t.Helper()
+	ch := &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"},
+		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(template)}}}
+	path, err := chartutil.Save(ch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &renderFleet{t: t, blobs: memBlobs{}}
+	ref, _ := f.blobs.PutBlob(testContext(t), "charts/"+chart.Digest(archive), archive)
+	f.chart = events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
+	f.r = f.replica(clusters)
+	return f
+}
+
+// replica is another renderer on the same blobs and clusters, with its own memory.
+func (f *renderFleet) replica(clusters fleetClusters) *Renderer {
+	return &Renderer{Deps{Blobs: f.blobs, Clusters: clusters, Log: zaptest.NewLogger(f.t), Charts: chart.NewCache(4),
+		Schemas: NewSchemaCache(schemaTTL, nil), Renders: NewRenderCache(64 << 20)}}
+}
+
+// deploy renders deploy id of release web in namespace shop of cluster with the --set values,
+// returning the rendered manifest.
+func (f *renderFleet) deploy(r *Renderer, id, cluster string, set ...string) string {
+	f.t.Helper()
+	return f.deployTo(r, id, events.Target{Cluster: cluster, Namespace: "shop", Release: "web"}, set...)
+}
+
+// deployTo renders deploy id to target with the --set values, returning the rendered manifest.
+func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set ...string) string {
+	f.t.Helper()
+	req := events.RequestedData{Target: target, Chart: f.chart}
+	if len(set) > 0 {
+		raw, err := json.Marshal(chart.Inputs{Set: set})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		req.InputsRef, _ = f.blobs.PutBlob(testContext(f.t), "inputs/"+id, raw)
+	}
+	in := input(f.t, events.DeployRequested, id, req, nil)
+	in.Target = req.Target
+	out, err := r.Handle(testContext(f.t), in)
+	if err != nil {
+		f.t.Fatalf("deploy %s to %s: %v", id, target.Cluster, err)
+	}
+	d := renderedData(f.t, out)
+	b, err := loadBundle(testContext(f.t), f.blobs, d.RenderRef)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if b.Plan == nil || len(b.Plan.Resources) != 1 || d.RenderRef != bus.BlobRef("mem", "renders/"+id) {
+		f.t.Errorf("deploy %s: plan %+v, bundle %s; want a plan of its own in renders/%s", id, b.Plan, d.RenderRef, id)
+	}
+	return b.Manifest
+}
+
+func wantStats(t *testing.T, step string, got, want RenderCacheStats) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: renders %+v, want %+v", step, got, want)
+	}
+}
+
+// TestRenderOnce: targets with identical inputs share one render — within a renderer from
+// memory, in another replica from the Object Store — while another value or other
+// capabilities render again; a stored render that is missing or corrupt is rendered again.
+func TestRenderOnce(t *testing.T) {
+	clusters := fleetClusters{"c1": fakeCluster("c1"), "c2": fakeCluster("c2"), "c3": fakeCluster("c3"), "c4": fakeCluster("c4", "example.com/v1")}
+	f := newRenderFleet(t, onceChart(false), clusters)
+	first := f.deploy(f.r, "d1", "c1")
+	for i, c := range []string{"c2", "c3"} {
+		if m := f.deploy(f.r, fmt.Sprintf("d%d", i+2), c); m != first {
+			t.Errorf("%s rendered\n%s\nwant c1's\n%s", c, m, first)
+		}
+	}
+	wantStats(t, "three identical targets", f.r.Renders.Stats(), RenderCacheStats{Renders: 1, Reused: 2})
+	if !strings.Contains(first, `v: "default"`) || !strings.Contains(first, `widgets: "false"`) {
+		t.Errorf("manifest %s, want the default value and no widgets", first)
+	}
+
+	if m := f.deploy(f.r, "d4", "c1", "v=blue"); !strings.Contains(m, `v: "blue"`) {
+		t.Errorf("another value rendered %s, want v: blue", m)
+	}
+	wantStats(t, "another value", f.r.Renders.Stats(), RenderCacheStats{Renders: 2, Reused: 2})
+	if m := f.deploy(f.r, "d5", "c4"); !strings.Contains(m, `widgets: "true"`) {
+		t.Errorf("a cluster serving example.com/v1 rendered %s, want widgets: true", m)
+	}
+	wantStats(t, "other capabilities", f.r.Renders.Stats(), RenderCacheStats{Renders: 3, Reused: 2})
+
+	other := f.replica(clusters)
+	if m := f.deploy(other, "d6", "c3"); m != first {
+		t.Errorf("another replica rendered %s, want the stored render %s", m, first)
+	}
+	wantStats(t, "another replica", other.Renders.Stats(), RenderCacheStats{Loaded: 1})
+
+	var names []string
+	for name := range f.blobs {
+		if strings.HasPrefix(name, renderCachePrefix) {
+			names = append(names, name)
+		}
+	}
+	saved := map[string][]byte{}
+	for i, name := range names { // each name now holds another key's render
+		saved[name] = f.blobs[name]
+		f.blobs[name] = f.blobs[names[(i+1)%len(names)]]
+	}
+	swapped := f.replica(clusters)
+	if m := f.deploy(swapped, "d9", "c3"); m != first {
+		t.Errorf("with renders stored under each other's names: %s, want %s", m, first)
+	}
+	wantStats(t, "render of another key stored", swapped.Renders.Stats(), RenderCacheStats{Renders: 1})
+	for name, raw := range saved {
+		f.blobs[name] = raw
+	}
+
+	stored := 0
+	for name := range f.blobs {
+		if strings.HasPrefix(name, renderCachePrefix) {
+			f.blobs[name] = []byte("{corrupt")
+			stored++
+		}
+	}
+	if stored != 3 {
+		t.Errorf("%d renders stored, want 3 (default, blue, widgets)", stored)
+	}
+	corrupt := f.replica(clusters)
+	if m := f.deploy(corrupt, "d7", "c2"); m != first {
+		t.Errorf("with a corrupt stored render: %s, want %s", m, first)
+	}
+	wantStats(t, "corrupt stored render", corrupt.Renders.Stats(), RenderCacheStats{Renders: 1})
+	for name := range f.blobs {
+		if strings.HasPrefix(name, renderCachePrefix) {
+			delete(f.blobs, name)
+		}
+	}
+	missing := f.replica(clusters)
+	f.deploy(missing, "d8", "c2")
+	wantStats(t, "missing stored render", missing.Renders.Stats(), RenderCacheStats{Renders: 1})
+}
+
+// TestRenderOnceLookup: a chart that calls lookup is rendered for every target, each time,
+// and is never stored for reuse.
+func TestRenderOnceLookup(t *testing.T) {
+	f := newRenderFleet(t, onceChart(true), fleetClusters{"c1": fakeCluster("c1"), "c2": fakeCluster("c2")})
+	f.deploy(f.r, "d1", "c1")
+	f.deploy(f.r, "d2", "c2")
+	f.deploy(f.r, "d3", "c1")
+	wantStats(t, "lookup chart", f.r.Renders.Stats(), RenderCacheStats{Renders: 3, PerTarget: 3})
+	for name := range f.blobs {
+		if strings.HasPrefix(name, renderCachePrefix) {
+			t.Errorf("render %s stored for a chart that calls lookup", name)
+		}
+	}
+}
+
+// TestRenderOnceOff: with the cache off ($SEALANE_RENDER_CACHE_MB=off) every target renders.
+func TestRenderOnceOff(t *testing.T) {
+	t.Setenv(RenderCacheEnv, "off")
+	clusters := fleetClusters{"c1": fakeCluster("c1"), "c2": fakeCluster("c2")}
+	f := newRenderFleet(t, onceChart(false), clusters)
+	var err error
+	if f.r.Renders, err = RenderCacheFromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	f.deploy(f.r, "d1", "c1")
+	f.deploy(f.r, "d2", "c2")
+	wantStats(t, "cache off", f.r.Renders.Stats(), RenderCacheStats{Renders: 2})
+}
+
+// TestRenderCacheBudget: the in-process cache keeps the most recently used renders within its
+// byte budget, and the environment variable sizes it.
+func TestRenderCacheBudget(t *testing.T) {
+	c := NewRenderCache(3 * 100 * parsedOverhead)
+	for _, k := range []string{"a", "b", "c"} {
+		c.add(k, &renderOutput{Key: k, size: 100})
+	}
+	c.get("a") // b is now the least recently used
+	c.add("d", &renderOutput{Key: "d", size: 100})
+	if _, ok := c.get("b"); ok {
+		t.Error("b kept beyond the budget, want it dropped (least recently used)")
+	}
+	for _, k := range []string{"a", "c", "d"} {
+		if _, ok := c.get(k); !ok {
+			t.Errorf("%s dropped, want it kept", k)
+		}
+	}
+	c.add("huge", &renderOutput{Key: "huge", size: 1000})
+	if _, ok := c.get("huge"); ok || c.used > c.maxBytes {
+		t.Errorf("a render over the whole budget kept (used %d of %d), want it not kept", c.used, c.maxBytes)
+	}
+	for v, want := range map[string]int64{"": DefaultRenderCacheMB << 20, "0": 0, "16": 16 << 20} {
+		t.Setenv(RenderCacheEnv, v)
+		got, err := RenderCacheFromEnv()
+		if err != nil || got.maxBytes != want || got.off {
+			t.Errorf("%s=%q: %+v, %v; want %d bytes", RenderCacheEnv, v, got, err, want)
+		}
+	}
+	t.Setenv(RenderCacheEnv, "lots")
+	if _, err := RenderCacheFromEnv(); err == nil || !strings.Contains(err.Error(), "want a size in MiB") {
+		t.Errorf("%s=lots: %v, want an error", RenderCacheEnv, err)
+	}
+}
+
+// TestRenderCacheClaim: of concurrent renders of one key in a process, one renders; the others
+// wait for it, then find its render.
+func TestRenderCacheClaim(t *testing.T) {
+	c := NewRenderCache(1 << 20)
+	done, mine, err := c.claim(testContext(t), "k")
+	if err != nil || !mine {
+		t.Fatalf("first claim = %v, %v; want it", mine, err)
+	}
+	got := make(chan bool)
+	go func() {
+		_, mine, _ := c.claim(testContext(t), "k")
+		got <- mine
+	}()
+	select {
+	case <-got:
+		t.Fatal("second claim returned while the first render runs, want it to wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.add("k", &renderOutput{Key: "k", size: 10})
+	done()
+	if <-got {
+		t.Error("second claim after the render: mine, want false (the render is there)")
+	}
+	if _, ok := c.get("k"); !ok {
+		t.Error("render not kept")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, _, _ = c.claim(ctx, "k2")
+	defer done()
+	cancel()
+	if _, _, err := c.claim(ctx, "k2"); err == nil {
+		t.Error("waiting claim with a cancelled context: no error, want one")
+	}
+}
