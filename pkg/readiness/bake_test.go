@@ -47,7 +47,9 @@ type look struct {
 }
 
 func TestBake(t *testing.T) {
-	ready := func(pods ...*unstructured.Unstructured) BakeSample { return web(Ready, "1/1 replicas available", pods...) }
+	ready := func(pods ...*unstructured.Unstructured) BakeSample {
+		return web(Ready, "1/1 replicas available", pods...)
+	}
 	unready := web(Waiting, "0/1 replicas available")
 	job := func(state State) BakeSample {
 		return BakeSample{Name: "Job/shop/migrate", Kind: "Job", Status: Status{State: state, Message: "not found"}, Settings: DefaultSettings(), Listed: true}
