@@ -250,7 +250,13 @@ func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names .
 	defer cancel()
 	var wg sync.WaitGroup
 	sweepLeases(ctx, &wg, deps, stages)
-	errs := make(chan error, len(stages))
+	errs := make(chan error, len(stages)+1)
+	wg.Go(func() { // bake.go: the tracker's bakes of fleet rollouts, wherever the tracker runs
+		if err := runBakes(ctx, bakesOf(r, deps, stages)); err != nil {
+			errs <- err
+			cancel()
+		}
+	})
 	for _, s := range stages {
 		wg.Add(1)
 		go func(s stage.Stage) {
