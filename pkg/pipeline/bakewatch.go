@@ -28,6 +28,9 @@ type bakeWatch struct {
 	probe *probe
 	refs  map[string]manifest.Ref
 	end   *events.BakeFinishedData
+	// from is when the watch started: a workload not listed within the unreachable window
+	// after the later of it and Until makes the bake undecided.
+	from time.Time
 }
 
 // watch watches targets until the bake is decided, probing the cluster beside it: a cluster
@@ -40,11 +43,11 @@ func (b *Baker) watch(ctx context.Context, cluster *kube.Cluster, req BakeReques
 		every = DefaultBakeProbe
 	}
 	w := &bakeWatch{b: b, req: req, judge: readiness.NewBake(b.Rules, req.Started, req.Until),
-		probe: &probe{cluster: cluster, every: every, now: b.now}, refs: map[string]manifest.Ref{}}
+		probe: &probe{cluster: cluster, every: every, now: b.now}, refs: map[string]manifest.Ref{}, from: b.now()}
 	for _, t := range targets {
 		w.refs[t.Ref.String()] = t.Ref
 	}
-	wctx, cancel := context.WithTimeout(ctx, req.Until.Sub(b.now())+b.unreachable()+bakeOverrun)
+	wctx, cancel := context.WithTimeout(ctx, max(req.Until.Sub(b.now()), 0)+b.unreachable()+bakeOverrun)
 	defer cancel()
 	probed := make(chan struct{})
 	go func() { defer close(probed); w.probe.run(wctx) }()
@@ -85,11 +88,18 @@ func (w *bakeWatch) look(now time.Time, samples []track.Sample) bool {
 			fs = append(fs, events.ResourceFailure{Resource: toEventRef(w.refs[f.Name]), Reason: f.Reason})
 		}
 		return w.finish(events.BakeFinishedData{Reason: bakeReason(fs), Failures: fs})
-	case len(v.Unlisted) > 0 && now.Sub(w.req.Until) >= unreachable:
+	case len(v.Unlisted) > 0 && now.Sub(laterOf(w.req.Until, w.from)) >= unreachable:
 		return w.finish(events.BakeFinishedData{Undecided: true, Reason: fmt.Sprintf("cluster %s: workloads not listed %s after the bake's end: %s",
 			w.req.Target.Cluster, unreachable, strings.Join(v.Unlisted, ", "))})
 	}
 	return false
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // finish records the verdict d (its identity fields filled in) and ends the watch.

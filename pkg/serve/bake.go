@@ -26,6 +26,12 @@ const BakeDurable = "tracker-bake"
 // more requests wait in the stream.
 const DefaultBakeWorkers = 64
 
+// DefaultBakeAckWait is the ack wait of the bake consumer: how soon a bake whose tracker died
+// is delivered to another (heartbeats keep a live bake's message for as long as it watches).
+// A stopped tracker naks its bakes for at once redelivery, but the redelivery may go to a pull
+// request of a worker that stopped with it and then waits for the ack wait too.
+const DefaultBakeAckWait = 10 * time.Second
+
 // Bakes runs the tracker's bakes: it consumes BakeRequested with the durable BakeDurable and
 // answers each with one BakeFinished (pipeline.BakeFinishedID of the request, the request's
 // correlation id, rollout and pipeline). The message is kept alive with InProgress while the
@@ -36,7 +42,7 @@ type Bakes struct {
 	Baker *pipeline.Baker
 	Log   *zap.Logger
 	// Workers is how many bakes run at once (default DefaultBakeWorkers); AckWait the
-	// consumer's ack wait (default bus.DefaultAckWait).
+	// consumer's ack wait (default DefaultBakeAckWait).
 	Workers int
 	AckWait time.Duration
 }
@@ -47,7 +53,7 @@ func (s *Bakes) Run(ctx context.Context) error {
 		Durable:        BakeDurable,
 		FilterSubjects: []string{events.Filter{Type: events.BakeRequested}.Subject()},
 		Workers:        cmp.Or(s.Workers, DefaultBakeWorkers),
-		AckWait:        s.AckWait,
+		AckWait:        cmp.Or(s.AckWait, DefaultBakeAckWait),
 		OnDeadLetter:   s.deadLetter,
 	}
 	return s.Bus.Consume(ctx, opts, s.handle)
