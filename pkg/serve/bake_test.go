@@ -98,6 +98,33 @@ func TestBakeResumes(t *testing.T) {
 	e.settle(2 * time.Second) // a second answer to any request fails the test
 }
 
+// TestBakesInPrivatePipeline: the CLI's embedded pipeline bakes the requests of its own
+// private pipeline (the answer carries it) and leaves those of the shared one alone.
+func TestBakesInPrivatePipeline(t *testing.T) {
+	e := newBakeEnvOn(t, true)
+	own := e.node.Bus.Options().Pipeline
+	if own == "" {
+		t.Fatal("the embedded node has no private pipeline")
+	}
+	home := kubetest.Cluster(t)
+	ns := kubetest.NamespaceWithPrefix(t, home, "sealane-bake-")
+	target := events.Target{Cluster: "sandbox", Namespace: ns, Release: "good"}
+	res, err := client.Deploy(e.ctx, e.node.Bus, client.DeployRequest{ChartDir: writeBakeChart(t), Release: "good", Namespace: ns, Cluster: "sandbox", Timeout: time.Minute}, nil)
+	if err != nil || res.Revision != 1 {
+		t.Fatalf("deploy: %+v, %v", res, err)
+	}
+	e.requestIn("", "bake-shared", target, 1, time.Now())
+	e.request("bake-own", target, 1, time.Now().Add(2*time.Second))
+	a := e.await("bake-own", 20*time.Second)
+	if !a.data.Passed || events.PipelineOf(a.ev) != own {
+		t.Fatalf("answer in the private pipeline: %+v, pipeline %q, want passed in %q", a.data, events.PipelineOf(a.ev), own)
+	}
+	e.settle(3 * time.Second)
+	if _, ok := e.received["bake-shared"]; ok {
+		t.Fatal("the private pipeline answered a request of the shared one")
+	}
+}
+
 func checkAnswer(t *testing.T, a answer, requestID string) {
 	t.Helper()
 	if a.ev.ID() != pipeline.BakeFinishedID(requestID) || events.CorrelationID(a.ev) != "rollout-bake-test" ||

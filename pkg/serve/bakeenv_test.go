@@ -44,7 +44,12 @@ type answer struct {
 	at   time.Time
 }
 
-func newBakeEnv(t *testing.T) *bakeEnv {
+// newBakeEnv starts the pipeline on a NATS server of its own, as `sealane serve` runs.
+func newBakeEnv(t *testing.T) *bakeEnv { return newBakeEnvOn(t, false) }
+
+// newBakeEnvOn starts the pipeline on a NATS server of its own, or (embedded) as the CLI does:
+// an embedded NATS in a data directory and this process's private pipeline.
+func newBakeEnvOn(t *testing.T, embedded bool) *bakeEnv {
 	kubetest.Cluster(t) // skips in -short without a sandbox
 	key, err := payload.GenerateKey()
 	if err != nil {
@@ -57,12 +62,16 @@ func newBakeEnv(t *testing.T) *bakeEnv {
 	e := &bakeEnv{t: t, ctx: ctx, log: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), received: map[string]answer{}}
 	e.proxy = startProxy(t, "127.0.0.1:16443")
 	kubeconfig := e.kubeconfig()
-	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: -1})
-	if err != nil {
-		t.Fatal(err)
+	opts := Options{DataDir: t.TempDir(), Name: "bake-test", Log: e.log}
+	if !embedded {
+		srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+		opts = Options{NATSURL: srv.ClientURL(), Provision: true, Name: "bake-test", Log: e.log}
 	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if e.node, err = Open(ctx, Options{NATSURL: srv.ClientURL(), Provision: true, Name: "bake-test", Log: e.log}); err != nil {
+	if e.node, err = Open(ctx, opts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.node.Close)
@@ -119,11 +128,18 @@ func (e *bakeEnv) start(kubeconfig string) {
 	e.t.Cleanup(e.stop)
 }
 
-// request publishes a BakeRequested with id id for revision of target, ending at until.
+// request publishes a BakeRequested with id id for revision of target, ending at until, for
+// this env's pipeline.
 func (e *bakeEnv) request(id string, target events.Target, revision int, until time.Time) {
 	e.t.Helper()
+	e.requestIn(e.node.Bus.Options().Pipeline, id, target, revision, until)
+}
+
+// requestIn is request for the pipeline named pipeline ("" the shared one).
+func (e *bakeEnv) requestIn(pipeline, id string, target events.Target, revision int, until time.Time) {
+	e.t.Helper()
 	ev, err := events.New(events.BakeRequested, events.Meta{ID: id, Source: "/sealane/rollout", Target: target,
-		CorrelationID: "rollout-bake-test", Rollout: "rollout-bake-test"},
+		CorrelationID: "rollout-bake-test", Rollout: "rollout-bake-test", Pipeline: pipeline},
 		events.BakeRequestedData{Target: target, RolloutID: "rollout-bake-test", Wave: "canary", Revision: revision, Until: until})
 	if err != nil {
 		e.t.Fatal(err)
