@@ -239,7 +239,8 @@ func privatePipelineName() (string, error) {
 	return "local-" + hex.EncodeToString(b), nil
 }
 
-// RunStages runs the named stages with r until ctx is done; it returns the first stage error.
+// RunStages runs the named stages with r until ctx is done — with the tracker also its bakes
+// (bake.go) — and returns the first stage error.
 func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names ...events.Stage) error {
 	deps = withLeases(r, deps) // lease.go
 	stages, err := pipeline.Stages(deps, names...)
