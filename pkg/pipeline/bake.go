@@ -180,6 +180,21 @@ func bakeReason(fs []events.ResourceFailure) string {
 	return fmt.Sprintf("%d of the released workloads failed the bake: %s", len(fs), strings.Join(parts, "; "))
 }
 
+// BakeRequestEvent is the BakeRequested the rollout coordinator publishes for d: id id (make it
+// deterministic, e.g. events.StepID(rolloutID, "bake", wave, cluster, attempt)), the rollout id
+// as correlation id and rolloutid extension, pipeline the private pipeline of an embedded
+// coordinator ("" for the shared pipeline), and now as its time: the bake's start.
+func BakeRequestEvent(id, pipeline string, d events.BakeRequestedData, now time.Time) (cloudevents.Event, error) {
+	ev, err := events.New(events.BakeRequested, events.Meta{
+		ID: id, Source: "/sealane/rollout", Target: d.Target, CorrelationID: d.RolloutID, Rollout: d.RolloutID,
+		Pipeline: pipeline, Time: now,
+	}, d)
+	if err != nil {
+		return ev, fmt.Errorf("bake request %s: %w", id, err)
+	}
+	return ev, nil
+}
+
 // BakeFinishedID is the id of the BakeFinished answering the BakeRequested with id requestID.
 func BakeFinishedID(requestID string) string { return requestID + ".finished" }
 

@@ -111,13 +111,17 @@ metadata: {name: not-apps}
 	}
 }
 
-// TestBakeFinishedEvent: the answer's id, correlation, causation, rollout and pipeline come
-// from the request.
+// TestBakeFinishedEvent: a request carries the rollout as correlation id and extension and
+// its start as time; the answer's id, correlation, causation, rollout and pipeline come from
+// the request.
 func TestBakeFinishedEvent(t *testing.T) {
-	req, err := events.New(events.BakeRequested, events.Meta{ID: "r1.bake.canary.kind", Source: "/sealane/rollout", Target: leaseTarget,
-		CorrelationID: "r1", Rollout: "r1", Pipeline: "local-12345678"}, events.BakeRequestedData{Target: leaseTarget})
+	started := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	req, err := BakeRequestEvent("r1.bake.canary.kind", "local-12345678", events.BakeRequestedData{Target: leaseTarget, RolloutID: "r1"}, started)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if events.CorrelationID(req) != "r1" || events.RolloutOf(req) != "r1" || !req.Time().Equal(started) || req.Subject() != leaseTarget.String() {
+		t.Fatalf("request %+v", req)
 	}
 	ev, err := BakeFinishedEvent(req, events.BakeFinishedData{Target: leaseTarget, Passed: true}, time.Now())
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/payload"
+	pipelines "github.com/sealane/sealane/pkg/pipeline"
 )
 
 // bakeEnv is a shared pipeline (all stages, bakes included) on a test NATS, with the sandbox's
@@ -138,9 +139,8 @@ func (e *bakeEnv) request(id string, target events.Target, revision int, until t
 // requestIn is request for the pipeline named pipeline ("" the shared one).
 func (e *bakeEnv) requestIn(pipeline, id string, target events.Target, revision int, until time.Time) {
 	e.t.Helper()
-	ev, err := events.New(events.BakeRequested, events.Meta{ID: id, Source: "/sealane/rollout", Target: target,
-		CorrelationID: "rollout-bake-test", Rollout: "rollout-bake-test", Pipeline: pipeline},
-		events.BakeRequestedData{Target: target, RolloutID: "rollout-bake-test", Wave: "canary", Revision: revision, Until: until})
+	ev, err := pipelines.BakeRequestEvent(id, pipeline,
+		events.BakeRequestedData{Target: target, RolloutID: "rollout-bake-test", Wave: "canary", Revision: revision, Until: until}, time.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
