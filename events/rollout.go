@@ -101,14 +101,17 @@ type RolloutData struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// BakeRequestedData is the payload of BakeRequested.
+// BakeRequestedData is the payload of BakeRequested. The bake starts at the event's time (its
+// errors and restarts count from then, also when a redelivered request resumes it) and ends at
+// Until; a request that arrives after Until is decided from the workloads' state at once.
 type BakeRequestedData struct {
 	Target    Target    `json:"target"`
 	RolloutID string    `json:"rolloutId"`
 	Wave      string    `json:"wave"`
 	Revision  int       `json:"revision"`
 	Until     time.Time `json:"until"`
-	// ReleaseStorage is where the release's records are kept (as the deploy had it).
+	// ReleaseStorage is where the release's records are kept, as in the deploy request of the
+	// revision (RequestedData.ReleaseStorage); zero: Secrets in the release namespace.
 	ReleaseStorage ReleaseStorage `json:"releaseStorage,omitzero"`
 }
 

@@ -239,7 +239,8 @@ func privatePipelineName() (string, error) {
 	return "local-" + hex.EncodeToString(b), nil
 }
 
-// RunStages runs the named stages with r until ctx is done; it returns the first stage error.
+// RunStages runs the named stages with r until ctx is done — with the tracker also its bakes
+// (bake.go) — and returns the first stage error.
 func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names ...events.Stage) error {
 	deps = withLeases(r, deps) // lease.go
 	stages, err := pipeline.Stages(deps, names...)
@@ -250,7 +251,13 @@ func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names .
 	defer cancel()
 	var wg sync.WaitGroup
 	sweepLeases(ctx, &wg, deps, stages)
-	errs := make(chan error, len(stages))
+	errs := make(chan error, len(stages)+1)
+	wg.Go(func() { // bake.go: the tracker's bakes of fleet rollouts, wherever the tracker runs
+		if err := runBakes(ctx, bakesOf(r, deps, stages)); err != nil {
+			errs <- err
+			cancel()
+		}
+	})
 	for _, s := range stages {
 		wg.Add(1)
 		go func(s stage.Stage) {

@@ -247,24 +247,10 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 // (Decide), calls changed for those whose reported status changed, and says whether tracking
 // is over.
 func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Outcome, bool) {
-	news := w.takeTouched()
-	all = all || news.all
-	var due map[*tracked]bool
-	if !all {
-		due = w.due(news)
-	}
+	observed := w.refresh(now, all)
 	js := make([]readiness.Judged, len(w.targets))
-	observed := make([]readiness.Status, len(w.targets))
 	for i, t := range w.targets {
-		st := t.observed
-		if all || !t.seen || t.volatile || due[t] {
-			old := t.deps
-			st = w.observe(t, now)
-			w.observed(t, old)
-		}
-		if !t.seen || !st.Equal(t.observed) {
-			t.observed, t.changed, t.seen = st, now, true
-		}
+		st := observed[i]
 		t.reason = ""
 		state := st.State
 		if t.failureDetection() {
@@ -275,7 +261,6 @@ func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Out
 			t.reason = st.Message
 		}
 		js[i] = readiness.Judged{State: state, Mode: t.settings.FailMode, NonBlocking: st.NonBlocking}
-		observed[i] = st
 	}
 	roles, done := readiness.Decide(js)
 	var out Outcome
@@ -298,6 +283,32 @@ func (w *watcher) evaluate(now time.Time, all bool, changed func(*tracked)) (Out
 	}
 	out.Ready = len(out.Failures) == 0
 	return out, true
+}
+
+// refresh observes the targets at now — all of them, or (all false) those the informers'
+// news since the last call is about (watcher.due) and those still waiting for a first list;
+// the others keep their last observation — and returns every target's observed status.
+func (w *watcher) refresh(now time.Time, all bool) []readiness.Status {
+	news := w.takeTouched()
+	all = all || news.all
+	var due map[*tracked]bool
+	if !all {
+		due = w.due(news)
+	}
+	observed := make([]readiness.Status, len(w.targets))
+	for i, t := range w.targets {
+		st := t.observed
+		if all || !t.seen || t.volatile || due[t] {
+			old := t.deps
+			st = w.observe(t, now)
+			w.observed(t, old)
+		}
+		if !t.seen || !st.Equal(t.observed) {
+			t.observed, t.changed, t.seen = st, now, true
+		}
+		observed[i] = st
+	}
+	return observed
 }
 
 // timedOut is the outcome when opts.Timeout passes: every blocking target not ready fails,

@@ -81,6 +81,8 @@ type tracked struct {
 	// observed again on every evaluation until it does not.
 	deps     []types.UID
 	volatile bool
+	// pods are the pods the last observation judged the target with (its own for a Pod).
+	pods []*unstructured.Unstructured
 }
 
 // touches are what the informers changed since the last evaluation: objects' store keys and
@@ -290,7 +292,7 @@ func (w *watcher) stop(cancel context.CancelFunc) {
 // kind's rules (with its pods for workloads), its pods, and the errors counted so far. It
 // refreshes t.settings from the live object.
 func (w *watcher) observe(t *tracked, now time.Time) readiness.Status {
-	t.volatile, t.deps = true, nil
+	t.volatile, t.deps, t.pods = true, nil, nil
 	if !t.inf.HasSynced() {
 		return readiness.Status{State: readiness.Waiting, Message: "waiting for the first list from the cluster"}
 	}
@@ -355,7 +357,7 @@ func (w *watcher) observe(t *tracked, now time.Time) readiness.Status {
 	default:
 		st = readiness.ComputeAt(obj, now)
 	}
-	st.NonBlocking = t.settings.NonBlocking
+	st.NonBlocking, t.pods = t.settings.NonBlocking, pods
 	// Every object is reported once, pods or not: what it is annotated with (its log and
 	// service-message settings) must be known before its first Event is passed on.
 	w.seenPods(t, obj, pods)

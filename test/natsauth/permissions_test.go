@@ -161,6 +161,25 @@ func TestRolesPublishOnlyTheirEvents(t *testing.T) {
 	_, err = sub.NextMsg(time.Second)
 	refused(t, e, "client reads the renderer's replies", err, "_INBOX_renderer.>")
 
+	// The tracker's bakes: its own durable and answers; a client can neither take its
+	// requests nor forge an answer.
+	tracker := jsAs(t, e, "tracker")
+	const bakeFinished = "sealane.deploy.bake_finished.sandbox.team-a.web"
+	if _, err := tracker.CreateOrUpdateConsumer(ctx, bus.DefaultStream, jetstream.ConsumerConfig{
+		Durable: "tracker-bake", FilterSubject: "sealane.deploy.bake_requested.>", AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Errorf("the tracker cannot create its bake consumer: %v", err)
+	}
+	if _, err := tracker.Publish(ctx, bakeFinished, []byte("{}")); err != nil {
+		t.Errorf("the tracker cannot publish bake_finished: %v", err)
+	}
+	_, err = client.CreateOrUpdateConsumer(short(ctx, t), bus.DefaultStream, jetstream.ConsumerConfig{
+		Durable: "tracker-bake", FilterSubject: "sealane.deploy.>", AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	refused(t, e, "client redirects the tracker's bake consumer", err, "CONSUMER.CREATE."+bus.DefaultStream+".tracker-bake")
+	_, err = client.Publish(short(ctx, t), bakeFinished, []byte("{}"))
+	refused(t, e, "client publishes bake_finished", err, bakeFinished)
+
 	// Only serve's identities create topology; a client cannot change a stream.
 	_, err = client.UpdateStream(short(ctx, t), jetstream.StreamConfig{Name: bus.DefaultStream, Subjects: []string{bus.DefaultSubject}, MaxAge: time.Second})
 	refused(t, e, "client updates the deploy stream", err, "STREAM.UPDATE."+bus.DefaultStream)
