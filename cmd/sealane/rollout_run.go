@@ -232,5 +232,3 @@ func rolloutCommand(cmd *cobra.Command, g *globalFlags, d events.RolloutCommandD
 	fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: %s sent\n", d.RolloutID, d.Command)
 	return nil
 }
-
-

@@ -94,7 +94,7 @@ func TestBakeWithoutAnswer(t *testing.T) {
 	h.expect("emit cluster_succeeded all stg-1", "emit cluster_succeeded all stg-2", "watch all until +5m0s")
 	h.at(5 * time.Minute).apply(BakePassed{Cluster: "stg-1"})
 	h.expect() // stg-2's answer is awaited for BakeGrace
-	h.at(5*time.Minute + BakeGrace).expect("emit wave_baked all", "emit succeeded")
+	h.at(5*time.Minute+BakeGrace).expect("emit wave_baked all", "emit succeeded")
 }
 
 func TestBakeFailure(t *testing.T) {
