@@ -32,13 +32,18 @@ type fleet struct {
 	url    string
 	suffix string // the test's namespaces are <cluster>-<suffix>
 	dir    string
+	// secrets is the namespace of the cluster Secrets the stages serve; home the rollout
+	// commands' flags naming it.
+	secrets string
+	home    []string
 }
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
 	sharePayloadKey(t)
 	port := harness.FreePort(t)
-	f := &fleet{url: fmt.Sprintf("nats://127.0.0.1:%d", port), suffix: fmt.Sprintf("ro%06d", rand.IntN(1_000_000)), dir: t.TempDir()}
+	f := &fleet{url: fmt.Sprintf("nats://127.0.0.1:%d", port), suffix: fmt.Sprintf("ro%06d", rand.IntN(1_000_000)), dir: t.TempDir(),
+		secrets: fleetSecrets, home: []string{"--home-context", "sandbox-1", "--sealane-namespace", fleetSecrets}}
 	start(t, "nats-server", natsBin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
 	waitTCP(t, port)
 	t.Cleanup(func() { f.deleteNamespaces(t) })
@@ -46,12 +51,18 @@ func newFleet(t *testing.T) *fleet {
 }
 
 // serve starts `sealane serve` with args (stage names) on the fleet's NATS and waits until
-// the rollout coordinator's bucket is there.
+// it is up: the rollout coordinator's bucket is there, or the stages' state bucket.
 func (f *fleet) serve(t *testing.T, name string, args ...string) *process {
 	t.Helper()
 	args = append([]string{"serve"}, args...)
 	p := start(t, name, sealaneBin, append(args, "--nats", f.url, "--kubeconfig", kubeconfig, "--log-level", "info",
-		"--cluster-secrets-namespace", fleetSecrets, "--cluster-check-interval", "2s")...)
+		"--cluster-secrets-namespace", f.secrets, "--cluster-check-interval", "2s")...)
+	bucket := bus.DefaultStateBucket // stages: their topology
+	for _, a := range args {
+		if a == "all" || a == "rollout" {
+			bucket = bus.DefaultRolloutBucket
+		}
+	}
 	ctx := harness.Context(t, time.Minute)
 	if !eventually(ctx, time.Minute, func(ctx context.Context) bool {
 		nc, err := bus.Connect(ctx, f.url, "rollout-test")
@@ -59,10 +70,10 @@ func (f *fleet) serve(t *testing.T, name string, args ...string) *process {
 			return false
 		}
 		defer nc.Close()
-		_, err = bus.OpenKV(ctx, nc, bus.DefaultRolloutBucket)
+		_, err = bus.OpenKV(ctx, nc, bucket)
 		return err == nil
 	}) {
-		t.Fatalf("%s never created the rollout bucket:\n%s", name, p.output())
+		t.Fatalf("%s never created bucket %s:\n%s", name, bucket, p.output())
 	}
 	return p
 }
@@ -92,8 +103,7 @@ func (f *fleet) spec(t *testing.T, name, body string) string {
 // rollout runs a sealane rollout command against the fleet.
 func (f *fleet) rollout(t *testing.T, args ...string) result {
 	t.Helper()
-	args = append(append([]string{"rollout"}, args...), "--nats", f.url, "--home-kubeconfig", kubeconfig,
-		"--home-context", "sandbox-1", "--sealane-namespace", fleetSecrets)
+	args = append(append(append([]string{"rollout"}, args...), "--nats", f.url, "--home-kubeconfig", kubeconfig), f.home...)
 	return run(t, 5*time.Minute, sealaneBin, args...)
 }
 
