@@ -35,6 +35,8 @@ func Main(name events.Stage) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig whose contexts are clusters (optional: see --in-cluster-name, --cluster-secrets-namespace)")
 	f.clusters = DefaultClusterOptions()
 	f.clusters.RegisterFlags(fs) // clusters.go
+	f.pools = PoolOptionsFromEnv()
+	f.pools.RegisterFlags(fs) // pools.go: --clusters, --pool
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
@@ -66,6 +68,7 @@ type serviceFlags struct {
 	payloadKeyFile string
 	httpAddr       string // probes (health.go)
 	clusters       ClusterOptions
+	pools          PoolOptions
 	intake         IntakeFlags
 }
 
@@ -99,6 +102,9 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 		if runner.AckWait, err = time.ParseDuration(v); err != nil || runner.AckWait <= 0 {
 			return fmt.Errorf("$SEALANE_ACK_WAIT=%q: want a positive duration such as 30s", v)
 		}
+	}
+	if err := InstallPools(runner, node, registry, f.pools, log); err != nil { // pools.go
+		return err
 	}
 	return node.WithProbes(ctx, f.httpAddr, func(ctx context.Context) error { return RunStages(ctx, runner, deps, name) })
 }
