@@ -1,0 +1,158 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/clusterspec"
+	"github.com/sealane/sealane/pkg/stage"
+)
+
+// registry is a cluster registry whose labels a test changes.
+type registry struct {
+	mu    sync.Mutex
+	specs []clusterspec.Spec
+}
+
+func (r *registry) list() []clusterspec.Spec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.specs)
+}
+
+func (r *registry) relabel(name, env string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, s := range r.specs {
+		if s.Name == name {
+			r.specs[i].Labels = map[string]string{"env": env}
+		}
+	}
+}
+
+func newBus(t *testing.T) *bus.Bus {
+	t.Helper()
+	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: -1, ServerName: "pool-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	nc, err := bus.ConnectInProcess(ctx, srv, "pool-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := bus.New(ctx, nc, bus.DefaultOptions(), zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var applier = stage.Stage{Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}}
+
+// start shapes the applier's consumer for pool selector (empty: pool-less) and creates it,
+// as stage.Runner.Run and bus.Consume do.
+func start(ctx context.Context, t *testing.T, b *bus.Bus, reg *registry, name, selector string) (bus.ConsumerOptions, error) {
+	g := &Guard{Bus: b, Clusters: reg.list, Interval: 20 * time.Millisecond, Log: zaptest.NewLogger(t)}
+	if selector != "" {
+		spec, err := Parse(name, selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Pool = &spec
+	}
+	o, err := g.Shape(ctx, applier, bus.ConsumerOptions{Durable: string(applier.Name)})
+	if err != nil {
+		return o, err
+	}
+	return o, b.UpdateConsumer(ctx, o)
+}
+
+// clustersOf returns the clusters the durable filters now.
+func clustersOf(t *testing.T, b *bus.Bus, durable string) []string {
+	t.Helper()
+	views, err := b.Consumers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range views {
+		if v.Name == durable {
+			cs, _ := ClustersOf(v.Filters)
+			return cs
+		}
+	}
+	t.Fatalf("no consumer %s", durable)
+	return nil
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestGuardPools(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after the server's shutdown
+	b := newBus(t)
+	reg := &registry{specs: []clusterspec.Spec{
+		{Name: "sandbox-1", Labels: map[string]string{"env": "staging"}},
+		{Name: "sandbox-2", Labels: map[string]string{"env": "prod"}},
+		{Name: "sandbox-3", Labels: map[string]string{"env": "prod"}},
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel() // ends the pools' follow loops
+
+	staging, err := start(ctx, t, b, reg, "staging", "env=staging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := start(ctx, t, b, reg, "prod", "env=prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if staging.Durable != "applier-pool-staging" || prod.Durable != "applier-pool-prod" {
+		t.Fatalf("durables %s, %s", staging.Durable, prod.Durable)
+	}
+	if got := clustersOf(t, b, prod.Durable); !slices.Equal(got, []string{"sandbox-2", "sandbox-3"}) {
+		t.Fatalf("prod pool filters clusters %v", got)
+	}
+
+	_, err = start(ctx, t, b, reg, "two", "sealane.dev/cluster=sandbox-2")
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `applier pool "prod"`) || !strings.Contains(err.Error(), "on clusters sandbox-2") {
+		t.Fatalf("overlapping pool: %v", err)
+	}
+	if _, err = start(ctx, t, b, reg, "", ""); !errors.As(err, &ce) || !strings.Contains(err.Error(), "the pool-less applier") {
+		t.Fatalf("pool-less applier beside pools: %v", err)
+	}
+
+	reg.relabel("sandbox-1", "prod")
+	eventually(t, "sandbox-1 moves to the prod pool", func() bool {
+		return slices.Equal(clustersOf(t, b, prod.Durable), []string{"sandbox-1", "sandbox-2", "sandbox-3"}) &&
+			clustersOf(t, b, staging.Durable) == nil
+	})
+	reg.relabel("sandbox-3", "dev")
+	eventually(t, "sandbox-3 leaves every pool", func() bool {
+		return slices.Equal(clustersOf(t, b, prod.Durable), []string{"sandbox-1", "sandbox-2"})
+	})
+}
