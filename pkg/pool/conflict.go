@@ -116,3 +116,28 @@ func (e *ConflictError) advice() string {
 	}
 	return "pools of one stage must be disjoint (an event would be handled by both); change a selector, or " + del
 }
+
+// Unserved returns the clusters among registered that no consumer of stage serves (none when a
+// pool-less one exists), sorted: their events wait in the stream, pending on no consumer.
+func Unserved(stage events.Stage, consumers []Consumer, registered []string) []string {
+	served := map[string]bool{}
+	for _, c := range consumers {
+		if c.Stage != stage {
+			continue
+		}
+		if c.All {
+			return nil
+		}
+		for _, name := range c.Clusters {
+			served[name] = true
+		}
+	}
+	var out []string
+	for _, name := range registered {
+		if !served[events.SubjectToken(name)] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

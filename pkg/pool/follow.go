@@ -48,8 +48,10 @@ func (m *member) follow(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("update the pool's consumer to the cluster registry; trying again", zap.Error(err))
 			last = nil // try again on the next tick
-		case changed:
-			last, lastFull = want, time.Time{} // look again at once: another pool may have claimed the same
+		case changed || len(m.refused) > 0:
+			// Look again at once: another pool may have claimed the same clusters, or may be
+			// about to let go of one this pool wants (a relabelled cluster moving over).
+			last, lastFull = want, time.Time{}
 		default:
 			last, lastFull = want, time.Now()
 		}
@@ -126,29 +128,19 @@ func (m *member) ownerOf(c string, have []string, others []Consumer) *Consumer {
 // reportUnserved warns, when the set changes, of the registered clusters no consumer of the
 // stage serves: their events wait in the stream (`sealane pools` shows them).
 func (m *member) reportUnserved(others []Consumer, mine []string) {
-	served := map[string]bool{}
-	for _, c := range mine {
-		served[c] = true
-	}
-	for _, o := range others {
-		if o.Stage != m.self.Stage || o.Durable == m.self.Durable {
-			continue
-		}
-		if o.All {
-			return
-		}
-		for _, c := range o.Clusters {
-			served[c] = true
-		}
-	}
-	var unserved []string
+	self := m.self
+	self.Clusters = mine
+	var names []string
 	for _, c := range m.g.Clusters() {
-		if !served[c.Name] {
-			unserved = append(unserved, c.Name)
+		names = append(names, c.Name)
+	}
+	all := []Consumer{self}
+	for _, o := range others {
+		if o.Durable != self.Durable {
+			all = append(all, o)
 		}
 	}
-	slices.Sort(unserved)
-	unserved = slices.Compact(unserved)
+	unserved := Unserved(self.Stage, all, names)
 	if slices.Equal(unserved, m.unserved) {
 		return
 	}

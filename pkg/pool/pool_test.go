@@ -45,13 +45,13 @@ func TestParse(t *testing.T) {
 
 func TestSelect(t *testing.T) {
 	for sel, want := range map[string][]string{
-		"env=prod":                                  {"sandbox-2", "sandbox-3"},
-		"env=staging":                               {"sandbox-1"},
-		"region=eu,env!=staging":                    {"sandbox-2"},
-		"sealane.dev/cluster in (sandbox-1,nope)":   {"sandbox-1"},
-		"sealane.dev/cluster=sandbox-3":             {"sandbox-3"},
-		"region=ap":                                 nil,
-		"!env":                                      nil,
+		"env=prod":               {"sandbox-2", "sandbox-3"},
+		"env=staging":            {"sandbox-1"},
+		"region=eu,env!=staging": {"sandbox-2"},
+		"sealane.dev/cluster in (sandbox-1,nope)": {"sandbox-1"},
+		"sealane.dev/cluster=sandbox-3":           {"sandbox-3"},
+		"region=ap":                               nil,
+		"!env":                                    nil,
 		"sealane.dev/cluster notin (sandbox-1),env": {"sandbox-2", "sandbox-3"},
 	} {
 		p, err := Parse("x", sel)

@@ -85,7 +85,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return err
 	}
 	e := in.Event
-	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()))
+	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()), zap.String("cluster", in.Target.Cluster))
 
 	state, rev, err := r.states().Load(ctx, in.DeployID)
 	if err != nil {
