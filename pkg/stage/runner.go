@@ -55,7 +55,7 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 	if r.Shape != nil {
 		var err error
 		if opts, err = r.Shape(ctx, st, opts); err != nil {
-			return fmt.Errorf("%s: %w", st.Name, err)
+			return err // names the stage and its consumer
 		}
 		log = log.With(zap.String("consumer", opts.Durable))
 	}

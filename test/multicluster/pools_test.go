@@ -152,6 +152,15 @@ func handled(p *process) map[string]int {
 	return out
 }
 
+// wantRelease checks whether m holds the first Helm release record of rel in the test's namespace.
+func (e *poolsEnv) wantRelease(m member, rel string, want bool) {
+	e.t.Helper()
+	_, err := m.client.CoreV1().Secrets(e.ns).Get(harness.Context(e.t, time.Minute), "sh.helm.release.v1."+rel+".v1", metav1.GetOptions{})
+	if got := err == nil; got != want {
+		e.t.Errorf("%s: release %s recorded %v (%v), want %v", m.context, rel, got, err, want)
+	}
+}
+
 // poolsJSON is `sealane pools -o json`.
 type poolsJSON struct {
 	Consumers []struct {
@@ -208,6 +217,10 @@ func TestRegionalPools(t *testing.T) {
 		if s["sandbox-1"] == 0 || p["sandbox-2"] == 0 || s["sandbox-2"] != 0 || p["sandbox-1"] != 0 {
 			t.Fatalf("staging pool handled %v, prod pool %v: want each cluster's events in its own pool only", s, p)
 		}
+		e.wantRelease(e.ms[0], "staging-a", true)
+		e.wantRelease(e.ms[1], "staging-a", false)
+		e.wantRelease(e.ms[1], "prod-a", true)
+		e.wantRelease(e.ms[0], "prod-a", false)
 	})
 
 	t.Run("overlap-refused", func(t *testing.T) {
@@ -218,10 +231,12 @@ func TestRegionalPools(t *testing.T) {
 				t.Fatalf("overlapping pool: exit %d, output lacks %q:\n%s", r.code, want, r.out)
 			}
 		}
+		t.Logf("overlapping pool refused:\n%s", lastLines(r.out, 1))
 		r = run(t, time.Minute, e.bin, append([]string{"serve", "tracker"}, e.common...)...)
 		if r.code == 0 || !strings.Contains(r.out, "the pool-less tracker (consumer tracker, every cluster) overlaps") {
 			t.Fatalf("pool-less tracker beside pools: exit %d\n%s", r.code, r.out)
 		}
+		t.Logf("pool-less tracker refused:\n%s", lastLines(r.out, 1))
 	})
 
 	t.Run("stopped-pool-waits", func(t *testing.T) {
@@ -239,6 +254,7 @@ func TestRegionalPools(t *testing.T) {
 		if !eventually(30*time.Second, func() bool { return e.pools().pending("applier-pool-prod") >= 1 }) {
 			t.Fatalf("sealane pools never showed the waiting sandbox-2 event pending on applier-pool-prod: %+v", e.pools())
 		}
+		t.Logf("sealane pools with the prod pool down:\n%s", run(t, time.Minute, e.bin, "pools", "--nats", e.url).out)
 		prod = e.pool("prod", "env=prod")
 		if r := <-waiting; r.code != 0 {
 			t.Fatalf("deploy to sandbox-2 after its pool came back: exit %d\n%s", r.code, r.out)
@@ -267,4 +283,10 @@ func TestRegionalPools(t *testing.T) {
 			t.Fatalf("sealane pools never listed sandbox-2 unserved: %+v", e.pools())
 		}
 	})
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
