@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -26,68 +27,121 @@ func (m *member) current() []string {
 // filters are the consumer's filter subjects now (bus.ConsumerOptions.Filters).
 func (m *member) filters() []string { return Filters(m.types, m.current()) }
 
-// follow compares the registry with the consumer's clusters every interval and brings the
-// filters to it, listing the other consumers of the stage when the clusters change (and every
-// fullCheckEvery) so that no cluster is taken from another pool. It returns when ctx ends.
+// list returns the other consumers of the stage and the clusters the pool's own consumer
+// filters now (none when it does not exist yet).
+func (m *member) list(ctx context.Context) (others []Consumer, mine []string, err error) {
+	all, err := m.g.consumers(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range all {
+		switch {
+		case c.Durable == m.self.Durable:
+			mine = c.Clusters
+		case c.Stage == m.self.Stage:
+			others = append(others, c)
+		}
+	}
+	return others, mine, nil
+}
+
+// follow compares the registry with the consumer's clusters every interval (with jitter, so
+// that pools claiming at once do not stay in step) and brings the filters to it, listing the
+// other consumers of the stage when the clusters change (and every fullCheckEvery) so that no
+// cluster is taken from another pool. It returns when ctx ends.
 func (m *member) follow(ctx context.Context) {
-	t := time.NewTicker(m.g.interval())
-	defer t.Stop()
-	last, lastFull := m.current(), time.Now()
+	var last []string
+	var lastFull time.Time // zero: list the others on the next tick (a claim made at once)
 	for {
+		jitter := rand.N(m.g.interval()/2 + 1)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(m.g.interval() + jitter):
 		}
 		want := m.g.Pool.Select(m.g.Clusters())
 		if slices.Equal(want, last) && time.Since(lastFull) < fullCheckEvery {
 			continue
 		}
-		changed, err := m.sync(ctx, want)
+		settled, err := m.sync(ctx, want)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("update the pool's consumer to the cluster registry; trying again", zap.Error(err))
-			last = nil // try again on the next tick
-		case changed || len(m.refused) > 0:
-			// Look again at once: another pool may have claimed the same clusters, or may be
-			// about to let go of one this pool wants (a relabelled cluster moving over).
-			last, lastFull = want, time.Time{}
-		default:
+			last = nil
+		case settled:
 			last, lastFull = want, time.Now()
+		default:
+			// Look again soon: the pool changed, or wants a cluster another consumer has (a
+			// relabelled cluster whose old pool has not let go of it yet).
+			last, lastFull = want, time.Time{}
 		}
 	}
 }
 
 // sync makes the consumer filter the clusters of want that no other consumer of the stage
-// takes, and reports what it changed and the clusters no consumer of the stage serves.
-func (m *member) sync(ctx context.Context, want []string) (bool, error) {
-	others, err := m.g.consumers(ctx)
+// takes (claiming new ones in Shape's three steps) and reports the clusters no consumer of
+// the stage serves. settled is false when it changed the filters or was refused a cluster.
+func (m *member) sync(ctx context.Context, want []string) (settled bool, err error) {
+	others, _, err := m.list(ctx)
 	if err != nil {
 		return false, err
 	}
-	keep := m.claim(want, others)
 	have := m.current()
-	if slices.Equal(keep, have) {
-		m.reportUnserved(others, keep)
-		return false, nil
+	keep := m.claim(want, have, others)
+	if !slices.Equal(keep, have) {
+		if err := m.update(ctx, have, keep); err != nil {
+			return false, err
+		}
+		if added, _ := diff(have, keep); len(added) > 0 {
+			if others, keep, err = m.recheck(ctx, added, keep); err != nil {
+				return false, err
+			}
+		}
 	}
+	m.reportUnserved(others, keep)
+	return slices.Equal(keep, have) && len(m.refused) == 0, nil
+}
+
+// update sets the consumer's clusters from have to keep.
+func (m *member) update(ctx context.Context, have, keep []string) error {
 	m.set(keep)
 	if err := m.g.Bus.UpdateConsumer(ctx, m.opts); err != nil {
 		m.set(have)
-		return false, err
+		return err
 	}
 	added, removed := diff(have, keep)
 	m.log.Info("pool clusters changed: consumer filters updated", zap.String("consumer", m.self.Durable),
 		zap.Strings("added", added), zap.Strings("removed", removed), zap.Strings("clusters", keep))
-	m.reportUnserved(others, keep)
-	return true, nil
+	return nil
 }
 
-// claim returns the clusters of want the pool may serve: not those another consumer of the
-// stage already takes (unless both took one at once: the consumer whose name sorts first keeps
-// it), none while a pool-less consumer of the stage exists. Each refusal is logged once.
-func (m *member) claim(want []string, others []Consumer) []string {
-	have := m.current()
+// recheck lists the other consumers after clusters were added and gives back those another
+// consumer also took meanwhile: the newcomer yields.
+func (m *member) recheck(ctx context.Context, added, keep []string) ([]Consumer, []string, error) {
+	others, _, err := m.list(ctx)
+	if err != nil {
+		return nil, keep, err
+	}
+	cs := Conflicts(m.self, added, false, others)
+	if len(cs) == 0 {
+		return others, keep, nil
+	}
+	m.log.Error("another consumer of the stage claimed the same clusters at once: this pool yields them "+
+		"(pools of one stage must be disjoint; fix the selectors)", zap.Error(&ConflictError{Self: m.self, Conflicts: cs}))
+	yielded := keep
+	for _, c := range cs {
+		if c.Clusters == nil { // a pool-less consumer: yield every cluster just added
+			c.Clusters = added
+		}
+		yielded = slices.DeleteFunc(slices.Clone(yielded), func(x string) bool { return slices.Contains(c.Clusters, x) })
+	}
+	return others, yielded, m.update(ctx, keep, yielded)
+}
+
+// claim returns the clusters of want the pool may serve: those it has, and new ones no other
+// consumer of the stage takes; none while a pool-less consumer of the stage exists. Each
+// refusal is logged once.
+func (m *member) claim(want, have []string, others []Consumer) []string {
 	refused := map[string]string{}
 	var keep []string
 	for _, c := range want {
@@ -108,17 +162,16 @@ func (m *member) claim(want []string, others []Consumer) []string {
 	return keep
 }
 
-// ownerOf returns the other consumer that keeps cluster c, if any.
+// ownerOf returns the other consumer that keeps cluster c from the pool, if any: a pool-less
+// one always; a pool that has c, unless this pool had it first (the other is a newcomer that
+// yields it in its own recheck).
 func (m *member) ownerOf(c string, have []string, others []Consumer) *Consumer {
 	_, mine := slices.BinarySearch(have, c)
 	for i, o := range others {
-		if o.Stage != m.self.Stage || o.Durable == m.self.Durable {
-			continue
+		if o.All {
+			return &others[i]
 		}
-		if _, theirs := slices.BinarySearch(o.Clusters, c); !o.All && !theirs {
-			continue
-		}
-		if o.All || !mine || o.Durable < m.self.Durable {
+		if _, theirs := slices.BinarySearch(o.Clusters, c); theirs && !mine {
 			return &others[i]
 		}
 	}

@@ -42,18 +42,23 @@ type Guard struct {
 
 // Shape is a stage.Runner Shape: it names the stage's durable and sets its metadata and
 // filters, refusing (a *ConflictError) a consumer that would overlap another of its stage.
+//
+// It claims in three steps, so that of two consumers started at once with overlapping filters
+// neither serves beside the other: check the others, create or update the consumer, check
+// again; a conflict in the second check takes the claim back. Of two claims made at once, the
+// later one's second check always sees the earlier (both may see each other: both fail, loudly).
 func (g *Guard) Shape(ctx context.Context, st stage.Stage, o bus.ConsumerOptions) (bus.ConsumerOptions, error) {
 	o.Metadata = Metadata(st.Name, g.Pool)
 	if g.Pool == nil {
-		return o, g.checkPoolless(ctx, st, o.Durable)
+		return o, g.claimPoolless(ctx, st, o)
 	}
 	o.Durable = g.Pool.Durable(st.Name)
 	m := &member{g: g, self: Consumer{Durable: o.Durable, Stage: st.Name, Pool: g.Pool.Name, Selector: g.Pool.Selector.String()},
 		types: st.Types, log: g.logger().With(zap.String("stage", string(st.Name)), zap.String("pool", g.Pool.Name))}
 	want := g.Pool.Select(g.Clusters())
-	others, err := g.consumers(ctx)
+	others, prev, err := m.list(ctx)
 	if err != nil {
-		return o, fmt.Errorf("%s: check the other pools of the stage: %w", m.self, err)
+		return o, fmt.Errorf("%s: check the other consumers of the stage: %w", m.self, err)
 	}
 	if cs := Conflicts(m.self, want, false, others); len(cs) > 0 {
 		return o, &ConflictError{Self: m.self, Conflicts: cs}
@@ -61,27 +66,61 @@ func (g *Guard) Shape(ctx context.Context, st stage.Stage, o bus.ConsumerOptions
 	m.set(want)
 	o.Filters = m.filters
 	m.opts = o
+	if err := g.Bus.UpdateConsumer(ctx, o); err != nil {
+		return o, err
+	}
+	added, _ := diff(prev, want)
+	if others, _, err = m.list(ctx); err != nil {
+		return o, fmt.Errorf("%s: check the other consumers of the stage again: %w", m.self, err)
+	}
+	if cs := Conflicts(m.self, added, false, others); len(cs) > 0 {
+		m.set(prev) // take the claim back: what the pool's consumer filtered before
+		if err := g.Bus.UpdateConsumer(ctx, o); err != nil {
+			m.log.Error("take back the claim of the overlapping pool's consumer", zap.Error(err))
+		}
+		return o, &ConflictError{Self: m.self, Conflicts: cs}
+	}
 	m.log.Info("pool serves its clusters", zap.String("consumer", o.Durable), zap.String("selector", m.self.Selector), zap.Strings("clusters", want))
 	m.reportUnserved(others, want)
 	go m.follow(ctx)
 	return o, nil
 }
 
-// checkPoolless refuses a pool-less stage while pools of it exist. Without the right to list
-// consumers it warns and serves: pool-less is how a pipeline without pools always ran.
-func (g *Guard) checkPoolless(ctx context.Context, st stage.Stage, durable string) error {
-	self := Consumer{Durable: durable, Stage: st.Name, All: true}
-	others, err := g.consumers(ctx)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
+// claimPoolless refuses a pool-less stage while pools of it exist, in the three steps of
+// Shape. Without the right to list consumers it warns and serves: pool-less is how a pipeline
+// without pools always ran.
+func (g *Guard) claimPoolless(ctx context.Context, st stage.Stage, o bus.ConsumerOptions) error {
+	self := Consumer{Durable: o.Durable, Stage: st.Name, All: true}
+	check := func() error {
+		others, err := g.consumers(ctx)
+		if err != nil {
 			return err
 		}
+		if cs := Conflicts(self, nil, true, others); len(cs) > 0 {
+			return &ConflictError{Self: self, Conflicts: cs}
+		}
+		return nil
+	}
+	err := check()
+	var conflict *ConflictError
+	switch {
+	case errors.As(err, &conflict) || errors.Is(err, context.Canceled):
+		return err
+	case err != nil:
 		g.logger().Warn("cannot list the stage's consumers to check for pools of it; serving every cluster",
 			zap.String("stage", string(st.Name)), zap.Error(err))
 		return nil
 	}
-	if cs := Conflicts(self, nil, true, others); len(cs) > 0 {
-		return &ConflictError{Self: self, Conflicts: cs}
+	if err := g.Bus.UpdateConsumer(ctx, o); err != nil {
+		return err
+	}
+	if err := check(); errors.As(err, &conflict) {
+		// A pool claimed clusters at the same time: serve none of them (the stage exits).
+		o.Filters = func() []string { return Filters(st.Types, nil) }
+		if uerr := g.Bus.UpdateConsumer(ctx, o); uerr != nil {
+			g.logger().Error("take back the claim of the pool-less consumer", zap.Error(uerr))
+		}
+		return err
 	}
 	return nil
 }
@@ -123,7 +162,7 @@ type member struct {
 	opts  bus.ConsumerOptions
 	log   *zap.Logger
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards clusters
 	clusters []string
 	unserved []string // last reported
 	refused  map[string]string

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -155,4 +156,80 @@ func TestGuardPools(t *testing.T) {
 	eventually(t, "sandbox-3 leaves every pool", func() bool {
 		return slices.Equal(clustersOf(t, b, prod.Durable), []string{"sandbox-1", "sandbox-2"})
 	})
+}
+
+// TestGuardClaimsAtOnce starts overlapping pools at the same moment, again and again: never
+// may both serve a cluster (one or both are refused).
+func TestGuardClaimsAtOnce(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	b := newBus(t)
+	reg := &registry{specs: []clusterspec.Spec{{Name: "c-1", Labels: map[string]string{"env": "prod"}}}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for i := range 10 {
+		errs := make(chan error, 2)
+		for _, sel := range []string{"env=prod", "sealane.dev/cluster=c-1"} {
+			go func() {
+				_, err := start(ctx, t, b, reg, fmt.Sprintf("%s-%d", map[bool]string{true: "a", false: "b"}[sel == "env=prod"], i), sel)
+				errs <- err
+			}()
+		}
+		e1, e2 := <-errs, <-errs
+		if e1 == nil && e2 == nil {
+			t.Fatalf("round %d: both overlapping pools started", i)
+		}
+		for _, err := range []error{e1, e2} {
+			if err != nil && !errors.As(err, new(*ConflictError)) {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		served := 0
+		for _, v := range must(b.Consumers(t.Context())) {
+			if cs, _ := ClustersOf(v.Filters); slices.Contains(cs, "c-1") {
+				served++
+			}
+		}
+		if served > 1 {
+			t.Fatalf("round %d: %d consumers filter c-1", i, served)
+		}
+		for _, v := range must(b.Consumers(t.Context())) { // the next round starts afresh
+			if err := b.JetStream().DeleteConsumer(t.Context(), bus.DefaultStream, v.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestGuardRelabelIntoTwoPools relabels a cluster so that two running pools match it: the pool
+// that has it keeps it, the other does not take it.
+func TestGuardRelabelIntoTwoPools(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	b := newBus(t)
+	reg := &registry{specs: []clusterspec.Spec{
+		{Name: "c-1", Labels: map[string]string{"env": "prod"}},
+		{Name: "c-2", Labels: map[string]string{"env": "staging"}},
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	prod := must(start(ctx, t, b, reg, "prod", "env=prod"))
+	named := must(start(ctx, t, b, reg, "named", "sealane.dev/cluster in (c-2,c-3)"))
+	reg.mu.Lock()
+	reg.specs[1].Labels = map[string]string{"env": "prod"} // c-2 now matches both pools
+	reg.mu.Unlock()
+	time.Sleep(500 * time.Millisecond) // many ticks of both pools
+	if got := clustersOf(t, b, prod.Durable); !slices.Equal(got, []string{"c-1"}) {
+		t.Errorf("prod pool took %v, want only c-1 (c-2 is the named pool's)", got)
+	}
+	if got := clustersOf(t, b, named.Durable); !slices.Equal(got, []string{"c-2"}) {
+		t.Errorf("named pool has %v, want c-2", got)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
