@@ -23,7 +23,8 @@ import (
 // environment for NATS and the kubeconfig, JSON logs, run until SIGTERM. Besides its flags it
 // reads $SEALANE_ACK_WAIT, $SEALANE_LEASE_TTL, $SEALANE_RETENTION, $SEALANE_NATS_REPLICAS and the
 // payload and secret keys from the environment. The renderer's intake flags (--allow-chart-source,
-// --client-keys, ...) are in intake.go.
+// --client-keys, ...) are in intake.go; --clusters and --pool ($SEALANE_CLUSTERS, $SEALANE_POOL),
+// which make the stage a regional pool, in pools.go.
 func Main(name events.Stage) {
 	f := serviceFlags{intake: IntakeFlagsFromEnv()}
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
