@@ -58,7 +58,7 @@ func (g *Guard) Shape(ctx context.Context, st stage.Stage, o bus.ConsumerOptions
 	want := g.Pool.Select(g.Clusters())
 	others, prev, err := m.list(ctx)
 	if err != nil {
-		return o, fmt.Errorf("%s: check the other consumers of the stage: %w", m.self, err)
+		return o, fmt.Errorf("%s: check the other consumers of the stage (its NATS user needs $JS.API.CONSUMER.LIST.<stream>): %w", m.self, err)
 	}
 	if cs := Conflicts(m.self, want, false, others); len(cs) > 0 {
 		return o, &ConflictError{Self: m.self, Conflicts: cs}
