@@ -55,6 +55,7 @@ type Conflict struct {
 // Conflicts returns the consumers among others of self's stage (other than self) that take
 // clusters self wants: want, or every cluster when all.
 func Conflicts(self Consumer, want []string, all bool, others []Consumer) []Conflict {
+	want = Tokens(want)
 	var out []Conflict
 	for _, o := range others {
 		if o.Stage != self.Stage || o.Durable == self.Durable {
@@ -70,6 +71,17 @@ func Conflicts(self Consumer, want []string, all bool, others []Consumer) []Conf
 		}
 	}
 	return out
+}
+
+// Tokens returns the subject tokens of cluster names, sorted: what ClustersOf reads back from
+// filters (a registered cluster's name is its token; a kubeconfig context's may not be).
+func Tokens(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, events.SubjectToken(n))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // intersect returns the names in both sorted lists.

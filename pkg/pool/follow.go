@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
 )
 
 // set makes clusters the pool's clusters (sorted).
@@ -82,24 +84,40 @@ func (m *member) follow(ctx context.Context) {
 // takes (claiming new ones in Shape's three steps) and reports the clusters no consumer of
 // the stage serves. settled is false when it changed the filters or was refused a cluster.
 func (m *member) sync(ctx context.Context, want []string) (settled bool, err error) {
-	others, _, err := m.list(ctx)
+	others, onServer, err := m.list(ctx)
 	if err != nil {
 		return false, err
 	}
 	have := m.current()
-	keep := m.claim(want, have, others)
-	if !slices.Equal(keep, have) {
-		if err := m.update(ctx, have, keep); err != nil {
+	keep := m.claim(want, onServer, others)
+	// The consumer as the server has it may differ from this replica's view: another replica
+	// of the pool wrote it, or it was deleted (and is recreated by the next fetch).
+	if !slices.Equal(keep, have) || !slices.Equal(Tokens(keep), onServer) {
+		// What the server's consumer did not have is a claim (also a recreated consumer's).
+		added, _ := diff(onServer, Tokens(keep))
+		if others, keep, err = m.claimed(ctx, have, keep, added); err != nil {
 			return false, err
-		}
-		if added, _ := diff(have, keep); len(added) > 0 {
-			if others, keep, err = m.recheck(ctx, added, keep); err != nil {
-				return false, err
-			}
 		}
 	}
 	m.reportUnserved(others, keep)
 	return slices.Equal(keep, have) && len(m.refused) == 0, nil
+}
+
+// claimed updates the consumer from have to keep, and when that adds clusters (added) checks
+// the other consumers again and gives back what another took at the same moment. (The
+// consumer delivers during those milliseconds: only a claim racing another pool's claim of
+// the same cluster — selectors that overlap — can then reach both; the stage's state guard
+// and compare-and-set handle that as a redelivery. A pause would need each pool's user to
+// hold $JS.API.CONSUMER.PAUSE, since a consumer update cannot change it.)
+func (m *member) claimed(ctx context.Context, have, keep, added []string) ([]Consumer, []string, error) {
+	if err := m.update(ctx, have, keep); err != nil || len(added) == 0 {
+		return nil, keep, err
+	}
+	others, final, err := m.recheck(ctx, added, keep)
+	if err != nil || slices.Equal(final, keep) {
+		return others, keep, err
+	}
+	return others, final, m.update(ctx, keep, final)
 }
 
 // update sets the consumer's clusters from have to keep.
@@ -110,13 +128,18 @@ func (m *member) update(ctx context.Context, have, keep []string) error {
 		return err
 	}
 	added, removed := diff(have, keep)
+	if len(added)+len(removed) == 0 {
+		m.log.Info("pool consumer's filters written again (another replica's view, or a recreated consumer)",
+			zap.String("consumer", m.self.Durable), zap.Strings("clusters", keep))
+		return nil
+	}
 	m.log.Info("pool clusters changed: consumer filters updated", zap.String("consumer", m.self.Durable),
 		zap.Strings("added", added), zap.Strings("removed", removed), zap.Strings("clusters", keep))
 	return nil
 }
 
-// recheck lists the other consumers after clusters were added and gives back those another
-// consumer also took meanwhile: the newcomer yields.
+// recheck lists the other consumers after clusters were added and returns keep without those
+// another consumer also took meanwhile: the newcomer yields.
 func (m *member) recheck(ctx context.Context, added, keep []string) ([]Consumer, []string, error) {
 	others, _, err := m.list(ctx)
 	if err != nil {
@@ -133,19 +156,19 @@ func (m *member) recheck(ctx context.Context, added, keep []string) ([]Consumer,
 		if c.Clusters == nil { // a pool-less consumer: yield every cluster just added
 			c.Clusters = added
 		}
-		yielded = slices.DeleteFunc(slices.Clone(yielded), func(x string) bool { return slices.Contains(c.Clusters, x) })
+		yielded = slices.DeleteFunc(slices.Clone(yielded), func(x string) bool { return slices.Contains(c.Clusters, events.SubjectToken(x)) })
 	}
-	return others, yielded, m.update(ctx, keep, yielded)
+	return others, yielded, nil
 }
 
-// claim returns the clusters of want the pool may serve: those it has, and new ones no other
-// consumer of the stage takes; none while a pool-less consumer of the stage exists. Each
-// refusal is logged once.
-func (m *member) claim(want, have []string, others []Consumer) []string {
+// claim returns the clusters of want the pool may serve: those its consumer has on the server
+// (onServer, tokens), and new ones no other consumer of the stage takes; none while a pool-less
+// consumer of the stage exists. Each refusal is logged once.
+func (m *member) claim(want, onServer []string, others []Consumer) []string {
 	refused := map[string]string{}
 	var keep []string
 	for _, c := range want {
-		if owner := m.ownerOf(c, have, others); owner != nil {
+		if owner := m.ownerOf(c, onServer, others); owner != nil {
 			refused[c] = owner.String()
 			continue
 		}
@@ -163,15 +186,19 @@ func (m *member) claim(want, have []string, others []Consumer) []string {
 }
 
 // ownerOf returns the other consumer that keeps cluster c from the pool, if any: a pool-less
-// one always; a pool that has c, unless this pool had it first (the other is a newcomer that
-// yields it in its own recheck).
-func (m *member) ownerOf(c string, have []string, others []Consumer) *Consumer {
-	_, mine := slices.BinarySearch(have, c)
+// one always; a pool that has c, unless this pool's consumer had it first (the other is a
+// newcomer that yields it in its own recheck; if both hold it still, the name sorting last
+// yields).
+func (m *member) ownerOf(c string, onServer []string, others []Consumer) *Consumer {
+	tok := events.SubjectToken(c)
+	_, mine := slices.BinarySearch(onServer, tok)
 	for i, o := range others {
 		if o.All {
 			return &others[i]
 		}
-		if _, theirs := slices.BinarySearch(o.Clusters, c); theirs && !mine {
+		// Both holding it is left from a claim that could not be taken back: the consumer whose
+		// name sorts last yields (a newcomer's own recheck normally settles it first).
+		if _, theirs := slices.BinarySearch(o.Clusters, tok); theirs && (!mine || o.Durable < m.self.Durable) {
 			return &others[i]
 		}
 	}

@@ -63,27 +63,39 @@ func (g *Guard) Shape(ctx context.Context, st stage.Stage, o bus.ConsumerOptions
 	if cs := Conflicts(m.self, want, false, others); len(cs) > 0 {
 		return o, &ConflictError{Self: m.self, Conflicts: cs}
 	}
-	m.set(want)
 	o.Filters = m.filters
 	m.opts = o
-	if err := g.Bus.UpdateConsumer(ctx, o); err != nil {
+	if others, err = m.claimAtStart(ctx, prev, want); err != nil {
 		return o, err
-	}
-	added, _ := diff(prev, want)
-	if others, _, err = m.list(ctx); err != nil {
-		return o, fmt.Errorf("%s: check the other consumers of the stage again: %w", m.self, err)
-	}
-	if cs := Conflicts(m.self, added, false, others); len(cs) > 0 {
-		m.set(prev) // take the claim back: what the pool's consumer filtered before
-		if err := g.Bus.UpdateConsumer(ctx, o); err != nil {
-			m.log.Error("take back the claim of the overlapping pool's consumer", zap.Error(err))
-		}
-		return o, &ConflictError{Self: m.self, Conflicts: cs}
 	}
 	m.log.Info("pool serves its clusters", zap.String("consumer", o.Durable), zap.String("selector", m.self.Selector), zap.Strings("clusters", want))
 	m.reportUnserved(others, want)
 	go m.follow(ctx)
 	return o, nil
+}
+
+// claimAtStart creates or updates the pool's consumer from prev (what it filtered, tokens) to
+// want, checks the other consumers again, and takes the claim back (a *ConflictError) when
+// another consumer took some of the same clusters meanwhile. Nothing of this process consumes
+// yet.
+func (m *member) claimAtStart(ctx context.Context, prev, want []string) ([]Consumer, error) {
+	added, _ := diff(prev, Tokens(want))
+	m.set(want)
+	if err := m.g.Bus.UpdateConsumer(ctx, m.opts); err != nil {
+		return nil, err
+	}
+	others, _, err := m.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: check the other consumers of the stage again: %w", m.self, err)
+	}
+	if cs := Conflicts(m.self, added, false, others); len(cs) > 0 {
+		m.set(prev) // take the claim back: what the pool's consumer filtered before
+		if err := m.g.Bus.UpdateConsumer(ctx, m.opts); err != nil {
+			m.log.Error("take back the claim of the overlapping pool's consumer", zap.Error(err))
+		}
+		return others, &ConflictError{Self: m.self, Conflicts: cs}
+	}
+	return others, nil
 }
 
 // claimPoolless refuses a pool-less stage while pools of it exist, in the three steps of

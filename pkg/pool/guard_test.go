@@ -152,6 +152,15 @@ func TestGuardPools(t *testing.T) {
 		return slices.Equal(clustersOf(t, b, prod.Durable), []string{"sandbox-1", "sandbox-2", "sandbox-3"}) &&
 			clustersOf(t, b, staging.Durable) == nil
 	})
+	for _, d := range []string{prod.Durable, staging.Durable} { // no consumer is left paused
+		c, err := b.JetStream().Consumer(t.Context(), bus.DefaultStream, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info := c.CachedInfo(); info.Paused || info.Config.PauseUntil != nil {
+			t.Errorf("consumer %s left paused (until %v)", d, info.Config.PauseUntil)
+		}
+	}
 	reg.relabel("sandbox-3", "dev")
 	eventually(t, "sandbox-3 leaves every pool", func() bool {
 		return slices.Equal(clustersOf(t, b, prod.Durable), []string{"sandbox-1", "sandbox-2"})
@@ -168,10 +177,11 @@ func TestGuardClaimsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	for i := range 10 {
+		rctx, rcancel := context.WithCancel(ctx) // the round's pools stop following at its end
 		errs := make(chan error, 2)
 		for _, sel := range []string{"env=prod", "sealane.dev/cluster=c-1"} {
 			go func() {
-				_, err := start(ctx, t, b, reg, fmt.Sprintf("%s-%d", map[bool]string{true: "a", false: "b"}[sel == "env=prod"], i), sel)
+				_, err := start(rctx, t, b, reg, fmt.Sprintf("%s-%d", map[bool]string{true: "a", false: "b"}[sel == "env=prod"], i), sel)
 				errs <- err
 			}()
 		}
@@ -193,6 +203,8 @@ func TestGuardClaimsAtOnce(t *testing.T) {
 		if served > 1 {
 			t.Fatalf("round %d: %d consumers filter c-1", i, served)
 		}
+		rcancel()
+		time.Sleep(50 * time.Millisecond) // a follow loop mid-update ends
 		for _, v := range must(b.Consumers(t.Context())) { // the next round starts afresh
 			if err := b.JetStream().DeleteConsumer(t.Context(), bus.DefaultStream, v.Name); err != nil {
 				t.Fatal(err)
