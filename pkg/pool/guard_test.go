@@ -204,7 +204,7 @@ func TestGuardClaimsAtOnce(t *testing.T) {
 			t.Fatalf("round %d: %d consumers filter c-1", i, served)
 		}
 		rcancel()
-		time.Sleep(50 * time.Millisecond) // a follow loop mid-update ends
+		time.Sleep(50 * time.Millisecond)                  // a follow loop mid-update ends
 		for _, v := range must(b.Consumers(t.Context())) { // the next round starts afresh
 			if err := b.JetStream().DeleteConsumer(t.Context(), bus.DefaultStream, v.Name); err != nil {
 				t.Fatal(err)
