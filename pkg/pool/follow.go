@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -114,8 +115,12 @@ func (m *member) claimed(ctx context.Context, have, keep, added []string) ([]Con
 		return nil, keep, err
 	}
 	others, final, err := m.recheck(ctx, added, keep)
-	if err != nil || slices.Equal(final, keep) {
-		return others, keep, err
+	if err != nil {
+		// Unconfirmed: take the claim back (the next sync claims again).
+		return nil, have, errors.Join(err, m.update(ctx, keep, have))
+	}
+	if slices.Equal(final, keep) {
+		return others, keep, nil
 	}
 	return others, final, m.update(ctx, keep, final)
 }
