@@ -92,6 +92,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newClusterCmd(g))
 	root.AddCommand(newWebhookCmd())
 	root.AddCommand(newRolloutCmd(g))
+	root.AddCommand(newPoolsCmd(g)) // pools.go
 	return root
 }
 

@@ -24,11 +24,12 @@ type serveFlags struct {
 	httpAddr           string
 	updateTopology     bool
 	setup              *serveSetup // servedeps.go
+	pools              serve.PoolOptions
 	hook               serve.WebhookOptions
 }
 
 func newServeCmd(g *globalFlags) *cobra.Command {
-	f := &serveFlags{setup: &serveSetup{clusters: serve.DefaultClusterOptions()}, hook: serve.WebhookOptionsFromEnv()}
+	f := &serveFlags{setup: &serveSetup{clusters: serve.DefaultClusterOptions()}, hook: serve.WebhookOptionsFromEnv(), pools: serve.PoolOptionsFromEnv()}
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|webhook|rollout|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
@@ -57,6 +58,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
 		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
 	registerClusterFlags(cmd.Flags(), &f.setup.clusters) // cluster.go
+	registerPoolFlags(cmd.Flags(), &f.pools)             // pools.go
 	f.setup.intake = addIntakeFlags(cmd)
 	f.hook.RegisterFlags(cmd.Flags())
 	return cmd
@@ -103,6 +105,9 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
 	runner.AckWait = f.ackWait
+	if err := serve.InstallPools(runner, node, deps.Clusters, f.pools, log); err != nil { // pools.go
+		return err
+	}
 	parts := []func(context.Context) error{func(ctx context.Context) error { return serve.RunStages(ctx, runner, deps, names...) }}
 	if withWebhook {
 		parts = append(parts, webhook)

@@ -40,6 +40,12 @@ type ConsumerOptions struct {
 	Durable string
 	// FilterSubjects limits the consumer to these subjects; empty means the whole stream.
 	FilterSubjects []string
+	// Filters, if set, is asked for the filter subjects (instead of FilterSubjects) each time
+	// the durable is created or recreated: a regional stage pool's, which follow the cluster
+	// registry while the consumer runs (pkg/pool, UpdateConsumer).
+	Filters func() []string
+	// Metadata is stored on the consumer (NATS 2.10+): which stage and pool it is (pkg/pool).
+	Metadata map[string]string
 	// AckWait is how long a delivery may go without ack or InProgress before redelivery.
 	AckWait time.Duration
 	// MaxDeliver is the number of deliveries before a message is dead-lettered.
@@ -92,7 +98,7 @@ func (o ConsumerOptions) Validate() error {
 	if !validName(o.Durable) {
 		return fmt.Errorf("consumer options: invalid durable name %q", o.Durable)
 	}
-	for _, s := range o.FilterSubjects {
+	for _, s := range o.filters() {
 		if !validSubject(s, true) {
 			return fmt.Errorf("consumer %s: invalid filter subject %q", o.Durable, s)
 		}
@@ -112,6 +118,14 @@ func (o ConsumerOptions) Validate() error {
 	return nil
 }
 
+// filters are the filter subjects the durable is created with now.
+func (o ConsumerOptions) filters() []string {
+	if o.Filters != nil {
+		return o.Filters()
+	}
+	return o.FilterSubjects
+}
+
 // config is the server-side consumer configuration for o. Retries use NakWithDelay only,
 // so there is no BackOff; without InactiveThreshold the durable is never reaped.
 func (o ConsumerOptions) config() jetstream.ConsumerConfig {
@@ -122,9 +136,10 @@ func (o ConsumerOptions) config() jetstream.ConsumerConfig {
 		AckPolicy:         jetstream.AckExplicitPolicy,
 		AckWait:           o.AckWait,
 		MaxDeliver:        o.MaxDeliver,
-		FilterSubjects:    o.FilterSubjects,
+		FilterSubjects:    o.filters(),
 		MaxAckPending:     o.MaxAckPending,
 		InactiveThreshold: o.InactiveThreshold,
+		Metadata:          o.Metadata,
 	}
 	if !o.StartTime.IsZero() {
 		t := o.StartTime.UTC()

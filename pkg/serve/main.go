@@ -23,7 +23,8 @@ import (
 // environment for NATS and the kubeconfig, JSON logs, run until SIGTERM. Besides its flags it
 // reads $SEALANE_ACK_WAIT, $SEALANE_LEASE_TTL, $SEALANE_RETENTION, $SEALANE_NATS_REPLICAS and the
 // payload and secret keys from the environment. The renderer's intake flags (--allow-chart-source,
-// --client-keys, ...) are in intake.go.
+// --client-keys, ...) are in intake.go; --clusters and --pool ($SEALANE_CLUSTERS, $SEALANE_POOL),
+// which make the stage a regional pool, in pools.go.
 func Main(name events.Stage) {
 	f := serviceFlags{intake: IntakeFlagsFromEnv()}
 	fs := flag.NewFlagSet(string(name), flag.ExitOnError)
@@ -35,6 +36,8 @@ func Main(name events.Stage) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig whose contexts are clusters (optional: see --in-cluster-name, --cluster-secrets-namespace)")
 	f.clusters = DefaultClusterOptions()
 	f.clusters.RegisterFlags(fs) // clusters.go
+	f.pools = PoolOptionsFromEnv()
+	f.pools.RegisterFlags(fs) // pools.go: --clusters, --pool
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
@@ -66,6 +69,7 @@ type serviceFlags struct {
 	payloadKeyFile string
 	httpAddr       string // probes (health.go)
 	clusters       ClusterOptions
+	pools          PoolOptions
 	intake         IntakeFlags
 }
 
@@ -99,6 +103,9 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 		if runner.AckWait, err = time.ParseDuration(v); err != nil || runner.AckWait <= 0 {
 			return fmt.Errorf("$SEALANE_ACK_WAIT=%q: want a positive duration such as 30s", v)
 		}
+	}
+	if err := InstallPools(runner, node, registry, f.pools, log); err != nil { // pools.go
+		return err
 	}
 	return node.WithProbes(ctx, f.httpAddr, func(ctx context.Context) error { return RunStages(ctx, runner, deps, name) })
 }

@@ -30,6 +30,9 @@ type Runner struct {
 	// AckWait is the ack wait of stages that set none (zero: bus.DefaultAckWait). A shorter
 	// wait redelivers a dead worker's message sooner; heartbeats keep live work alive.
 	AckWait time.Duration
+	// Shape, if set, adjusts a stage's consumer before it consumes — its durable name,
+	// filters and metadata: regional stage pools (pkg/pool). An error stops the stage.
+	Shape func(ctx context.Context, st Stage, o bus.ConsumerOptions) (bus.ConsumerOptions, error)
 }
 
 // Run consumes the stage's events with its durable consumer until ctx is done. Several
@@ -48,6 +51,13 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 		OnDeadLetter: func(ctx context.Context, msg jetstream.Msg, reason string) {
 			r.deadLetter(ctx, st, msg, reason, log)
 		},
+	}
+	if r.Shape != nil {
+		var err error
+		if opts, err = r.Shape(ctx, st, opts); err != nil {
+			return err // names the stage and its consumer
+		}
+		log = log.With(zap.String("consumer", opts.Durable))
 	}
 	return r.Bus.Consume(ctx, opts, func(ctx context.Context, msg jetstream.Msg) error {
 		return r.handle(ctx, st, msg, log)
@@ -75,7 +85,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return err
 	}
 	e := in.Event
-	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()))
+	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()), zap.String("cluster", in.Target.Cluster))
 
 	state, rev, err := r.states().Load(ctx, in.DeployID)
 	if err != nil {
