@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/coordinator"
 	"github.com/sealane/sealane/pkg/rollout"
@@ -221,6 +224,90 @@ waves:
 	}
 	if !strings.Contains(r.out, "succeeded") || !strings.Contains(r.out, "sandbox-3") {
 		t.Errorf("start printed no final grid:\n%s", r.out)
+	}
+	checkWaveOrder(t, f.rolloutEvents(t, rec.State.ID))
+}
+
+// checkWaveOrder checks a canary→prod(maxParallel 1) rollout from its events in stream order:
+// the rollout's own events in order, no prod deploy requested before the canary wave baked,
+// and never two prod deploys at once.
+func checkWaveOrder(t *testing.T, evs []cloudevents.Event) {
+	t.Helper()
+	var progress, trace []string
+	for _, e := range evs {
+		typ := events.Type(e.Type())
+		target, _ := events.TargetOf(e)
+		switch {
+		case strings.HasPrefix(typ.Token(), "rollout_") && typ != events.RolloutRequested:
+			var d events.RolloutData
+			_ = events.DecodeData(e, &d)
+			progress = append(progress, strings.TrimSpace(typ.Token()+" "+d.Wave+" "+d.Cluster))
+			trace = append(trace, typ.Token()+" "+d.Wave)
+		case typ == events.DeployRequested || typ == events.ReleaseRecorded:
+			trace = append(trace, typ.Token()+" "+target.Cluster)
+		}
+	}
+	want := []string{"rollout_started", "rollout_wave_started canary", "rollout_cluster_succeeded canary sandbox-1",
+		"rollout_wave_baked canary", "rollout_wave_started prod", "rollout_cluster_succeeded prod sandbox-?",
+		"rollout_cluster_succeeded prod sandbox-?", "rollout_wave_baked prod", "rollout_succeeded"}
+	got := strings.Join(progress, "\n")
+	for _, c := range []string{"sandbox-2", "sandbox-3"} {
+		got = strings.Replace(got, c, "sandbox-?", 1)
+	}
+	if got != strings.Join(want, "\n") {
+		t.Errorf("rollout events:\n%s\nwant:\n%s", strings.Join(progress, "\n"), strings.Join(want, "\n"))
+	}
+	baked, inFlight := false, 0
+	for _, step := range trace {
+		switch {
+		case step == "rollout_wave_baked canary":
+			baked = true
+		case strings.HasPrefix(step, "requested sandbox-1"):
+		case strings.HasPrefix(step, "requested "):
+			inFlight++
+			if !baked || inFlight > 1 {
+				t.Errorf("%s with the canary baked=%v and %d prod deploys in flight:\n%s", step, baked, inFlight, strings.Join(trace, "\n"))
+			}
+		case strings.HasPrefix(step, "release_recorded sandbox-2"), strings.HasPrefix(step, "release_recorded sandbox-3"):
+			inFlight--
+		}
+	}
+}
+
+// rolloutEvents reads every event of rollout id (its own and its deploys') from the deploy
+// stream, in stream order.
+func (f *fleet) rolloutEvents(t *testing.T, id string) []cloudevents.Event {
+	t.Helper()
+	ctx := harness.Context(t, time.Minute)
+	nc, err := bus.Connect(ctx, f.url, "rollout-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.OrderedConsumer(ctx, bus.DefaultStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []cloudevents.Event
+	for {
+		batch, err := cons.FetchNoWait(500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			if e, err := events.Decode(m.Headers(), m.Data()); err == nil && events.RolloutOf(e) == id {
+				out = append(out, e)
+			}
+		}
+		if n == 0 {
+			return out
+		}
 	}
 }
 
