@@ -390,6 +390,9 @@ type RecordedData struct {
 	Reason           string  `json:"reason,omitempty"`
 	// UpToDate says the deploy changed nothing and wrote no revision.
 	UpToDate bool `json:"upToDate,omitempty"`
+	// Tests says the recorded revision has Helm test hooks (`helm test` would run some): a
+	// fleet rollout runs them as a gate.
+	Tests bool `json:"tests,omitempty"`
 	// RequestedBy and RequestedByVerified are the deploy's requester as RenderedData has them
 	// (absent for a request refused before it was rendered).
 	RequestedBy         string `json:"requestedBy,omitempty"`

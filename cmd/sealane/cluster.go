@@ -99,8 +99,11 @@ func newClusterCmd(g *globalFlags) *cobra.Command {
 // --kubeconfig/--kube-context (add's --kubeconfig is the added cluster's).
 func (h *homeFlags) home(g *globalFlags) (*kube.Cluster, error) {
 	opts := kube.Options{Kubeconfig: h.kubeconfig, Context: h.context, Timeout: kube.RequestTimeout}
-	if g != nil && opts.Kubeconfig == "" && opts.Context == "" {
-		opts.Kubeconfig, opts.Context = g.kubeconfig, g.kubeContext
+	if g != nil && opts.Kubeconfig == "" {
+		opts.Kubeconfig = g.kubeconfig // a --home-context names a context of --kubeconfig
+		if opts.Context == "" {
+			opts.Context = g.kubeContext
+		}
 	}
 	c, err := kube.Connect(opts)
 	if err != nil {

@@ -152,11 +152,16 @@ type pipelineRun struct {
 // openPipeline connects to the shared pipeline at --nats, or starts an embedded NATS server
 // with the four stages in this process; close stops them.
 func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (*pipelineRun, error) {
+	return openPipelineWith(ctx, g, secrets, clusters.NewRegistry(g.kubeconfig))
+}
+
+// openPipelineWith is openPipeline with the embedded stages' cluster registry (a fleet rollout
+// adds the home cluster's registered clusters to the kubeconfig's contexts).
+func openPipelineWith(ctx context.Context, g *globalFlags, secrets render.Secrets, registry *clusters.Registry) (*pipelineRun, error) {
 	log, err := g.logger()
 	if err != nil {
 		return nil, err
 	}
-	registry := clusters.NewRegistry(g.kubeconfig)
 	cluster, err := g.targetCluster(registry) // cluster.go
 	if err != nil {
 		return nil, err

@@ -15,25 +15,25 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/client"
+	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/coordinator"
 	"github.com/sealane/sealane/pkg/progress"
+	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/rollout"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
-// rolloutConn is a CLI command's connection to the rollouts of a shared pipeline.
+// rolloutConn is a CLI command's connection to the rollouts of a pipeline.
 type rolloutConn struct {
 	node  *serve.Node
 	store coordinator.Store
 }
 
-// openRollouts connects to the shared pipeline at --nats and its rollout bucket.
+// openRollouts connects to the pipeline's NATS (--nats, else the embedded one of --data-dir)
+// and its rollout bucket.
 func openRollouts(ctx context.Context, g *globalFlags) (*rolloutConn, error) {
-	if g.natsURL == "" {
-		return nil, errors.New("rollouts run on a shared pipeline: give --nats URL (or $SEALANE_NATS_URL) of one that runs `sealane serve all` or `serve rollout`")
-	}
-	node, err := g.openReader(ctx)
+	node, err := g.openReader(ctx) // --nats, else the embedded NATS of --data-dir
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,49 @@ func openRollouts(ctx context.Context, g *globalFlags) (*rolloutConn, error) {
 		return nil, err
 	}
 	return &rolloutConn{node: node, store: coordinator.Store{KV: kv}}, nil
+}
+
+// startRollouts connects to the shared pipeline's rollouts (--nats), or runs the embedded
+// pipeline with a rollout coordinator in this process: its clusters are the kubeconfig's
+// contexts and the cluster Secrets on the home cluster. closeConn stops what it started.
+func startRollouts(ctx context.Context, g *globalFlags, h *homeFlags) (conn *rolloutConn, closeConn func(), err error) {
+	if g.natsURL != "" {
+		conn, err := openRollouts(ctx, g)
+		if err != nil {
+			return nil, nil, err
+		}
+		return conn, conn.node.Close, nil
+	}
+	registry := clusters.NewRegistry(g.kubeconfig)
+	home, err := h.home(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	stopWatch, err := registry.WatchSecrets(ctx, home.Typed, h.namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := openPipelineWith(ctx, g, render.Secrets{}, registry) // deploy.go
+	if err != nil {
+		stopWatch()
+		return nil, nil, err
+	}
+	kv, err := run.node.Bus.Rollouts(ctx, true)
+	if err != nil {
+		run.close()
+		stopWatch()
+		return nil, nil, err
+	}
+	coord := &coordinator.Coordinator{Bus: run.node.Bus, KV: kv, Fleet: registry, Log: run.log}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- coord.Run(cctx) }()
+	return &rolloutConn{node: run.node, store: coordinator.Store{KV: kv}}, func() {
+		cancel()
+		<-done
+		run.close()
+		stopWatch()
+	}, nil
 }
 
 // rolloutStart publishes a rollout request for the spec in file and, unless detach, follows
@@ -62,11 +105,14 @@ func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, file string,
 	if _, err := rollout.Resolve(spec, registered); err != nil {
 		return fmt.Errorf("%s: %w (nothing was started)", file, err)
 	}
-	conn, err := openRollouts(ctx, g)
+	if detach && g.natsURL == "" {
+		return errors.New("--detach needs a shared pipeline (--nats): in the embedded mode this process runs the rollout")
+	}
+	conn, closeConn, err := startRollouts(ctx, g, h)
 	if err != nil {
 		return err
 	}
-	defer conn.node.Close()
+	defer closeConn()
 	data, err := client.PrepareRollout(ctx, conn.node.Bus, client.RolloutRequest{Spec: spec, Dir: filepath.Dir(file), RequestedBy: whoami()})
 	if err != nil {
 		return err
@@ -92,12 +138,18 @@ func countTargets(spec *rollout.Spec, registered []clusterspec.Spec) int {
 
 // publishRollout publishes a rollout request or command about rollout id.
 func publishRollout(ctx context.Context, conn *rolloutConn, t events.Type, id string, data any) error {
+	return publishRolloutTo(ctx, conn, conn.node.Bus.Options().Pipeline, t, id, data)
+}
+
+// publishRolloutTo publishes to the coordinator of pipeline: the shared one (""), or the
+// private pipeline of the CLI process that runs the rollout (a command from another terminal).
+func publishRolloutTo(ctx context.Context, conn *rolloutConn, pipeline string, t events.Type, id string, data any) error {
 	evID := fmt.Sprintf("%s.%s.%d", id, t.Token(), time.Now().UnixNano())
 	if t == events.RolloutRequested {
 		evID = id + ".requested"
 	}
 	ev, err := events.New(t, events.Meta{ID: evID, Source: "/sealane/cli", Target: events.NoTarget, CorrelationID: id,
-		Rollout: id, Pipeline: conn.node.Bus.Options().Pipeline}, data)
+		Rollout: id, Pipeline: pipeline}, data)
 	if err != nil {
 		return err
 	}
@@ -226,7 +278,7 @@ func rolloutCommand(cmd *cobra.Command, g *globalFlags, d events.RolloutCommandD
 		return err
 	}
 	d.By = whoami()
-	if err := publishRollout(cmd.Context(), conn, events.RolloutCommanded, d.RolloutID, d); err != nil {
+	if err := publishRolloutTo(cmd.Context(), conn, rec.Pipeline, events.RolloutCommanded, d.RolloutID, d); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: %s sent\n", d.RolloutID, d.Command)

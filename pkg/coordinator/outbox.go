@@ -43,6 +43,8 @@ func (r *Record) queue(actions []rollout.Action, now time.Time) error {
 			err = r.queueDeploy(a, now)
 		case rollout.Revert:
 			err = r.queueRevert(a, now)
+		case rollout.Test:
+			err = r.queueTest(a, now)
 		case rollout.WatchBake:
 			err = r.queueBake(a, now)
 		case rollout.Emit:
@@ -89,6 +91,13 @@ func (r *Record) queueRevert(a rollout.Revert, now time.Time) error {
 		req.Operation, req.RollbackTo = events.OperationUninstall, 0
 	}
 	return r.queueRequest(a, req, DeployRef{Cluster: a.Target.Cluster, Attempt: a.Attempt, Revert: true}, now)
+}
+
+// queueTest runs the Helm tests of the revision deployed on one cluster.
+func (r *Record) queueTest(a rollout.Test, now time.Time) error {
+	req := events.RequestedData{Target: target(a.Target), Operation: events.OperationTest, Timeout: r.Request.Timeout,
+		ReleaseStorage: r.Request.ReleaseStorage, RequestedBy: r.Request.RequestedBy}
+	return r.queueRequest(a, req, DeployRef{Cluster: a.Target.Cluster, Attempt: a.Attempt, Test: true}, now)
 }
 
 // queueRequest queues the deploy.requested of action a.

@@ -50,6 +50,7 @@ type DeployRef struct {
 	Cluster string `json:"cluster"`
 	Attempt int    `json:"attempt"`
 	Revert  bool   `json:"revert,omitempty"`
+	Test    bool   `json:"test,omitempty"` // a Helm test run (the gate)
 }
 
 // The keys of the rollout bucket.

@@ -38,6 +38,10 @@ func (c *Coordinator) recorded(ctx context.Context, e cloudevents.Event) error {
 // resultEvent is the state machine's event for a deploy's end.
 func (c *Coordinator) resultEvent(ctx context.Context, ref DeployRef, d events.RecordedData) rollout.Event {
 	ok := d.Outcome == events.OutcomeSucceeded
+	if ref.Test {
+		undecided := !ok && c.reachable(ctx, ref.Cluster) != nil
+		return rollout.ClusterTested{Cluster: ref.Cluster, Passed: ok, Undecided: undecided, Reason: d.Reason}
+	}
 	switch {
 	case ref.Revert && ok:
 		rev := d.Revision
@@ -52,7 +56,8 @@ func (c *Coordinator) resultEvent(ctx context.Context, ref DeployRef, d events.R
 		if d.UpToDate {
 			prev = d.Revision
 		}
-		return rollout.ClusterDeployed{Cluster: ref.Cluster, Revision: d.Revision, PreviousRevision: prev, Attempt: ref.Attempt}
+		return rollout.ClusterDeployed{Cluster: ref.Cluster, Revision: d.Revision, PreviousRevision: prev, Attempt: ref.Attempt,
+			Tests: d.Tests && !d.UpToDate}
 	}
 	if err := c.reachable(ctx, ref.Cluster); err != nil {
 		return rollout.ClusterOffline{Cluster: ref.Cluster}

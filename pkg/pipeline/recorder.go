@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	helmrelease "helm.sh/helm/v3/pkg/release"
+
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/release"
@@ -198,10 +200,22 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		case err != nil:
 			return stage.Output{}, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
 		default:
-			rec.Status = rel.Info.Status.String()
+			rec.Status, rec.Tests = rel.Info.Status.String(), hasTestHooks(rel)
 		}
 	}
 	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+}
+
+// hasTestHooks reports whether rel has a Helm test hook.
+func hasTestHooks(rel *helmrelease.Release) bool {
+	for _, h := range rel.Hooks {
+		for _, e := range h.Events {
+			if e == helmrelease.HookTest {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // uninstalled ends an uninstall: the records are deleted (or kept, marked uninstalled), and

@@ -39,6 +39,19 @@ func (a Revert) ID() string {
 	return fmt.Sprintf("%s/revert/%s/%d", a.RolloutID, a.Target.Cluster, a.Attempt)
 }
 
+// Test runs the Helm test hooks of the revision deployed on one cluster (a deploy.requested
+// of operation test): the gate before the cluster counts as succeeded.
+type Test struct {
+	RolloutID string `json:"rolloutId"`
+	Target    Target `json:"target"`
+	Attempt   int    `json:"attempt"`
+}
+
+// ID is "<rollout>/test/<cluster>/<attempt>".
+func (a Test) ID() string {
+	return fmt.Sprintf("%s/test/%s/%d", a.RolloutID, a.Target.Cluster, a.Attempt)
+}
+
 // WatchBake asks the tracker to keep watching a wave's released workloads until Until and to
 // report any failure as BakeFailed.
 type WatchBake struct {

@@ -61,6 +61,9 @@ type ClusterDeployed struct {
 	// Attempt is the Deploy's attempt the result is of; a result of an earlier attempt is
 	// ignored. 0: not known, the result is taken as the current attempt's.
 	Attempt int
+	// Tests: the deployed revision has Helm test hooks; they run (a Test action) and decide
+	// the cluster (ClusterTested) before it counts as succeeded.
+	Tests bool
 }
 
 func (e ClusterDeployed) apply(s *State, now time.Time) error {
@@ -72,6 +75,9 @@ func (e ClusterDeployed) apply(s *State, now time.Time) error {
 	case StatusDeploying, StatusOfflineWaiting:
 		c.Status, c.Revision, c.PreviousRevision, c.Reason = StatusSucceeded, e.Revision, e.PreviousRevision, ""
 		c.FinishedAt, c.OfflineUntil = now, time.Time{}
+		if e.Tests {
+			c.Status, c.FinishedAt, c.TestRequested = StatusTesting, time.Time{}, false
+		}
 		return nil
 	case StatusPending:
 		return notAllowed(c, "reported deployed")
@@ -155,6 +161,35 @@ func (e BakeFailed) apply(s *State, now time.Time) error {
 		return nil
 	}
 	c.Status, c.Reason, c.FinishedAt = StatusFailed, "bake: "+e.Reason, now
+	return nil
+}
+
+// ClusterTested: the Helm tests of a cluster's deployed revision passed or failed; Undecided
+// (the cluster could not be reached) pauses the rollout and runs them again on resume.
+type ClusterTested struct {
+	Cluster   string
+	Passed    bool
+	Undecided bool
+	Reason    string
+}
+
+func (e ClusterTested) apply(s *State, now time.Time) error {
+	c, err := s.cluster(e.Cluster)
+	if err != nil || c.Status != StatusTesting {
+		return err
+	}
+	c.TestRequested = false
+	switch {
+	case e.Undecided:
+		if s.Phase == PhaseRunning {
+			s.PausedFrom, s.Phase = s.Phase, PhasePaused
+			s.Reason = fmt.Sprintf("helm test of %s undecided: %s", c.Target.Cluster, e.Reason)
+		}
+	case e.Passed:
+		c.Status, c.FinishedAt = StatusSucceeded, now
+	default:
+		c.Status, c.Reason, c.FinishedAt = StatusFailed, "helm test: "+e.Reason, now
+	}
 	return nil
 }
 

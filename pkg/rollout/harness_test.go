@@ -125,6 +125,8 @@ func describe(actions []Action) []string {
 			}
 		case WatchBake:
 			out = append(out, fmt.Sprintf("watch %s until +%s", a.Wave, a.Until.Sub(t0)))
+		case Test:
+			out = append(out, fmt.Sprintf("test %s#%d", a.Target.Cluster, a.Attempt))
 		case Emit:
 			s := "emit " + strings.TrimPrefix(string(a.Type), "rollout.")
 			for _, f := range []string{a.Wave, a.Cluster} {

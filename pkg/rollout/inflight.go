@@ -10,6 +10,10 @@ func InFlight(s State) []Action {
 		switch c.Status {
 		case StatusDeploying:
 			out = append(out, Deploy{RolloutID: s.ID, Target: c.Target, Attempt: c.Attempt})
+		case StatusTesting:
+			if c.TestRequested {
+				out = append(out, Test{RolloutID: s.ID, Target: c.Target, Attempt: c.TestAttempt})
+			}
 		case StatusReverting:
 			out = append(out, Revert{RolloutID: s.ID, Target: c.Target, ToRevision: c.PreviousRevision,
 				Uninstall: c.PreviousRevision == 0, Attempt: c.RevertAttempts})

@@ -94,7 +94,7 @@ func (st *step) advance() {
 // every cluster of the wave is done.
 func (st *step) runWave() bool {
 	s, w := st.s, st.s.Wave
-	inFlight := s.count(w, StatusDeploying)
+	inFlight := s.count(w, StatusDeploying, StatusTesting)
 	done := true
 	for _, i := range s.waveClusters(w) {
 		c := &s.Clusters[i]
@@ -108,8 +108,13 @@ func (st *step) runWave() bool {
 			inFlight++
 			st.actions = append(st.actions, Deploy{RolloutID: s.ID, Target: c.Target, Attempt: c.Attempt})
 		}
+		if c.Status == StatusTesting && !c.TestRequested {
+			c.TestAttempt++
+			c.TestRequested = true
+			st.actions = append(st.actions, Test{RolloutID: s.ID, Target: c.Target, Attempt: c.TestAttempt})
+		}
 		switch c.Status {
-		case StatusPending, StatusDeploying, StatusOfflineWaiting:
+		case StatusPending, StatusDeploying, StatusTesting, StatusOfflineWaiting:
 			done = false
 		}
 	}

@@ -341,3 +341,24 @@ func TestStaleResultOfAnEarlierAttempt(t *testing.T) {
 	h.apply(ClusterDeployed{Cluster: "stg-1", Revision: 3, PreviousRevision: 1, Attempt: 2})
 	h.status("stg-1", StatusSucceeded)
 }
+
+func TestHelmTestGate(t *testing.T) {
+	h := newHarness(t, "clusters: {selector: env=staging}\nwaves: [{name: all, selector: \"\", maxParallel: 1}]\n")
+	h.expect("emit started", "emit wave_started all", "deploy stg-1#1")
+	h.apply(ClusterDeployed{Cluster: "stg-1", Revision: 2, PreviousRevision: 1, Tests: true})
+	h.expect("test stg-1#1") // the tests hold the cluster's slot: stg-2 waits
+	if a := InFlight(h.s); len(a) != 1 || a[0].ID() != "r1/test/stg-1/1" {
+		t.Fatalf("InFlight while testing = %v", describe(a))
+	}
+	h.apply(ClusterTested{Cluster: "stg-1", Undecided: true, Reason: "cluster unreachable"})
+	h.phase(PhasePaused)
+	h.expect()
+	h.apply(Resume{})
+	h.expect("test stg-1#2")
+	h.apply(ClusterTested{Cluster: "stg-1", Passed: true})
+	h.expect("emit cluster_succeeded all stg-1", "deploy stg-2#1")
+	h.apply(ClusterDeployed{Cluster: "stg-2", Revision: 1, Tests: true})
+	h.expect("test stg-2#1")
+	h.apply(ClusterTested{Cluster: "stg-2", Reason: "pod test-connection failed"})
+	h.expect("emit cluster_failed all stg-2: helm test: pod test-connection failed", "emit halted all")
+}

@@ -15,7 +15,7 @@ func (st *step) revert() {
 		switch {
 		case c.Status == StatusSucceeded && !c.Kept:
 			st.revertCluster(c)
-		case c.Status == StatusDeploying:
+		case c.Status == StatusDeploying || c.Status == StatusTesting:
 			busy = true // its result decides: a success is reverted too
 		}
 		if c.Status == StatusReverting {

@@ -9,6 +9,7 @@ type ClusterStatus string
 const (
 	StatusPending        ClusterStatus = "pending"
 	StatusDeploying      ClusterStatus = "deploying"
+	StatusTesting        ClusterStatus = "testing" // deployed; its Helm tests run as a gate
 	StatusSucceeded      ClusterStatus = "succeeded"
 	StatusFailed         ClusterStatus = "failed"
 	StatusSkipped        ClusterStatus = "skipped"
@@ -98,6 +99,9 @@ type ClusterState struct {
 	Announced ClusterStatus `json:"announced,omitempty"`
 	// Kept: a revert left the release as deployed (no earlier revision, noPreviousRevision: keep).
 	Kept bool `json:"kept,omitempty"`
+	// TestAttempt counts the Helm test runs requested; TestRequested says one is in flight.
+	TestAttempt   int  `json:"testAttempt,omitempty"`
+	TestRequested bool `json:"testRequested,omitempty"`
 	// Baked: the tracker reported the cluster passed its wave's bake (BakePassed).
 	Baked          bool      `json:"baked,omitempty"`
 	OfflineUntil   time.Time `json:"offlineUntil,omitzero"`

@@ -221,6 +221,11 @@ waves:
 		if len(h) != 1 || h[0]["status"] != "deployed" {
 			t.Errorf("helm history on %s: %v", c, h)
 		}
+		cs, _ := s.Cluster(c)
+		pod, err := memberClient(t, c).CoreV1().Pods(f.namespace(c)).Get(context.Background(), "fleet-smoke", metav1.GetOptions{})
+		if cs.TestAttempt != 1 || err != nil || pod.Status.Phase != "Succeeded" {
+			t.Errorf("%s: %d test runs, test pod %v (%v); want the chart's Helm test run once and passed", c, cs.TestAttempt, pod.Status.Phase, err)
+		}
 	}
 	if !strings.Contains(r.out, "succeeded") || !strings.Contains(r.out, "sandbox-3") {
 		t.Errorf("start printed no final grid:\n%s", r.out)
@@ -451,5 +456,46 @@ waves:
 	list := f.rollout(t, "list")
 	if n := strings.Count(list.out, "ro-"); n != 4 {
 		t.Errorf("rollout list shows %d rollouts, want 4 (first, rejected, queued, held)\n%s", n, list.out)
+	}
+}
+
+// TestRolloutHelmTestGate: the chart's Helm test fails on one cluster of a wave: that cluster
+// fails with the test's reason though its deploy succeeded, and the rollout halts.
+func TestRolloutHelmTestGate(t *testing.T) {
+	f := newFleet(t)
+	f.serve(t, "serve all", "all")
+	spec := f.spec(t, "gate", fmt.Sprintf(`clusters: {names: [sandbox-1, sandbox-2]}
+waves: [{clusters: [sandbox-1, sandbox-2], maxParallel: 2}]
+values: {testFailNamespace: %s}
+`, f.namespace("sandbox-2")))
+	r := f.rollout(t, "start", "-f", spec)
+	if r.code != 1 || !strings.Contains(r.out, "halted") {
+		t.Fatalf("rollout with a failing Helm test: exit %d, want 1 (halted)\n%s", r.code, r.out)
+	}
+	s := f.record(t, rolloutID(t, r.out)).State
+	ok, _ := s.Cluster("sandbox-1")
+	bad, _ := s.Cluster("sandbox-2")
+	if ok.Status != rollout.StatusSucceeded || bad.Status != rollout.StatusFailed || !strings.Contains(bad.Reason, "helm test") ||
+		!strings.Contains(bad.Reason, "fleet-smoke") || bad.Revision != 1 {
+		t.Errorf("sandbox-1 %s; sandbox-2 %s (%s) at revision %d; want sandbox-2 failed by its Helm test after deploying revision 1",
+			ok.Status, bad.Status, bad.Reason, bad.Revision)
+	}
+}
+
+// TestRolloutEmbedded: without --nats the CLI runs the pipeline and the rollout coordinator
+// itself, with the kubeconfig's contexts and the home cluster's registered clusters.
+func TestRolloutEmbedded(t *testing.T) {
+	f := &fleet{suffix: fmt.Sprintf("ro%06d", rand.IntN(1_000_000)), dir: t.TempDir()}
+	t.Cleanup(func() { f.deleteNamespaces(t) })
+	spec := f.spec(t, "embedded", "clusters: {selector: \"env in (staging,prod)\"}\nwaves:\n  - {name: canary, clusters: [sandbox-1]}\n  - {name: prod, selector: env=prod, maxParallel: 2}\n")
+	r := run(t, 5*time.Minute, sealaneBin, "rollout", "start", "-f", spec, "--kubeconfig", kubeconfig, "--data-dir", t.TempDir(),
+		"--home-context", "sandbox-1", "--sealane-namespace", fleetSecrets)
+	if r.code != 0 || !strings.Contains(r.out, "succeeded") {
+		t.Fatalf("embedded rollout: exit %d\n%s", r.code, r.out)
+	}
+	for _, c := range fleetClusters {
+		if h := f.helmHistory(t, c); len(h) != 1 || h[0]["status"] != "deployed" {
+			t.Errorf("helm history on %s: %v", c, h)
+		}
 	}
 }
