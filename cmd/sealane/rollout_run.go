@@ -136,20 +136,30 @@ func countTargets(spec *rollout.Spec, registered []clusterspec.Spec) int {
 	return p.Clusters()
 }
 
-// publishRollout publishes a rollout request or command about rollout id.
-func publishRollout(ctx context.Context, conn *rolloutConn, t events.Type, id string, data any) error {
-	return publishRolloutTo(ctx, conn, conn.node.Bus.Options().Pipeline, t, id, data)
+// rolloutMsg is a rollout request or command about rollout ID, for the coordinator of
+// Pipeline: the shared one (""), or the private pipeline of the CLI process that runs the
+// rollout (a command from another terminal).
+type rolloutMsg struct {
+	Pipeline string
+	Type     events.Type
+	ID       string
+	Data     any
 }
 
-// publishRolloutTo publishes to the coordinator of pipeline: the shared one (""), or the
-// private pipeline of the CLI process that runs the rollout (a command from another terminal).
-func publishRolloutTo(ctx context.Context, conn *rolloutConn, pipeline string, t events.Type, id string, data any) error {
-	evID := fmt.Sprintf("%s.%s.%d", id, t.Token(), time.Now().UnixNano())
-	if t == events.RolloutRequested {
-		evID = id + ".requested"
+// publishRollout publishes a rollout request or command about rollout id to this process's
+// pipeline.
+func publishRollout(ctx context.Context, conn *rolloutConn, t events.Type, id string, data any) error {
+	return publishRolloutTo(ctx, conn, rolloutMsg{Pipeline: conn.node.Bus.Options().Pipeline, Type: t, ID: id, Data: data})
+}
+
+// publishRolloutTo publishes m.
+func publishRolloutTo(ctx context.Context, conn *rolloutConn, m rolloutMsg) error {
+	evID := fmt.Sprintf("%s.%s.%d", m.ID, m.Type.Token(), time.Now().UnixNano())
+	if m.Type == events.RolloutRequested {
+		evID = m.ID + ".requested"
 	}
-	ev, err := events.New(t, events.Meta{ID: evID, Source: "/sealane/cli", Target: events.NoTarget, CorrelationID: id,
-		Rollout: id, Pipeline: pipeline}, data)
+	ev, err := events.New(m.Type, events.Meta{ID: evID, Source: "/sealane/cli", Target: events.NoTarget, CorrelationID: m.ID,
+		Rollout: m.ID, Pipeline: m.Pipeline}, m.Data)
 	if err != nil {
 		return err
 	}
@@ -278,7 +288,7 @@ func rolloutCommand(cmd *cobra.Command, g *globalFlags, d events.RolloutCommandD
 		return err
 	}
 	d.By = whoami()
-	if err := publishRolloutTo(cmd.Context(), conn, rec.Pipeline, events.RolloutCommanded, d.RolloutID, d); err != nil {
+	if err := publishRolloutTo(cmd.Context(), conn, rolloutMsg{Pipeline: rec.Pipeline, Type: events.RolloutCommanded, ID: d.RolloutID, Data: d}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: %s sent\n", d.RolloutID, d.Command)
