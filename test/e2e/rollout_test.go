@@ -499,3 +499,27 @@ func TestRolloutEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutSupersede: a rollout with onNewRollout: supersede aborts the running one of the
+// same release (waiting for approval) and runs.
+func TestRolloutSupersede(t *testing.T) {
+	f := newFleet(t)
+	f.serve(t, "serve all", "all")
+	body := "clusters: {names: [sandbox-1, sandbox-2]}\nwaves:\n  - {name: canary, clusters: [sandbox-1], approval: manual}\n  - {name: rest, clusters: [sandbox-2]}\n"
+	first := rolloutID(t, f.rollout(t, "start", "--detach", "-f", f.spec(t, "held", body)).out)
+	f.waitRollout(t, first, "awaited approval", func(r *coordinator.Record) bool {
+		return r.State.Waves[0].Status == rollout.WaveAwaitingApproval
+	})
+	newer := strings.Replace(body, ", approval: manual", "", 1) + "onNewRollout: supersede\nvalues: {message: newer}\n"
+	r := f.rollout(t, "start", "-f", f.spec(t, "newer", newer))
+	if r.code != 0 {
+		t.Fatalf("superseding rollout: exit %d\n%s", r.code, r.out)
+	}
+	old := f.record(t, first).State
+	if old.Phase != rollout.PhaseAborted || !strings.Contains(old.Reason, "superseded by rollout "+rolloutID(t, r.out)) {
+		t.Errorf("the superseded rollout: %s (%s)", old.Phase, old.Reason)
+	}
+	if h := f.helmHistory(t, "sandbox-2"); len(h) != 1 {
+		t.Errorf("helm history on sandbox-2: %v, want the newer rollout's one revision", h)
+	}
+}
