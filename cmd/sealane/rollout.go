@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
@@ -30,26 +32,26 @@ func newRolloutCmd(g *globalFlags) *cobra.Command {
 	pf.StringVar(&h.context, "home-context", os.Getenv("SEALANE_HOME_CONTEXT"), "context of the home cluster ($SEALANE_HOME_CONTEXT; default: the current context)")
 	pf.StringVar(&h.namespace, "sealane-namespace", envOr("SEALANE_NAMESPACE", "sealane"), "namespace of the cluster Secrets on the home cluster ($SEALANE_NAMESPACE)")
 	pf.DurationVar(&h.timeout, "timeout", 30*time.Second, "how long the command may take")
-	var file string
+	sf := &rolloutSpecFlags{}
 	validate := &cobra.Command{
-		Use:   "validate -f SPEC",
+		Use:   "validate (-f SPEC | CHART --release R --namespace N [--selector S] [--wave S[:N]]...)",
 		Short: "Check a rollout spec: every problem with its file, line and field; nothing is contacted",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := readRolloutSpec(file)
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, _, err := sf.spec(args)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: release %s, %d waves: valid\n", file, spec.Release, len(spec.Waves))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: release %s, %d waves: valid\n", sf.source(), spec.Release, len(spec.Waves))
 			return nil
 		},
 	}
 	plan := &cobra.Command{
-		Use:   "plan -f SPEC",
+		Use:   "plan (-f SPEC | CHART --release R --namespace N [--selector S] [--wave S[:N]]...)",
 		Short: "Resolve a rollout spec against the registered clusters (cluster Secrets on the home cluster) and print its waves",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := readRolloutSpec(file)
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, _, err := sf.spec(args)
 			if err != nil {
 				return err
 			}
@@ -61,22 +63,27 @@ func newRolloutCmd(g *globalFlags) *cobra.Command {
 			}
 			p, err := rollout.Resolve(spec, specs)
 			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+				return fmt.Errorf("%s: %w", sf.source(), err)
 			}
 			return writeRolloutPlan(cmd.OutOrStdout(), p)
 		},
 	}
 	var detach bool
 	start := &cobra.Command{
-		Use:   "start -f SPEC",
-		Short: "Start a rollout on the shared pipeline (--nats) and follow its waves × clusters grid to the end",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return rolloutStart(cmd, g, h, file, detach) },
+		Use:   "start (-f SPEC | CHART --release R --namespace N [--selector S] [--wave S[:N]]...)",
+		Short: "Start a rollout (on the shared pipeline with --nats, else in this process) and follow its waves × clusters grid to the end",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, dir, err := sf.spec(args)
+			if err != nil {
+				return err
+			}
+			return rolloutStart(cmd, g, h, rolloutInput{spec: spec, dir: dir, source: sf.source()}, detach)
+		},
 	}
 	start.Flags().BoolVar(&detach, "detach", false, "return once the rollout is requested (follow it with `rollout watch ID`)")
 	for _, c := range []*cobra.Command{validate, plan, start} {
-		c.Flags().StringVarP(&file, "filename", "f", "", "the rollout spec (YAML)")
-		_ = c.MarkFlagRequired("filename")
+		sf.register(c.Flags())
 	}
 	cmd.AddCommand(validate, plan, start)
 	cmd.AddCommand(rolloutReadCmds(g)...)
@@ -121,6 +128,55 @@ func rolloutCommandCmds(g *globalFlags) []*cobra.Command {
 		{Use: "retry ID CLUSTER", Short: "Deploy a failed or skipped cluster of the current wave again (a halted rollout runs again)", Args: cobra.ExactArgs(2),
 			RunE: send(events.CommandRetry, func(d *events.RolloutCommandData, a []string) { d.Cluster = a[1] })},
 	}
+}
+
+// rolloutSpecFlags are the two ways to give a rollout: a spec file (-f), or a chart and flags
+// for the simple case (one selector, waves as selectors with a parallelism, default policies).
+type rolloutSpecFlags struct {
+	file, release, namespace, selector, version string
+	waves, values, set                          []string
+	deployTimeout                               time.Duration
+}
+
+func (f *rolloutSpecFlags) register(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.file, "filename", "f", "", "the rollout spec (YAML); or give CHART and the flags below")
+	fl.StringVar(&f.release, "release", "", "release name (may use {{ .Cluster }} and {{ .Labels.KEY }})")
+	fl.StringVar(&f.namespace, "namespace", "", "release namespace (may use {{ .Cluster }} and {{ .Labels.KEY }})")
+	fl.StringVarP(&f.selector, "selector", "l", "", "label selector over the registered clusters (default: all)")
+	fl.StringArrayVar(&f.waves, "wave", nil, "a wave: SELECTOR[:maxParallel], e.g. env=staging:1 or env=prod:25% (repeatable, in order; default: one wave of all)")
+	fl.StringArrayVar(&f.values, "values", nil, "values file (repeatable)")
+	fl.StringArrayVar(&f.set, "set", nil, "KEY=VALUE (repeatable)")
+	fl.StringVar(&f.version, "version", "", "chart version of an oci:// chart")
+	fl.DurationVar(&f.deployTimeout, "deploy-timeout", 0, "each cluster's deploy timeout (default 5m)")
+}
+
+// spec reads the spec file, or builds the spec from CHART (args) and the flags; dir is where
+// its relative paths start.
+func (f *rolloutSpecFlags) spec(args []string) (spec *rollout.Spec, dir string, err error) {
+	switch {
+	case f.file != "" && len(args) > 0:
+		return nil, "", fmt.Errorf("give -f SPEC or CHART with flags, not both")
+	case f.file != "":
+		spec, err := readRolloutSpec(f.file)
+		return spec, filepath.Dir(f.file), err
+	case len(args) == 0:
+		return nil, "", fmt.Errorf("give -f SPEC, or CHART with --release and --namespace")
+	}
+	ch := rollout.Chart{Path: args[0]}
+	if strings.HasPrefix(args[0], "oci://") {
+		ch = rollout.Chart{OCI: args[0], Version: f.version}
+	}
+	spec, err = rollout.FromFlags(rollout.FlagSpec{Chart: ch, ValuesFiles: f.values, Set: f.set, Release: f.release,
+		Namespace: f.namespace, Selector: f.selector, Waves: f.waves, Timeout: f.deployTimeout})
+	return spec, ".", err
+}
+
+// source names where the spec came from, for messages.
+func (f *rolloutSpecFlags) source() string {
+	if f.file != "" {
+		return f.file
+	}
+	return "flags"
 }
 
 // readRolloutSpec reads and checks the spec in file.

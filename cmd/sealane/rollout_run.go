@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -88,14 +87,18 @@ func startRollouts(ctx context.Context, g *globalFlags, h *homeFlags) (conn *rol
 	}, nil
 }
 
-// rolloutStart publishes a rollout request for the spec in file and, unless detach, follows
+// rolloutInput is a rollout spec as the command line gave it.
+type rolloutInput struct {
+	spec *rollout.Spec
+	// dir is where the spec's relative paths start; source names the spec for messages.
+	dir, source string
+}
+
+// rolloutStart publishes a rollout request for the spec (file or flags) and, unless detach, follows
 // the rollout to its end.
-func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, file string, detach bool) error {
+func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, in rolloutInput, detach bool) error {
 	ctx := cmd.Context()
-	spec, err := readRolloutSpec(file)
-	if err != nil {
-		return err
-	}
+	spec, dir, file := in.spec, in.dir, in.source
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	registered, err := registeredClusters(cctx, g, h)
@@ -113,7 +116,7 @@ func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, file string,
 		return err
 	}
 	defer closeConn()
-	data, err := client.PrepareRollout(ctx, conn.node.Bus, client.RolloutRequest{Spec: spec, Dir: filepath.Dir(file), RequestedBy: whoami()})
+	data, err := client.PrepareRollout(ctx, conn.node.Bus, client.RolloutRequest{Spec: spec, Dir: dir, RequestedBy: whoami()})
 	if err != nil {
 		return err
 	}

@@ -80,3 +80,22 @@ func TestRolloutPlanOutput(t *testing.T) {
 		t.Errorf("resolve with an unknown cluster: %v", err)
 	}
 }
+
+func TestRolloutValidateFlags(t *testing.T) {
+	out, err := runCLI(t, "rollout", "validate", "./chart", "--release", "shop", "--namespace", "shop-{{ .Cluster }}",
+		"--selector", "env in (staging,prod)", "--wave", "env=staging:1", "--wave", "env=prod:25%")
+	if err != nil || !strings.Contains(out, "flags: release shop, 2 waves: valid") {
+		t.Fatalf("validate flags: %v\n%s", err, out)
+	}
+	for args, want := range map[string]string{
+		"rollout validate ./chart --release shop --namespace shop --wave env=prod:0": "--wave[0]",
+		"rollout validate ./chart --namespace shop":                                 "--release",
+		"rollout validate -f spec.yaml ./chart":                                     "not both",
+		"rollout validate":                                                          "give -f SPEC, or CHART",
+	} {
+		_, err := runCLI(t, strings.Fields(args)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %q", args, err, want)
+		}
+	}
+}
