@@ -523,3 +523,28 @@ func TestRolloutSupersede(t *testing.T) {
 		t.Errorf("helm history on sandbox-2: %v, want the newer rollout's one revision", h)
 	}
 }
+
+// TestRolloutRevertUninstall: revert-wave with noPreviousRevision: uninstall — the wave's
+// cluster that had no release before the rollout is uninstalled when another cluster fails.
+func TestRolloutRevertUninstall(t *testing.T) {
+	f := newFleet(t)
+	f.serve(t, "serve all", "all")
+	spec := f.spec(t, "first", fmt.Sprintf(`clusters: {names: [sandbox-1, sandbox-2]}
+waves: [{clusters: [sandbox-1, sandbox-2], maxParallel: 2}]
+failurePolicy: {onFailure: revert-wave, noPreviousRevision: uninstall}
+values: {unreadyNamespace: %s}
+`, f.namespace("sandbox-2")))
+	r := f.rollout(t, "start", "-f", spec)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1 (failed)\n%s", r.code, r.out)
+	}
+	s := f.record(t, rolloutID(t, r.out)).State
+	c, _ := s.Cluster("sandbox-1")
+	if s.Phase != rollout.PhaseFailed || c.Status != rollout.StatusReverted || c.Revision != 0 {
+		t.Fatalf("phase %s; sandbox-1 %s at revision %d (%s); want failed, sandbox-1 reverted by uninstalling", s.Phase, c.Status, c.Revision, c.Reason)
+	}
+	h := run(t, time.Minute, helmBin, "history", "fleet", "-n", f.namespace("sandbox-1"), "--kube-context", "sandbox-1", "--kubeconfig", kubeconfig)
+	if h.code == 0 || !strings.Contains(h.out, "not found") {
+		t.Errorf("helm history on sandbox-1 after the uninstall: exit %d\n%s", h.code, h.out)
+	}
+}
