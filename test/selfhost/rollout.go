@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nkeys"
@@ -57,20 +58,32 @@ func createRolloutSigningSecret(t *testing.T, cs kubernetes.Interface, namespace
 	return string(y)
 }
 
-// checkRollout starts a fleet rollout of a small chart to namespace team of cluster as the
+// checkRollout starts a fleet rollout of a one-ConfigMap chart with values (copied by the
+// coordinator to the deploy's inputs) to namespace team of cluster as the
 // chart's client user (`sealane rollout start`, which follows it to its end) through the
-// chart's coordinator r: helm sees the release, and its record names the coordinator's signing
-// key as the verified requester.
-func checkRollout(t *testing.T, r StageRun, kubeconfig, cluster, team string) {
+// chart's coordinator r: the release is deployed with the values, its record names the
+// coordinator's signing key as the verified requester, and no NATS node logged a permission
+// violation of the coordinator.
+func checkRollout(t *testing.T, r StageRun, nodes []NATSNode, cluster, team string) {
 	t.Helper()
-	spec := filepath.Join(t.TempDir(), "rollout.yaml")
-	body := "chart: {path: " + smallChart(t) + "}\nrelease: fleet\nnamespace: " + team + "\ntimeout: 2m\n" +
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "rollout.yaml")
+	for name, text := range map[string]string{"chart/Chart.yaml": "apiVersion: v2\nname: fleet\nversion: 0.1.0\n",
+		"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fleet}\ndata: {greeting: '{{ .Values.greeting }}'}\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := "chart: {path: chart}\nrelease: fleet\nnamespace: " + team + "\ntimeout: 2m\nvalues: {greeting: hello}\n" +
 		"clusters: {names: [" + cluster + "]}\nwaves:\n  - {name: all, selector: \"\"}\n"
 	if err := os.WriteFile(spec, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(env.Sealane, "rollout", "start", "-f", spec, "--nats", r.NATSURL,
-		"--home-kubeconfig", kubeconfig, "--sealane-namespace", r.Namespace, "--timeout", "3m")
+		"--home-kubeconfig", r.Kubeconfig, "--sealane-namespace", r.Namespace, "--timeout", "3m")
 	cmd.Env = append(os.Environ(), "SEALANE_NATS_USER=client", "SEALANE_NATS_PASSWORD="+r.Objects.Secret("sealane-nats-users", "client"),
 		"SEALANE_PAYLOAD_KEY="+r.Objects.Secret("sealane-payload-key", "key"))
 	out, err := cmd.CombinedOutput()
@@ -85,5 +98,16 @@ func checkRollout(t *testing.T, r StageRun, kubeconfig, cluster, team string) {
 	if l := records.Items[0].Labels; l["sealane.dev/requested-by"] != rolloutSigner || l["sealane.dev/requested-by-verified"] != "true" ||
 		l["status"] != "deployed" {
 		t.Errorf("the rollout's release record labels %v: want deployed, requested-by %s, verified", l, rolloutSigner)
+	}
+	cm, err := r.Clientset.CoreV1().ConfigMaps(team).Get(context.Background(), "fleet", metav1.GetOptions{})
+	if err != nil || cm.Data["greeting"] != "hello" {
+		t.Errorf("the rollout's ConfigMap: %v, %v; want the spec's values", cm, err)
+	}
+	for _, n := range nodes {
+		for _, line := range strings.Split(n.Output(), "\n") {
+			if strings.Contains(line, "sealane-rollout") && strings.Contains(line, "Violation") {
+				t.Errorf("the coordinator was refused: %s", line)
+			}
+		}
 	}
 }

@@ -104,7 +104,7 @@ func TestChartServices(t *testing.T) {
 	}
 
 	checkWebhook(t, hook, hookSecret, objs, URLs(nodes), cluster, team)
-	checkRollout(t, run, env.Kubeconfig, cluster, team)
+	checkRollout(t, run, nodes, cluster, team)
 }
 
 // chartValues writes chart values for a throwaway installation (no volumes, no in-cluster
