@@ -22,6 +22,7 @@ type serveFlags struct {
 	ackWait, retention time.Duration
 	replicas           int
 	httpAddr           string
+	signingKey         string // --rollout-signing-key
 	updateTopology     bool
 	setup              *serveSetup // servedeps.go
 	pools              serve.PoolOptions
@@ -57,6 +58,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
 	cmd.Flags().StringVar(&f.httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
 		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
+	cmd.Flags().StringVar(&f.signingKey, "rollout-signing-key", os.Getenv(serve.RolloutSigningKeyEnv), serve.RolloutSigningKeyUsage)
 	registerClusterFlags(cmd.Flags(), &f.setup.clusters) // cluster.go
 	registerPoolFlags(cmd.Flags(), &f.pools)             // pools.go
 	f.setup.intake = addIntakeFlags(cmd)
@@ -84,7 +86,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	// Stages provision the topology; the webhook intake alone binds to it as a client.
 	node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, Provision: len(names) > 0,
 		UpdateTopology: f.updateTopology, SignRequests: withWebhook, Name: "sealane-" + args[0], Log: log,
-		Replicas: f.replicas, Retention: f.retention, PayloadKeyFile: g.payloadKeyFile})
+		Replicas: f.replicas, Retention: f.retention, PayloadKeyFile: g.payloadKeyFile, SigningKeyFile: f.signingKeyFile(withRollout)})
 	if err != nil {
 		return err
 	}
@@ -131,6 +133,14 @@ func (f *serveFlags) serveRollout(ctx context.Context, g *globalFlags, node *ser
 		parts = append(parts, func(ctx context.Context) error { return serve.RunWebhook(ctx, node, f.hook, log) })
 	}
 	return node.WithProbes(ctx, f.httpAddr, func(ctx context.Context) error { return runTogether(ctx, parts...) })
+}
+
+// signingKeyFile is --rollout-signing-key when serve runs the rollout coordinator.
+func (f *serveFlags) signingKeyFile(withRollout bool) string {
+	if !withRollout {
+		return ""
+	}
+	return f.signingKey
 }
 
 // servesRollout says whether serve's arguments include the rollout coordinator ("rollout" or

@@ -61,6 +61,10 @@ type Options struct {
 	// SignRequests signs the deploy requests this node publishes with the key it connects with
 	// (--nats-creds, --nats-nkey), as a client does: the webhook intake, a provisioning node.
 	SignRequests bool
+	// SigningKeyFile is a file with a user nkey seed (SU…) that signs the deploy requests this
+	// node publishes instead of the key it connects with: for an identity that connects with a
+	// password (the chart's rollout coordinator, --rollout-signing-key). Remote NATS only.
+	SigningKeyFile string
 	// Retention is how long the deploy stream keeps events (and the dead-letter stream and
 	// blob store theirs); zero takes $SEALANE_RETENTION, else what the existing stream has,
 	// else bus.DefaultMaxAge (30 days). See retention.go.
@@ -122,11 +126,9 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 			return nil, err
 		}
 		busOpts.Topology = o.topology()
-		if !o.Provision || o.SignRequests { // a client signs its requests with the key it connects with
-			if busOpts.Signer, err = o.Auth.WithEnv().KeyPair(); err != nil {
-				n.Close()
-				return nil, err
-			}
+		if busOpts.Signer, err = o.signer(); err != nil {
+			n.Close()
+			return nil, err
 		}
 	} else {
 		if !o.Auth.IsZero() {
@@ -163,6 +165,28 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		return nil, topologyHint(err, o.NATSURL)
 	}
 	return n, nil
+}
+
+// requestSigner is what bus.Options.Signer holds: an nkeys.KeyPair.
+type requestSigner = interface {
+	PublicKey() (string, error)
+	Sign(input []byte) ([]byte, error)
+}
+
+// signer is what signs the requests a node on a remote NATS publishes: the key of
+// SigningKeyFile, else for a client (or SignRequests) the key it connects with, else none.
+func (o Options) signer() (requestSigner, error) {
+	if o.SigningKeyFile != "" {
+		return bus.ReadSigningKey(o.SigningKeyFile, "--rollout-signing-key")
+	}
+	if !o.Provision || o.SignRequests {
+		kp, err := o.Auth.WithEnv().KeyPair()
+		if kp == nil || err != nil {
+			return nil, err // a nil key pair must stay a nil interface
+		}
+		return kp, nil
+	}
+	return nil, nil
 }
 
 // connect dials the remote NATS with o.Auth (and its environment).

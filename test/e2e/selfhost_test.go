@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestSelfHostingChart deploys deployments/chart — the four stages and the 3-node NATS cluster
+// TestSelfHostingChart deploys deployments/chart — the four stages, the rollout coordinator and the 3-node NATS cluster
 // on persistent volumes — onto the sandbox with sealane, and checks it with helm.
 func TestSelfHostingChart(t *testing.T) {
 	chart := filepath.Join(repoRoot, "deployments", "chart")
@@ -38,7 +38,7 @@ func TestSelfHostingChart(t *testing.T) {
 
 	ctx := context.Background()
 	cs := clientset(t)
-	for _, stage := range []string{"renderer", "applier", "tracker", "recorder"} {
+	for _, stage := range []string{"renderer", "applier", "tracker", "recorder", "rollout"} {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "sealane-"+stage, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -26,7 +26,9 @@ import (
 // release, its record names the verified client, and NATS refuses another namespace. The
 // chart's webhook intake runs too, on its own NATS user, with a github receiver whose secret
 // is a file of a mounted Secret: a signed push is accepted and its deploy request and audit
-// event are in the deploy stream, a wrong signature is refused.
+// event are in the deploy stream, a wrong signature is refused. The chart's rollout coordinator
+// runs on its own NATS user and ServiceAccount: a rollout started as the chart's client user
+// deploys the chart to the registered cluster, requested by the coordinator's signing key.
 func TestChartServices(t *testing.T) {
 	cs := harness.Clientset(t, env.Kubeconfig)
 	ns := kubetest.UncreatedNamespace(t, cs, "selfhost-")
@@ -42,7 +44,8 @@ func TestChartServices(t *testing.T) {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	values := chartValues(t, cluster, team, pub)
+	rolloutPub, rolloutSeed := rolloutKey(t)
+	values := chartValues(t, cluster, team, pub, rolloutPub)
 
 	sealane := func(extraEnv []string, args ...string) string {
 		t.Helper()
@@ -58,7 +61,8 @@ func TestChartServices(t *testing.T) {
 	sealane(nil, "deploy", chart, "--release", "sealane", "--namespace", ns, "--values", values, "--timeout", "3m",
 		"--kubeconfig", env.Kubeconfig, "--data-dir", t.TempDir())
 	hookManifest, hookSecret := createWebhookSecret(t, cs, ns)
-	objs := RenderWith(t, hookManifest, env.Helm, env.RepoRoot, ns, "--values", values, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
+	rolloutManifest := createRolloutSigningSecret(t, cs, ns, rolloutSeed)
+	objs := RenderWith(t, hookManifest+"\n---\n"+rolloutManifest, env.Helm, env.RepoRoot, ns, "--values", values, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
 
 	nodes := StartNATS(t, objs, "sealane-nats", ns, env.NATSServer)
 	bins, err := harness.BuildServices(env.RepoRoot, t.TempDir())
@@ -69,6 +73,7 @@ func TestChartServices(t *testing.T) {
 		Kubeconfig: env.Kubeconfig, Clientset: cs}
 	StartStages(t, run)
 	hook := StartWebhook(t, run)
+	StartRollout(t, run)
 
 	sealane(nil, "cluster", "add", cluster, "--kubeconfig", env.Kubeconfig, "--home-kubeconfig", env.Kubeconfig, "--sealane-namespace", ns)
 	client := []string{"SEALANE_NATS_NKEY=" + seedFile, "SEALANE_PAYLOAD_KEY=" + objs.Secret("sealane-payload-key", "key")}
@@ -99,14 +104,16 @@ func TestChartServices(t *testing.T) {
 	}
 
 	checkWebhook(t, hook, hookSecret, objs, URLs(nodes), cluster, team)
+	checkRollout(t, run, nodes, cluster, team)
 }
 
 // chartValues writes chart values for a throwaway installation (no volumes, no in-cluster
 // registration) with one more NATS user, the nkey pub, allowed to request deploys only to
 // namespace team of cluster — the shipped scoped-client example, retargeted — and registered
-// with the renderer as client "team-a", whose signature every request needs; and the webhook
-// intake with one github receiver (webhookValues).
-func chartValues(t *testing.T, cluster, team, pub string) string {
+// with the renderer as client "team-a", whose signature every request needs; the webhook
+// intake with one github receiver (webhookValues); and the rollout coordinator's signing key,
+// whose public key rolloutPub is the renderer's client "rollouts" (rolloutValues).
+func chartValues(t *testing.T, cluster, team, pub, rolloutPub string) string {
 	t.Helper()
 	perms, err := os.ReadFile(filepath.Join(env.RepoRoot, "deployments", "nats", "scoped-client.conf"))
 	if err != nil {
@@ -123,8 +130,9 @@ func chartValues(t *testing.T, cluster, team, pub string) string {
 			"extraPermissions": scoped,
 			"extraUsers":       []string{"{nkey: " + pub + ", permissions: $CLIENT_TEAM_A}"},
 		},
-		"intake":  map[string]any{"clientKeys": map[string]string{"team-a": pub}},
+		"intake":  map[string]any{"clientKeys": map[string]string{"team-a": pub, rolloutSigner: rolloutPub}},
 		"webhook": webhookValues(cluster, team),
+		"rollout": rolloutValues(),
 	}
 	b, err := yaml.Marshal(v)
 	if err != nil {

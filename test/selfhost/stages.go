@@ -45,27 +45,44 @@ func StartStages(t *testing.T, r StageRun) map[string]Stage {
 	t.Helper()
 	stages := map[string]Stage{}
 	for _, name := range []string{"renderer", "applier", "tracker", "recorder"} {
-		d, ok := r.Objects.Deployments[r.Release+"-"+name]
-		if !ok {
-			t.Fatalf("the render has no Deployment %s-%s", r.Release, name)
-		}
-		spec := d.Spec.Template.Spec
-		proc, err := r.Objects.Container(spec, spec.Containers[0], podrun.Pod{Name: d.Name + "-0", Namespace: r.Namespace,
-			Root: t.TempDir(), Binaries: r.Binaries})
-		if err != nil {
-			t.Fatal(err)
-		}
-		probe := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-		setEnv(&proc, "SEALANE_NATS_URL", r.NATSURL)
-		setEnv(&proc, "SEALANE_HTTP_ADDR", probe)
-		setEnv(&proc, "KUBECONFIG", serviceAccountKubeconfig(t, r, spec.ServiceAccountName))
-		stages[name] = Stage{Running: podrun.Start(t, proc), ProbeURL: "http://" + probe + "/readyz"}
+		stages[name] = startService(t, r, name)
 	}
 	ctx := harness.Context(t, time.Minute)
 	for _, s := range stages {
 		waitHTTP(ctx, t, s.ProbeURL, s.Running)
 	}
 	return stages
+}
+
+// StartRollout runs the chart's rollout coordinator Deployment (<release>-rollout) as the
+// stages are run — its own NATS user, its ServiceAccount's token, its mounts as files (the
+// signing key's Secret) — and returns once its /readyz answers.
+func StartRollout(t *testing.T, r StageRun) Stage {
+	t.Helper()
+	s := startService(t, r, "rollout")
+	waitHTTP(harness.Context(t, time.Minute), t, s.ProbeURL, s.Running)
+	return s
+}
+
+// startService starts Deployment <release>-<name> of the render as one process (see
+// StartStages).
+func startService(t *testing.T, r StageRun, name string) Stage {
+	t.Helper()
+	d, ok := r.Objects.Deployments[r.Release+"-"+name]
+	if !ok {
+		t.Fatalf("the render has no Deployment %s-%s", r.Release, name)
+	}
+	spec := d.Spec.Template.Spec
+	proc, err := r.Objects.Container(spec, spec.Containers[0], podrun.Pod{Name: d.Name + "-0", Namespace: r.Namespace,
+		Root: t.TempDir(), Binaries: r.Binaries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	setEnv(&proc, "SEALANE_NATS_URL", r.NATSURL)
+	setEnv(&proc, "SEALANE_HTTP_ADDR", probe)
+	setEnv(&proc, "KUBECONFIG", serviceAccountKubeconfig(t, r, spec.ServiceAccountName))
+	return Stage{Running: podrun.Start(t, proc), ProbeURL: "http://" + probe + "/readyz"}
 }
 
 // setEnv sets key in p's environment, replacing a rendered value.
