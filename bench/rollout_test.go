@@ -118,13 +118,13 @@ waves:
 		b.Fatalf("%d replicas: rollouts did not succeed: %s\n%s", cfg.replicas, outcome, p.outputs())
 	}
 	took := end.Sub(start)
-	count, byType, err := p.rolloutEvents(ctx, ids)
+	l, err := p.rolloutEvents(ctx, ids)
 	if err != nil {
 		b.Logf("count events: %v", err)
 	}
-	b.Logf("sealane, %d replicas: %d rollouts × 3 clusters in %s (requests published in %s); %d events (%.0f/s) %v; peak RSS %s",
-		cfg.replicas, len(ids), took.Round(time.Millisecond), requested.Round(time.Millisecond), count,
-		float64(count)/took.Seconds(), byType, p.rssSummary())
+	b.Logf("sealane, %d replicas: %d rollouts × 3 clusters in %s (requests published in %s); %d events (%.0f/s); hops %s; peak RSS %s",
+		cfg.replicas, len(ids), took.Round(time.Millisecond), requested.Round(time.Millisecond), l.total,
+		float64(l.total)/took.Seconds(), l.hops(), p.rssSummary())
 	return took
 }
 

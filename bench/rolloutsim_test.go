@@ -108,7 +108,7 @@ waves:
 		p.stop()
 		b.Fatalf("rollout did not succeed: %s\n%s", outcome, p.outputs())
 	}
-	reportSim(b, p, end.Sub(start), id)
+	reportSim(b, p, start, end, id)
 	p.stop()
 	deleteNamespaces(b, c.home, true, append(nss, secretsNS)...)
 	time.Sleep(3 * time.Second)
@@ -116,15 +116,17 @@ waves:
 }
 
 // reportSim reports a simulated rollout's wall time, events and peak RSS.
-func reportSim(b *testing.B, p *fleetPipeline, took time.Duration, id string) {
+func reportSim(b *testing.B, p *fleetPipeline, start, end time.Time, id string) {
+	took := end.Sub(start)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	count, byType, err := p.rolloutEvents(ctx, []string{id})
+	l, err := p.rolloutEvents(ctx, []string{id})
 	if err != nil {
 		b.Logf("count events: %v", err)
 	}
-	b.Logf("rollout %s: %s, %d events (%.0f/s) %v; peak RSS %s", id, took.Round(time.Millisecond), count,
-		float64(count)/took.Seconds(), byType, p.rssSummary())
+	count := l.total
+	b.Logf("rollout %s: %s, %d events (%.0f/s) %v; hops %s; timeline %s; peak RSS %s", id, took.Round(time.Millisecond), count,
+		float64(count)/took.Seconds(), l.byType, l.hops(), l.timeline(start), p.rssSummary())
 	b.ReportMetric(took.Seconds(), "s/rollout")
 	b.ReportMetric(float64(count), "events")
 	b.ReportMetric(float64(count)/took.Seconds(), "events/s")
