@@ -122,9 +122,9 @@ waves:
 	if err != nil {
 		b.Logf("count events: %v", err)
 	}
-	b.Logf("sealane, %d replicas: %d rollouts × 3 clusters in %s (requests published in %s); %d events (%.0f/s); hops %s; peak RSS %s",
+	b.Logf("sealane, %d replicas: %d rollouts × 3 clusters in %s (requests published in %s); %d events (%.0f/s); hops %s; peak RSS %s; logged %s",
 		cfg.replicas, len(ids), took.Round(time.Millisecond), requested.Round(time.Millisecond), l.total,
-		float64(l.total)/took.Seconds(), l.hops(), p.rssSummary())
+		float64(l.total)/took.Seconds(), l.hops(), p.rssSummary(), p.warnings())
 	return took
 }
 

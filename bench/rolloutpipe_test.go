@@ -202,6 +202,35 @@ func (f *fleetPipeline) peakRSS(s string) int64 {
 	return peak
 }
 
+// warnings counts the lines the serve processes logged (at --log-level warn: warnings and
+// errors), by stage, with the first line of each stage that logged any.
+func (f *fleetPipeline) warnings() string {
+	var parts []string
+	for _, s := range stageNames {
+		n, first := 0, ""
+		for _, p := range f.procs[s] {
+			p.mu.Lock()
+			lines := strings.Split(strings.TrimSpace(p.out.String()), "\n")
+			p.mu.Unlock()
+			for _, l := range lines {
+				if strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") {
+					n++
+					if first == "" {
+						first = tail(l, 300)
+					}
+				}
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d (first: %s)", s, n, first))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // outputs are the last lines of every serve process (for a failure).
 func (f *fleetPipeline) outputs() string {
 	var sb strings.Builder
@@ -326,10 +355,14 @@ func (f *fleetPipeline) rolloutEvents(ctx context.Context, ids []string) (*event
 		return l, nil
 	}
 	err = f.node.Bus.Follow(ctx, bus.FollowOptions{DeliverAll: true, HeadersOnly: true}, func(m jetstream.Msg) error {
-		if h := m.Headers(); want[h.Get("ce-"+events.ExtRollout)] {
-			l.add(h.Get("ce-type"), h.Get("ce-"+events.ExtCorrelationID), h.Get("ce-time"))
+		md, err := m.Metadata()
+		if err != nil {
+			return err
 		}
-		if md, err := m.Metadata(); err == nil && md.Sequence.Stream >= last {
+		if h := m.Headers(); want[h.Get("ce-"+events.ExtRollout)] {
+			l.add(h.Get("ce-type"), h.Get("ce-"+events.ExtCorrelationID), md.Timestamp)
+		}
+		if md.Sequence.Stream >= last {
 			return bus.ErrStop
 		}
 		return nil
@@ -351,14 +384,11 @@ type stamped struct {
 	at   time.Time
 }
 
-func (l *eventLog) add(typ, deploy, at string) {
+// add notes one event; t is when the stream stored it (one clock for every producer).
+func (l *eventLog) add(typ, deploy string, t time.Time) {
 	l.total++
 	l.byType[typ]++
-	t, err := time.Parse(time.RFC3339Nano, at)
 	short := strings.TrimSuffix(strings.TrimPrefix(typ, "dev.sealane."), ".v1")
-	if err != nil {
-		return
-	}
 	if strings.HasPrefix(short, "rollout.") && short != "rollout.cluster_succeeded" {
 		l.rollout = append(l.rollout, stamped{short, t})
 	}

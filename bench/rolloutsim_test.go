@@ -125,8 +125,8 @@ func reportSim(b *testing.B, p *fleetPipeline, start, end time.Time, id string) 
 		b.Logf("count events: %v", err)
 	}
 	count := l.total
-	b.Logf("rollout %s: %s, %d events (%.0f/s) %v; hops %s; timeline %s; peak RSS %s", id, took.Round(time.Millisecond), count,
-		float64(count)/took.Seconds(), l.byType, l.hops(), l.timeline(start), p.rssSummary())
+	b.Logf("rollout %s: %s, %d events (%.0f/s) %v; hops %s; timeline %s; peak RSS %s; logged %s", id, took.Round(time.Millisecond), count,
+		float64(count)/took.Seconds(), l.byType, l.hops(), l.timeline(start), p.rssSummary(), p.warnings())
 	b.ReportMetric(took.Seconds(), "s/rollout")
 	b.ReportMetric(float64(count), "events")
 	b.ReportMetric(float64(count)/took.Seconds(), "events/s")
