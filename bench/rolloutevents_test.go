@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/bus"
 )
 
 // rolloutEvents counts the events on the deploy stream that carry one of ids in their
@@ -24,28 +23,39 @@ func (f *fleetPipeline) rolloutEvents(ctx context.Context, ids []string) (*event
 		want[id] = true
 	}
 	l := &eventLog{byType: map[string]int{}, deploys: map[string]map[string]time.Time{}}
-	info, err := f.node.Bus.JetStream().Stream(ctx, f.node.Bus.Options().Stream)
+	stream, err := f.node.Bus.JetStream().Stream(ctx, f.node.Bus.Options().Stream)
 	if err != nil {
 		return l, err
 	}
-	last := info.CachedInfo().State.LastSeq
-	if last == 0 {
-		return l, nil
+	last := stream.CachedInfo().State.LastSeq
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		return l, err
 	}
-	err = f.node.Bus.Follow(ctx, bus.FollowOptions{DeliverAll: true, HeadersOnly: true}, func(m jetstream.Msg) error {
-		md, err := m.Metadata()
+	for seen := uint64(0); seen < last; {
+		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return err
+			return l, err
 		}
-		if h := m.Headers(); want[h.Get("ce-"+events.ExtRollout)] {
-			l.add(h.Get("ce-type"), h.Get("ce-"+events.ExtCorrelationID), md.Timestamp)
+		n := 0
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return l, err
+			}
+			n, seen = n+1, md.Sequence.Stream
+			if h := m.Headers(); want[h.Get("ce-"+events.ExtRollout)] {
+				l.add(h.Get("ce-type"), h.Get("ce-"+events.ExtCorrelationID), md.Timestamp)
+			}
 		}
-		if md.Sequence.Stream >= last {
-			return bus.ErrStop
+		if err := batch.Error(); err != nil {
+			return l, err
 		}
-		return nil
-	})
-	return l, err
+		if n == 0 {
+			return l, fmt.Errorf("read %d of %d events, then nothing for 5 s", seen, last)
+		}
+	}
+	return l, nil
 }
 
 // eventLog is what rolloutEvents read.

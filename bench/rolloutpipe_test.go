@@ -108,6 +108,8 @@ type fleetPipeline struct {
 	procs map[string][]*benchProc // by stage name
 	node  *serve.Node             // the benchmark's own client connection
 	store coordinator.Store
+	// maxRecord is the largest rollout record waitRollouts read, in bytes.
+	maxRecord int
 }
 
 // pipelineConfig says what startFleetPipeline runs.
@@ -306,8 +308,9 @@ func (f *fleetPipeline) waitRollouts(ctx context.Context, ids []string) (time.Ti
 				last = later(last, recs[i].State.FinishedAt)
 				continue
 			}
-			rec, _, err := f.store.Get(ctx, id)
-			if err == nil && (rec.State.Phase.Final() || rec.State.Phase == rollout.PhaseHalted) {
+			rec, err := f.record(ctx, id)
+			// Over, and its last events published (the outbox is stored before it is sent).
+			if err == nil && (rec.State.Phase.Final() || rec.State.Phase == rollout.PhaseHalted) && len(rec.Outbox) == 0 {
 				recs[i] = rec
 				done++
 				last = later(last, rec.State.FinishedAt, rec.State.UpdatedAt)
@@ -322,6 +325,21 @@ func (f *fleetPipeline) waitRollouts(ctx context.Context, ids []string) (time.Ti
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// record reads rollout id's record as Store.Get does, noting the largest stored record seen
+// (a record is one KV value: the rollout's state, deploys and outbox).
+func (f *fleetPipeline) record(ctx context.Context, id string) (*coordinator.Record, error) {
+	e, err := f.store.KV.Get(ctx, "rollouts."+id)
+	if err != nil {
+		return nil, err
+	}
+	f.maxRecord = max(f.maxRecord, len(e.Value()))
+	var r coordinator.Record
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 func later(t time.Time, ts ...time.Time) time.Time {

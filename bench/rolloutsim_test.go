@@ -130,6 +130,7 @@ func reportSim(b *testing.B, p *fleetPipeline, start, end time.Time, id string) 
 	b.ReportMetric(took.Seconds(), "s/rollout")
 	b.ReportMetric(float64(count), "events")
 	b.ReportMetric(float64(count)/took.Seconds(), "events/s")
+	b.ReportMetric(float64(p.maxRecord)/1024, "KB-max-record")
 	for _, s := range stageNames {
 		b.ReportMetric(float64(p.peakRSS(s))/(1<<20), "MB-peak-rss/"+s)
 	}
