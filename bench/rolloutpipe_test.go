@@ -327,19 +327,16 @@ func (f *fleetPipeline) waitRollouts(ctx context.Context, ids []string) (time.Ti
 	}
 }
 
-// record reads rollout id's record as Store.Get does, noting the largest stored record seen
-// (a record is one KV value: the rollout's state, deploys and outbox).
+// record reads rollout id's record, noting the largest stored record seen (a record is one
+// KV value: the rollout's state, deploys and outbox).
 func (f *fleetPipeline) record(ctx context.Context, id string) (*coordinator.Record, error) {
 	e, err := f.store.KV.Get(ctx, "rollouts."+id)
 	if err != nil {
 		return nil, err
 	}
 	f.maxRecord = max(f.maxRecord, len(e.Value()))
-	var r coordinator.Record
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	rec, _, err := f.store.Get(ctx, id)
+	return rec, err
 }
 
 func later(t time.Time, ts ...time.Time) time.Time {
