@@ -58,10 +58,16 @@ func (p *benchProc) output() string {
 	return tail(p.out.String(), 4000)
 }
 
-// startProc starts bin with args in its own process group.
+// startProc starts bin with args in its own process group. With
+// $SEALANE_BENCH_MEMPROFILE_DIR set, a sealane process writes its heap profile at its peak
+// there (SEALANE_MEMPROFILE, see cmd/sealane/profile.go), one file per process.
 func startProc(b *testing.B, name, bin string, args ...string) *benchProc {
 	b.Helper()
 	p := &benchProc{name: name, cmd: exec.Command(bin, args...)}
+	if dir := os.Getenv("SEALANE_BENCH_MEMPROFILE_DIR"); dir != "" && len(args) > 1 && args[0] == "serve" {
+		file := strings.NewReplacer(" ", "-", "#", "").Replace(name) + ".pprof"
+		p.cmd.Env = append(os.Environ(), "SEALANE_MEMPROFILE="+filepath.Join(dir, file))
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
