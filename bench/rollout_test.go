@@ -50,7 +50,8 @@ func BenchmarkRolloutFleet(b *testing.B) {
 	chartDir := writeFleetChart(b)
 	sharePayloadKey(b)
 	_ = exec.Command(helm, "version").Run()
-	var helmSeq, helm3, sealaneR [3]time.Duration
+	var helmSeq, helm3 time.Duration
+	var sealaneR [3]time.Duration // by replicas
 	for i := 0; i < b.N; i++ {
 		sfx := fmt.Sprintf("%04x", rand.IntN(1<<16))
 		run := func(name string, fn func(ns string) time.Duration) time.Duration {
@@ -61,22 +62,23 @@ func BenchmarkRolloutFleet(b *testing.B) {
 			time.Sleep(3 * time.Second) // let the clusters settle after the deletion
 			return took
 		}
-		helmSeq[0] += run("helm", func(ns string) time.Duration { return helmLoop(b, helm, kubeconfig, chartDir, ns, false) })
+		loop := helmLoopConfig{helm: helm, kubeconfig: kubeconfig, chartDir: chartDir}
+		helmSeq += run("helm", func(ns string) time.Duration { return helmLoop(b, loop, ns, false) })
 		for _, n := range []int{1, 2} {
 			sealaneR[n] += run(fmt.Sprintf("r%d", n), func(ns string) time.Duration {
 				return fleetRollouts(b, pipelineConfig{sealane: sealane, kubeconfig: kubeconfig, replicas: n, secretsNamespace: fleetSecrets}, chartDir, ns)
 			})
 		}
-		helm3[0] += run("helm3", func(ns string) time.Duration { return helmLoop(b, helm, kubeconfig, chartDir, ns, true) })
+		helm3 += run("helm3", func(ns string) time.Duration { return helmLoop(b, loop, ns, true) })
 	}
 	n := float64(b.N)
 	s := func(d time.Duration) float64 { return d.Seconds() / n }
-	b.ReportMetric(s(helmSeq[0]), "s/helm-loop")
-	b.ReportMetric(s(helm3[0]), "s/helm-3loops")
+	b.ReportMetric(s(helmSeq), "s/helm-loop")
+	b.ReportMetric(s(helm3), "s/helm-3loops")
 	for _, r := range []int{1, 2} {
 		b.ReportMetric(s(sealaneR[r]), fmt.Sprintf("s/sealane-r%d", r))
-		b.ReportMetric(s(sealaneR[r])/s(helmSeq[0]), fmt.Sprintf("sealane-r%d/helm-loop", r))
-		b.ReportMetric(s(sealaneR[r])/s(helm3[0]), fmt.Sprintf("sealane-r%d/helm-3loops", r))
+		b.ReportMetric(s(sealaneR[r])/s(helmSeq), fmt.Sprintf("sealane-r%d/helm-loop", r))
+		b.ReportMetric(s(sealaneR[r])/s(helm3), fmt.Sprintf("sealane-r%d/helm-3loops", r))
 	}
 }
 
@@ -137,9 +139,12 @@ func (p *fleetPipeline) rssSummary() string {
 	return strings.Join(parts, ", ")
 }
 
+// helmLoopConfig is what helmLoop runs: the helm binary, the sandbox, the chart.
+type helmLoopConfig struct{ helm, kubeconfig, chartDir string }
+
 // helmLoop runs `helm upgrade --install --wait` of every release on every cluster as a shell
 // loop: cluster after cluster, or (parallel) one loop per cluster, the three at once.
-func helmLoop(b *testing.B, helm, kubeconfig, chartDir, ns string, parallel bool) time.Duration {
+func helmLoop(b *testing.B, c helmLoopConfig, ns string, parallel bool) time.Duration {
 	b.Helper()
 	script := `set -e
 loop() {
@@ -156,7 +161,7 @@ loop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.Env = append(os.Environ(), "HELM="+helm, "CHART="+chartDir, "NS="+ns, "KC="+kubeconfig)
+	cmd.Env = append(os.Environ(), "HELM="+c.helm, "CHART="+c.chartDir, "NS="+ns, "KC="+c.kubeconfig)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)
