@@ -89,9 +89,9 @@ func TestRolloutValidateFlags(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		"rollout validate ./chart --release shop --namespace shop --wave env=prod:0": "--wave[0]",
-		"rollout validate ./chart --namespace shop":                                 "--release",
-		"rollout validate -f spec.yaml ./chart":                                     "not both",
-		"rollout validate":                                                          "give -f SPEC, or CHART",
+		"rollout validate ./chart --namespace shop":                                  "--release",
+		"rollout validate -f spec.yaml ./chart":                                      "not both",
+		"rollout validate":                                                           "give -f SPEC, or CHART",
 	} {
 		_, err := runCLI(t, strings.Fields(args)...)
 		if err == nil || !strings.Contains(err.Error(), want) {
