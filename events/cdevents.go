@@ -8,31 +8,39 @@ import (
 )
 
 // CDEvents (https://cdevents.dev) compatibility: when a deploy ends well the recorder also
-// emits one "service" event of the CDEvents v0.4 continuous-deployment vocabulary. The
+// emits one "service" event of the CDEvents v0.5.1 continuous-deployment vocabulary, and when a
+// deploy, rollback or uninstall fails one "pipelinerun.finished" with outcome "failure" (the
+// spec has no failed-service event). The
 // CloudEvent's type is the CDEvents type, its JSON payload a CDEvent, and its id, source and
 // time are the CDEvent context's id, source and timestamp. Like every sealane event it is
 // published on the deploy stream, so it is kept and replayed with the deploy it belongs to.
 
 // CDEventsVersion is the CDEvents specification version written in CDContext.Version.
-const CDEventsVersion = "0.4.1"
+const CDEventsVersion = "0.5.1"
 
-// The CDEvents service event types sealane emits (CDEvents v0.4, service events 0.2.0).
+// The CDEvents service event types sealane emits (CDEvents v0.5.1: every event type at 0.3.0).
 const (
 	// CDServiceDeployed says a release was installed (its first revision succeeded).
-	CDServiceDeployed Type = "dev.cdevents.service.deployed.0.2.0"
+	CDServiceDeployed Type = "dev.cdevents.service.deployed.0.3.0"
 	// CDServiceUpgraded says a later revision of a release succeeded.
-	CDServiceUpgraded Type = "dev.cdevents.service.upgraded.0.2.0"
+	CDServiceUpgraded Type = "dev.cdevents.service.upgraded.0.3.0"
 	// CDServiceRolledBack says a rollback of a release succeeded.
-	CDServiceRolledBack Type = "dev.cdevents.service.rolledback.0.2.0"
+	CDServiceRolledBack Type = "dev.cdevents.service.rolledback.0.3.0"
 	// CDServiceRemoved says a release was uninstalled.
-	CDServiceRemoved Type = "dev.cdevents.service.removed.0.2.0"
+	CDServiceRemoved Type = "dev.cdevents.service.removed.0.3.0"
+	// CDPipelineRunFinished with outcome "failure" says a deploy, rollback or uninstall failed
+	// (payload CDPipelineRunEvent).
+	CDPipelineRunFinished Type = "dev.cdevents.pipelinerun.finished.0.3.0"
 )
-
-// cdSubjectType is the CDEvents subject type of the service events.
-const cdSubjectType = "service"
 
 // IsCDEvent reports whether t is one of the CDEvents types sealane emits.
 func IsCDEvent(t Type) bool {
+	return IsCDServiceEvent(t) || t == CDPipelineRunFinished
+}
+
+// IsCDServiceEvent reports whether t is one of the CDEvents service types sealane emits (their
+// payload is a CDEvent).
+func IsCDServiceEvent(t Type) bool {
 	switch t {
 	case CDServiceDeployed, CDServiceUpgraded, CDServiceRolledBack, CDServiceRemoved:
 		return true
@@ -40,7 +48,7 @@ func IsCDEvent(t Type) bool {
 	return false
 }
 
-// CDEvent is the payload of the CDEvents types: a CDEvents v0.4 service event.
+// CDEvent is the payload of the CDEvents service types: a CDEvents v0.5.1 service event.
 type CDEvent struct {
 	Context CDContext `json:"context"`
 	Subject CDSubject `json:"subject"`
@@ -60,8 +68,8 @@ type CDCustomData struct {
 // CDContext is the CDEvents context: the same id, source, type and time as the CloudEvent
 // that carries it.
 type CDContext struct {
-	// Version is the CDEvents specification version (CDEventsVersion).
-	Version   string    `json:"version"`
+	// Version is the CDEvents specification version (CDEventsVersion), "specversion".
+	Version   string    `json:"specversion"`
 	ID        string    `json:"id"`
 	Source    string    `json:"source"`
 	Type      Type      `json:"type"`
@@ -69,12 +77,10 @@ type CDContext struct {
 }
 
 // CDSubject is the service a CDEvent is about: the release, named
-// "<cluster>/<namespace>/<release>".
+// "<cluster>/<namespace>/<release>". (Since CDEvents 0.5 a subject has no "type".)
 type CDSubject struct {
-	ID     string `json:"id"`
-	Source string `json:"source,omitempty"`
-	// Type is the CDEvents subject type, "service".
-	Type    string           `json:"type,omitempty"`
+	ID      string           `json:"id"`
+	Source  string           `json:"source,omitempty"`
 	Content CDServiceContent `json:"content"`
 }
 
@@ -114,7 +120,7 @@ type CDService struct {
 // NewCDEvent builds the CDEvents payload of s. It is pure: the same input gives the same
 // payload.
 func NewCDEvent(s CDService) (CDEvent, error) {
-	if !IsCDEvent(s.Type) {
+	if !IsCDServiceEvent(s.Type) {
 		return CDEvent{}, fmt.Errorf("new CDEvent: %q is not a CDEvents service type sealane emits", s.Type)
 	}
 	if err := s.Target.Validate(); err != nil {
@@ -138,7 +144,6 @@ func NewCDEvent(s CDService) (CDEvent, error) {
 		Subject: CDSubject{
 			ID:     s.Target.Cluster + "/" + s.Target.Namespace + "/" + s.Target.Release,
 			Source: s.Source,
-			Type:   cdSubjectType,
 			Content: CDServiceContent{
 				Environment: CDEnvironment{ID: s.Target.Cluster + "/" + s.Target.Namespace, Source: s.Source},
 				ArtifactID:  artifact,

@@ -54,7 +54,7 @@ var NoTarget = Target{Cluster: "_", Namespace: "_", Release: "_"}
 var AllTypes = []Type{
 	DeployRequested, DeployRendered, DeployStarted, PhaseApplied, ResourceProgressed,
 	PhaseTracked, DeploySucceeded, DeployFailed, ReleaseRecorded, DeployPlanned, LogLines,
-	CDServiceDeployed, CDServiceUpgraded, CDServiceRolledBack, CDServiceRemoved, // cdevents.go
+	CDServiceDeployed, CDServiceUpgraded, CDServiceRolledBack, CDServiceRemoved, CDPipelineRunFinished, // cdevents.go
 	WebhookAccepted, WebhookRejected, WebhookIgnored, WebhookDuplicate,
 }
 
@@ -72,10 +72,11 @@ var tokens = map[Type]string{
 	DeployPlanned:      "planned",
 	LogLines:           "log_lines",
 	// CDEvents (cdevents.go)
-	CDServiceDeployed:   "cd_service_deployed",
-	CDServiceUpgraded:   "cd_service_upgraded",
-	CDServiceRolledBack: "cd_service_rolledback",
-	CDServiceRemoved:    "cd_service_removed",
+	CDServiceDeployed:     "cd_service_deployed",
+	CDServiceUpgraded:     "cd_service_upgraded",
+	CDServiceRolledBack:   "cd_service_rolledback",
+	CDServiceRemoved:      "cd_service_removed",
+	CDPipelineRunFinished: "cd_pipelinerun_finished",
 	// webhook intake
 	WebhookAccepted:  "webhook_accepted",
 	WebhookRejected:  "webhook_rejected",

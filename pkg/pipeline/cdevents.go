@@ -19,18 +19,58 @@ const cdEventStep = "cdevent"
 // recorderSource is the CloudEvents source of the recorder's events (see stage.build).
 const recorderSource = "/sealane/recorder"
 
-// withCDEvent adds the CDEvents service event of a deploy that ended well to emits, just
-// before its release_recorded, which stays the last event of the deploy: a consumer that saw
-// release_recorded finds the CDEvent already stored. Nothing is added for a failure, an
-// up-to-date deploy, a test run or a plan. The chart is read from the recorded revision.
+// withCDEvent adds the CDEvent of a deploy that ended to emits, just before its
+// release_recorded, which stays the last event of the deploy: a consumer that saw
+// release_recorded finds the CDEvent already stored. A deploy that ended well gets its service
+// event (cdServiceEvent); a failed deploy, rollback or uninstall a pipelinerun.finished with
+// outcome "failure" (cdFailureEvent). Nothing is added for an up-to-date deploy, a test run or
+// a plan.
 func (r *Recorder) withCDEvent(ctx context.Context, in stage.Input, emits []stage.Emit) ([]stage.Emit, error) {
 	i := slices.IndexFunc(emits, func(e stage.Emit) bool { return e.Type == events.ReleaseRecorded })
-	if i < 0 {
+	if i < 0 || in.State == nil {
 		return emits, nil
 	}
 	rec, ok := emits[i].Data.(events.RecordedData)
-	if !ok || rec.Outcome != events.OutcomeSucceeded || rec.UpToDate || rec.Revision == 0 || in.State == nil {
+	if !ok {
 		return emits, nil
+	}
+	var e *stage.Emit
+	var err error
+	switch rec.Outcome {
+	case events.OutcomeSucceeded:
+		e, err = r.cdServiceEvent(ctx, in, rec)
+	case events.OutcomeFailed:
+		e, err = r.cdFailureEvent(in, rec)
+	}
+	if err != nil || e == nil {
+		return emits, err
+	}
+	return slices.Insert(slices.Clone(emits), i, *e), nil
+}
+
+// cdFailureEvent is the pipelinerun.finished (outcome "failure") of a failed deploy, rollback
+// or uninstall; nil for a failed test run or plan.
+func (r *Recorder) cdFailureEvent(in stage.Input, rec events.RecordedData) (*stage.Emit, error) {
+	switch in.State.Operation {
+	case events.OperationDeploy, events.OperationRollback, events.OperationUninstall, "":
+	default:
+		return nil, nil
+	}
+	payload, err := events.NewCDPipelineRunFinished(events.CDPipelineRun{ID: events.StepID(in.DeployID, cdEventStep),
+		Source: recorderSource, Time: r.now(), DeployID: in.DeployID, Operation: in.State.Operation, Target: in.Target,
+		Reason: rec.Reason, RequestedBy: in.State.RequestedBy, RequestedByVerified: in.State.RequestedByVerified})
+	if err != nil {
+		return nil, err
+	}
+	return &stage.Emit{Type: events.CDPipelineRunFinished, Step: cdEventStep, Data: payload}, nil
+}
+
+// cdServiceEvent is the service event of a deploy that ended well; nil for an up-to-date
+// deploy, a test run, a plan or a revision without a chart. The chart is read from the
+// recorded revision.
+func (r *Recorder) cdServiceEvent(ctx context.Context, in stage.Input, rec events.RecordedData) (*stage.Emit, error) {
+	if rec.UpToDate || rec.Revision == 0 {
+		return nil, nil
 	}
 	svc := events.CDService{ID: events.StepID(in.DeployID, cdEventStep), Source: recorderSource, Time: r.now(), Target: in.Target,
 		RequestedBy: in.State.RequestedBy, RequestedByVerified: in.State.RequestedByVerified}
@@ -45,26 +85,36 @@ func (r *Recorder) withCDEvent(ctx context.Context, in stage.Input, emits []stag
 			svc.Type = events.CDServiceDeployed
 		}
 	default: // test, plan: the release did not change
-		return emits, nil
+		return nil, nil
 	}
 	if svc.Type != events.CDServiceRemoved {
-		cluster, err := r.Clusters.Get(in.Target.Cluster)
-		if err != nil {
+		name, version, found, err := r.recordedChart(ctx, in, rec.Revision)
+		if err != nil || !found {
 			return nil, err
 		}
-		rel, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).Get(ctx, in.Target.Release, rec.Revision)
-		if errors.Is(err, release.ErrNotFound) || err == nil && (rel.Chart == nil || rel.Chart.Metadata == nil) {
-			r.log().Warn("no chart in the release record: no CDEvent", zap.String("release", in.Target.Release), zap.Int("revision", rec.Revision))
-			return emits, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s.v%d for its CDEvent: %w", in.Target.Release, rec.Revision, err)
-		}
-		svc.ChartName, svc.ChartVersion = rel.Chart.Metadata.Name, rel.Chart.Metadata.Version
+		svc.ChartName, svc.ChartVersion = name, version
 	}
 	payload, err := events.NewCDEvent(svc)
 	if err != nil {
 		return nil, err
 	}
-	return slices.Insert(slices.Clone(emits), i, stage.Emit{Type: svc.Type, Step: cdEventStep, Data: payload}), nil
+	return &stage.Emit{Type: svc.Type, Step: cdEventStep, Data: payload}, nil
+}
+
+// recordedChart reads the chart name and version of a recorded revision; found is false when
+// the record or its chart is missing.
+func (r *Recorder) recordedChart(ctx context.Context, in stage.Input, revision int) (name, version string, found bool, err error) {
+	cluster, err := r.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return "", "", false, err
+	}
+	rel, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).Get(ctx, in.Target.Release, revision)
+	if errors.Is(err, release.ErrNotFound) || err == nil && (rel.Chart == nil || rel.Chart.Metadata == nil) {
+		r.log().Warn("no chart in the release record: no CDEvent", zap.String("release", in.Target.Release), zap.Int("revision", revision))
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("read %s.v%d for its CDEvent: %w", in.Target.Release, revision, err)
+	}
+	return rel.Chart.Metadata.Name, rel.Chart.Metadata.Version, true, nil
 }
