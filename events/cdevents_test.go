@@ -20,37 +20,37 @@ func TestNewCDEventGolden(t *testing.T) {
 			name: "deployed",
 			in: CDService{Type: CDServiceDeployed, ID: "d1.cdevent", Source: "/sealane/recorder", Time: ts,
 				Target: target, ChartName: "web", ChartVersion: "1.2.3+build.7"},
-			want: `{"context":{"version":"0.4.1","id":"d1.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.deployed.0.2.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
-				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","type":"service","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.2.3%2Bbuild.7"}}}`,
+			want: `{"context":{"specversion":"0.5.1","id":"d1.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.deployed.0.3.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
+				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.2.3%2Bbuild.7"}}}`,
 		},
 		{
 			name: "upgraded",
 			in: CDService{Type: CDServiceUpgraded, ID: "d2.cdevent", Source: "/sealane/recorder", Time: ts,
 				Target: target, ChartName: "web", ChartVersion: "1.3.0"},
-			want: `{"context":{"version":"0.4.1","id":"d2.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.upgraded.0.2.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
-				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","type":"service","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.3.0"}}}`,
+			want: `{"context":{"specversion":"0.5.1","id":"d2.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.upgraded.0.3.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
+				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.3.0"}}}`,
 		},
 		{
 			name: "upgraded by a verified client",
 			in: CDService{Type: CDServiceUpgraded, ID: "d2.cdevent", Source: "/sealane/recorder", Time: ts,
 				Target: target, ChartName: "web", ChartVersion: "1.3.0", RequestedBy: "ci-deployer", RequestedByVerified: true},
-			want: `{"context":{"version":"0.4.1","id":"d2.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.upgraded.0.2.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
-				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","type":"service","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.3.0"}},` +
+			want: `{"context":{"specversion":"0.5.1","id":"d2.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.upgraded.0.3.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
+				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.3.0"}},` +
 				`"customData":{"requestedBy":"ci-deployer","requestedByVerified":true},"customDataContentType":"application/json"}`,
 		},
 		{
 			name: "rolledback",
 			in: CDService{Type: CDServiceRolledBack, ID: "d3.cdevent", Source: "/sealane/recorder", Time: ts,
 				Target: target, ChartName: "web", ChartVersion: "1.2.3"},
-			want: `{"context":{"version":"0.4.1","id":"d3.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.rolledback.0.2.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
-				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","type":"service","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.2.3"}}}`,
+			want: `{"context":{"specversion":"0.5.1","id":"d3.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.rolledback.0.3.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
+				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"},"artifactId":"pkg:helm/web@1.2.3"}}}`,
 		},
 		{
 			name: "removed has no artifact",
 			in: CDService{Type: CDServiceRemoved, ID: "d4.cdevent", Source: "/sealane/recorder", Time: ts,
 				Target: target, ChartName: "web", ChartVersion: "1.2.3"},
-			want: `{"context":{"version":"0.4.1","id":"d4.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.removed.0.2.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
-				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","type":"service","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"}}}}`,
+			want: `{"context":{"specversion":"0.5.1","id":"d4.cdevent","source":"/sealane/recorder","type":"dev.cdevents.service.removed.0.3.0","timestamp":"2025-03-20T13:27:05.315384Z"},` +
+				`"subject":{"id":"prod-eu/shop/web","source":"/sealane/recorder","content":{"environment":{"id":"prod-eu/shop","source":"/sealane/recorder"}}}}`,
 		},
 	}
 	for _, tc := range tests {
@@ -132,7 +132,7 @@ func TestCDEventAsCloudEvent(t *testing.T) {
 		t.Fatalf("subject %+v", got.Subject)
 	}
 	for tok, want := range map[string]Type{"cd_service_deployed": CDServiceDeployed, "cd_service_removed": CDServiceRemoved,
-		"dev.cdevents.service.rolledback.0.2.0": CDServiceRolledBack} {
+		"dev.cdevents.service.rolledback.0.3.0": CDServiceRolledBack} {
 		if got, err := ParseType(tok); err != nil || got != want {
 			t.Errorf("ParseType(%s) = %s, %v", tok, got, err)
 		}

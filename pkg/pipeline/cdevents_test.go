@@ -24,11 +24,12 @@ func TestWithCDEvent(t *testing.T) {
 		rec   events.RecordedData
 		state bool
 	}{
-		"failed":     {events.OperationDeploy, events.RecordedData{Revision: 2, Outcome: events.OutcomeFailed}, true},
-		"up to date": {events.OperationDeploy, events.RecordedData{Revision: 2, Outcome: events.OutcomeSucceeded, UpToDate: true}, true},
-		"test run":   {events.OperationTest, events.RecordedData{Revision: 2, Outcome: events.OutcomeSucceeded}, true},
-		"plan":       {events.OperationPlan, events.RecordedData{Outcome: events.OutcomeSucceeded}, true},
-		"no state":   {"", ok, false},
+		"failed test": {events.OperationTest, events.RecordedData{Revision: 2, Outcome: events.OutcomeFailed}, true},
+		"failed plan": {events.OperationPlan, events.RecordedData{Outcome: events.OutcomeFailed}, true},
+		"up to date":  {events.OperationDeploy, events.RecordedData{Revision: 2, Outcome: events.OutcomeSucceeded, UpToDate: true}, true},
+		"test run":    {events.OperationTest, events.RecordedData{Revision: 2, Outcome: events.OutcomeSucceeded}, true},
+		"plan":        {events.OperationPlan, events.RecordedData{Outcome: events.OutcomeSucceeded}, true},
+		"no state":    {"", ok, false},
 	} {
 		in := stage.Input{DeployID: "d1", Target: target}
 		if tc.state {

@@ -81,12 +81,10 @@ func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.Lo
 		}
 	}
 	emits := []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}
-	if rec.Outcome == events.OutcomeSucceeded {
-		// The same events a closing that kept the lease emits (a retried closing must not
-		// lose the CDEvent of its first attempt).
-		if emits, err = (&Recorder{r.Deps}).withCDEvent(ctx, in, emits); err != nil {
-			return stage.Output{}, err
-		}
+	// The same events a closing that kept the lease emits (a retried closing must not lose
+	// the CDEvent of its first attempt): a service event, or pipelinerun.finished for a failure.
+	if emits, err = (&Recorder{r.Deps}).withCDEvent(ctx, in, emits); err != nil {
+		return stage.Output{}, err
 	}
 	holder := ""
 	if held != nil {

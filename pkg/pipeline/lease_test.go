@@ -514,9 +514,9 @@ func TestRecorderClosingRetriedAfterRelease(t *testing.T) {
 		{name: "deploy succeeded, lease handed on", event: events.DeploySucceeded, queue: true, wantStatus: "deployed", wantOK: true,
 			wantTypes: []events.Type{events.CDServiceUpgraded, events.ReleaseRecorded}},
 		{name: "deploy failed, lease handed on", event: events.DeployFailed, reason: "boom", queue: true, wantStatus: "failed",
-			wantTypes: []events.Type{events.ReleaseRecorded}},
+			wantTypes: []events.Type{events.CDPipelineRunFinished, events.ReleaseRecorded}},
 		{name: "deploy failed, lease taken by another since", event: events.DeployFailed, reason: "boom", wantStatus: "failed",
-			after: func(e *leaseEnv) { e.acquire("c", 0) }, wantTypes: []events.Type{events.ReleaseRecorded}},
+			after: func(e *leaseEnv) { e.acquire("c", 0) }, wantTypes: []events.Type{events.CDPipelineRunFinished, events.ReleaseRecorded}},
 		{name: "uninstall", op: events.OperationUninstall, event: events.DeploySucceeded, wantStatus: "uninstalled", wantOK: true,
 			wantTypes: []events.Type{events.CDServiceRemoved, events.ReleaseRecorded}},
 		{name: "uninstall, another deploy installed since", op: events.OperationUninstall, event: events.DeploySucceeded, queue: true,
@@ -526,7 +526,7 @@ func TestRecorderClosingRetriedAfterRelease(t *testing.T) {
 			after: func(e *leaseEnv) { e.acquire("c", 0) }, wantStatus: "uninstalled", wantOK: true,
 			wantTypes: []events.Type{events.CDServiceRemoved, events.ReleaseRecorded}},
 		{name: "uninstall failed, lease taken by another since", op: events.OperationUninstall, event: events.DeployFailed, reason: "hook failed",
-			after: func(e *leaseEnv) { e.acquire("c", 0) }, wantStatus: "failed", wantTypes: []events.Type{events.ReleaseRecorded}},
+			after: func(e *leaseEnv) { e.acquire("c", 0) }, wantStatus: "failed", wantTypes: []events.Type{events.CDPipelineRunFinished, events.ReleaseRecorded}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newLeaseEnv(t)

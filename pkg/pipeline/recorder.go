@@ -61,7 +61,11 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		if err := decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
-		return r.result(ctx, in, d.Revision, false, d.Reason)
+		out, err := r.result(ctx, in, d.Revision, false, d.Reason)
+		if err == nil { // reported as a CDEvents pipelinerun.finished, outcome failure
+			out.Emits, err = r.withCDEvent(ctx, in, out.Emits)
+		}
+		return out, err
 	}
 	return stage.Output{}, stage.Permanent(fmt.Errorf("recorder does not handle %s", in.Type))
 }

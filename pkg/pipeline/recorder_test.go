@@ -66,15 +66,15 @@ func TestRecorderSequences(t *testing.T) {
 			{events.DeploySucceeded, succeeded(1, true), []string{"recorded succeeded deployed up-to-date"}, []string{"deployed"}},
 		}},
 		{name: "failed at the renderer", steps: []recorderStep{
-			{events.DeployFailed, failed(0, "render: boom"), []string{"recorded failed"}, nil},
+			{events.DeployFailed, failed(0, "render: boom"), []string{string(events.CDPipelineRunFinished), "recorded failed"}, nil},
 		}},
 		{name: "failed at the applier", steps: []recorderStep{
 			{events.DeployRendered, rendered(1, ""), []string{"started"}, []string{"pending-install"}},
-			{events.DeployFailed, failed(1, "apply: boom"), []string{"recorded failed failed"}, []string{"failed"}},
+			{events.DeployFailed, failed(1, "apply: boom"), []string{string(events.CDPipelineRunFinished), "recorded failed failed"}, []string{"failed"}},
 		}},
 		{name: "failed at the tracker, upgrade", deployed: 1, steps: []recorderStep{
 			{events.DeployRendered, rendered(2, ""), []string{"started"}, []string{"deployed", "pending-upgrade"}},
-			{events.DeployFailed, failed(2, "not ready"), []string{"recorded failed failed"}, []string{"deployed", "failed"}},
+			{events.DeployFailed, failed(2, "not ready"), []string{string(events.CDPipelineRunFinished), "recorded failed failed"}, []string{"deployed", "failed"}},
 		}},
 		{name: "uninstall", deployed: 1, op: events.OperationUninstall, steps: []recorderStep{
 			{events.DeployRendered, rendered(1, events.OperationUninstall), []string{"started"}, []string{"uninstalling"}},
@@ -82,7 +82,7 @@ func TestRecorderSequences(t *testing.T) {
 		}},
 		{name: "uninstall failed", deployed: 1, op: events.OperationUninstall, steps: []recorderStep{
 			{events.DeployRendered, rendered(1, events.OperationUninstall), []string{"started"}, []string{"uninstalling"}},
-			{events.DeployFailed, failed(1, "delete: boom"), []string{"recorded failed failed"}, []string{"failed"}},
+			{events.DeployFailed, failed(1, "delete: boom"), []string{string(events.CDPipelineRunFinished), "recorded failed failed"}, []string{"failed"}},
 		}},
 		{name: "plan", deployed: 1, op: events.OperationPlan, steps: []recorderStep{
 			{events.DeployPlanned, func(string, events.ChartSource) any { return events.PlannedData{Target: leaseTarget} },
@@ -105,6 +105,7 @@ func TestRecorderSequences(t *testing.T) {
 				if err != nil {
 					t.Fatalf("step %d (%s): %v", i+1, step.typ.Token(), err)
 				}
+				validateCDEmits(t, out.Emits)
 				if diff := cmp.Diff(step.emits, emitted(out)); diff != "" {
 					t.Errorf("step %d (%s): emitted (-want +got):\n%s", i+1, step.typ.Token(), diff)
 				}
