@@ -189,7 +189,14 @@ func (a *auditor) handle(t events.Type, id string, at time.Time, decode func(any
 		fmt.Fprintf(a.out, "%s deploy %s by %s: %s → %s/%s/%s revision %d: %s\n",
 			at.UTC().Format(time.RFC3339), id, orUnknown(req.by), req.what,
 			d.Target.Cluster, d.Target.Namespace, d.Target.Release, d.Revision, result)
-	case events.IsCDEvent(t):
+	case t == events.CDPipelineRunFinished:
+		var d events.CDPipelineRunEvent
+		if decode(&d) != nil {
+			return
+		}
+		fmt.Fprintf(a.out, "%s cdevent %s run %s %s: %s: %s\n", d.Context.Timestamp.UTC().Format(time.RFC3339),
+			d.Context.Type, d.Subject.ID, d.Subject.Content.PipelineName, d.Subject.Content.Outcome, orUnknown(d.Subject.Content.Errors))
+	case events.IsCDServiceEvent(t):
 		var d events.CDEvent
 		if decode(&d) != nil {
 			return

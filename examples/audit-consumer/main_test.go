@@ -32,12 +32,19 @@ func TestAuditorLines(t *testing.T) {
 	}
 	feed(events.CDServiceUpgraded, "d1", cd)
 	feed(events.ReleaseRecorded, "d1", events.RecordedData{Target: target, Revision: 2, Status: "deployed", Outcome: events.OutcomeSucceeded})
+	fail, err := events.NewCDPipelineRunFinished(events.CDPipelineRun{ID: "d2.cdevent", Source: "/sealane/recorder", Time: at,
+		DeployID: "d2", Target: target, Reason: "renderer: bad\nvalues"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(events.CDPipelineRunFinished, "d2", fail)
 	feed(events.ReleaseRecorded, "d2", events.RecordedData{Target: target, Outcome: events.OutcomeFailed, Reason: "renderer: bad\nvalues"})
 	feed(events.DeployRequested, "d3", events.RequestedData{Target: target, RequestedBy: "root@laptop", Operation: events.OperationRollback})
 	feed(events.ReleaseRecorded, "d3", events.RecordedData{Target: target, Revision: 3, Status: "deployed", Outcome: events.OutcomeSucceeded,
 		RequestedBy: "ci-deployer", RequestedByVerified: true})
-	want := "2025-01-02T03:04:05Z cdevent dev.cdevents.service.upgraded.0.2.0 service prod/shop/web in prod/shop artifact pkg:helm/web@1.2.0\n" +
+	want := "2025-01-02T03:04:05Z cdevent dev.cdevents.service.upgraded.0.3.0 service prod/shop/web in prod/shop artifact pkg:helm/web@1.2.0\n" +
 		"2025-01-02T03:04:05Z deploy d1 by alice: chart web 1.2.0 → prod/shop/web revision 2: succeeded (deployed)\n" +
+		"2025-01-02T03:04:05Z cdevent dev.cdevents.pipelinerun.finished.0.3.0 run d2 sealane deploy prod/shop/web: failure: renderer: bad values\n" +
 		"2025-01-02T03:04:05Z deploy d2 by -: ? → prod/shop/web revision 0: failed: renderer: bad values\n" +
 		"2025-01-02T03:04:05Z deploy d3 by ci-deployer (verified): rollback → prod/shop/web revision 3: succeeded (deployed)\n"
 	if out.String() != want {
