@@ -179,7 +179,7 @@ func TestAuditCanaryAndCDEvents(t *testing.T) {
 			continue
 		}
 		cluster = target.Cluster
-		if !events.IsCDEvent(e.Type) {
+		if !events.IsCDServiceEvent(e.Type) {
 			continue
 		}
 		var cd events.CDEvent
