@@ -86,6 +86,12 @@ authorization { users: [ {nkey: %s}, {user: serve, password: %s}, {user: plain, 
 	if !strings.Contains(ev.out, `"outcome":"succeeded","requestedBy":"ci-deployer","requestedByVerified":true`) {
 		t.Errorf("release_recorded of the signed deploy does not name the verified client:\n%s", ev.out)
 	}
+	// The rejected deploy is a failed pipeline run for CDEvents consumers.
+	ev = runWithEnv(t, time.Minute, plainUser, sealaneBin, "events", "--nats", url, "--release", "unsigned", "--type", "cd_pipelinerun_finished", "-o", "json")
+	if !strings.Contains(ev.out, `"type":"`+string(events.CDPipelineRunFinished)+`"`) || !strings.Contains(ev.out, `"outcome":"failure"`) ||
+		!strings.Contains(ev.out, "is not signed") {
+		t.Errorf("no pipelinerun.finished with outcome failure for the unsigned deploy:\n%s", ev.out)
+	}
 
 	// As a client scoped to ns might try: a payload for namespace team-b on ns's subject.
 	publishRequest(t, url, kp, events.Target{Cluster: "sandbox", Namespace: ns, Release: "mismatch"},
