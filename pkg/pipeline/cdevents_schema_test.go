@@ -2,130 +2,25 @@ package pipeline
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/test/cdschema"
 )
-
-// cdSchemaDir holds the official CDEvents v0.5.1 JSON schemas, copied unchanged from
-// ../shared/reference/cdevents-v0.5.1 (the spec repository's schemas/ at tag v0.5.1).
-const cdSchemaDir = "testdata/cdevents-v0.5.1"
-
-// cdSchemaBase is the $id prefix of the v0.5.1 schemas.
-const cdSchemaBase = "https://cdevents.dev/0.5.1/schema/"
-
-// cdSchemaFiles maps each CDEvents type sealane emits to its schema file.
-var cdSchemaFiles = map[events.Type]string{
-	events.CDServiceDeployed:     "servicedeployed.json",
-	events.CDServiceUpgraded:     "serviceupgraded.json",
-	events.CDServiceRolledBack:   "servicerolledback.json",
-	events.CDServiceRemoved:      "serviceremoved.json",
-	events.CDPipelineRunFinished: "pipelinerunfinished.json",
-}
-
-var (
-	cdSchemasOnce sync.Once
-	cdSchemas     map[events.Type]*jsonschema.Schema
-	cdSchemasErr  error
-)
-
-// loadCDSchemas compiles the schemas (draft 2020-12, formats asserted) from cdSchemaDir: every
-// file, links/ included, is registered under its own $id, so no $ref goes to the network.
-func loadCDSchemas(t *testing.T) map[events.Type]*jsonschema.Schema {
-	t.Helper()
-	cdSchemasOnce.Do(func() { cdSchemas, cdSchemasErr = compileCDSchemas() })
-	if cdSchemasErr != nil {
-		t.Fatal(cdSchemasErr)
-	}
-	return cdSchemas
-}
-
-func compileCDSchemas() (map[events.Type]*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	c.UseLoader(noNetwork{})
-	files, _ := filepath.Glob(filepath.Join(cdSchemaDir, "*.json"))
-	links, _ := filepath.Glob(filepath.Join(cdSchemaDir, "links", "*.json"))
-	for _, f := range append(files, links...) {
-		r, err := os.Open(f)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := jsonschema.UnmarshalJSON(r)
-		r.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		id, _ := doc.(map[string]any)["$id"].(string)
-		if !strings.HasPrefix(id, cdSchemaBase) {
-			return nil, fmt.Errorf("%s: $id %q is not under %s", f, id, cdSchemaBase)
-		}
-		if err := c.AddResource(id, doc); err != nil {
-			return nil, err
-		}
-	}
-	out := map[events.Type]*jsonschema.Schema{}
-	for typ, f := range cdSchemaFiles {
-		id, err := schemaID(filepath.Join(cdSchemaDir, f))
-		if err != nil {
-			return nil, err
-		}
-		if out[typ], err = c.Compile(id); err != nil {
-			return nil, fmt.Errorf("compile %s: %w", f, err)
-		}
-	}
-	return out, nil
-}
-
-func schemaID(file string) (string, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", err
-	}
-	var doc struct {
-		ID string `json:"$id"`
-	}
-	return doc.ID, json.Unmarshal(b, &doc)
-}
-
-// noNetwork refuses every URL the compiler has not been given: the schemas are all local.
-type noNetwork struct{}
-
-func (noNetwork) Load(url string) (any, error) {
-	return nil, fmt.Errorf("schema %s is not in %s (no network)", url, cdSchemaDir)
-}
 
 // validateCDEvent checks one emitted CDEvent, as it goes on the wire (JSON), against the
-// official schema of its type.
+// official CDEvents v0.5.1 schema of its type (test/cdschema).
 func validateCDEvent(t *testing.T, em stage.Emit) error {
 	t.Helper()
-	s, ok := loadCDSchemas(t)[em.Type]
-	if !ok {
-		return fmt.Errorf("no CDEvents schema for %s", em.Type)
-	}
 	b, err := json.Marshal(em.Data)
 	if err != nil {
 		return err
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
-	if err != nil {
-		return err
-	}
-	if err := s.Validate(doc); err != nil {
-		return fmt.Errorf("%s %s: %w", em.Type, b, err)
-	}
-	return nil
+	return cdschema.Validate(em.Type, b)
 }
 
 // validateCDEmits validates every CDEvent among a handler's emits and returns how many it saw.
@@ -150,7 +45,7 @@ func validateCDEmits(t *testing.T, emits []stage.Emit) int {
 // validates it against the official CDEvents v0.5.1 schema. (The fleet-rollout coordinator
 // emits no CDEvent: see docs/events.md.)
 func TestCDEventsMatchSchemas(t *testing.T) {
-	for typ := range cdSchemaFiles {
+	for typ := range cdschema.Files {
 		if !events.IsCDEvent(typ) {
 			t.Errorf("%s has a schema but is not a CDEvent sealane emits", typ)
 		}
