@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/test/cdschema"
 	"github.com/sealane/sealane/test/harness"
 )
 
@@ -179,6 +180,11 @@ func TestAuditCanaryAndCDEvents(t *testing.T) {
 			continue
 		}
 		cluster = target.Cluster
+		if events.IsCDEvent(e.Type) { // as published, against the official CDEvents 0.5.1 schema
+			if err := cdschema.Validate(e.Type, e.Data); err != nil {
+				t.Error(err)
+			}
+		}
 		if !events.IsCDServiceEvent(e.Type) {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/test/cdschema"
 	"github.com/sealane/sealane/test/harness"
 )
 
@@ -91,6 +92,17 @@ authorization { users: [ {nkey: %s}, {user: serve, password: %s}, {user: plain, 
 	if !strings.Contains(ev.out, `"type":"`+string(events.CDPipelineRunFinished)+`"`) || !strings.Contains(ev.out, `"outcome":"failure"`) ||
 		!strings.Contains(ev.out, "is not signed") {
 		t.Errorf("no pipelinerun.finished with outcome failure for the unsigned deploy:\n%s", ev.out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(ev.out), "\n") {
+		var e struct {
+			Type events.Type     `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == events.CDPipelineRunFinished {
+			if err := cdschema.Validate(e.Type, e.Data); err != nil {
+				t.Error(err)
+			}
+		}
 	}
 
 	// As a client scoped to ns might try: a payload for namespace team-b on ns's subject.
