@@ -14,8 +14,8 @@ import (
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 )
 
-// sandboxFleet connects to the multi-cluster sandbox's contexts sandbox-1..3; it skips when
-// the sandbox has one cluster only.
+// sandboxFleet connects to the multi-cluster sandbox's contexts sandbox-1..3; a sandbox of one
+// cluster fails the test (`make test` starts three).
 func sandboxFleet(t *testing.T) (fleetClusters, []string) {
 	t.Helper()
 	kubetest.Cluster(t) // skips in -short, fails otherwise, when there is no sandbox
@@ -24,7 +24,7 @@ func sandboxFleet(t *testing.T) (fleetClusters, []string) {
 	for _, name := range names {
 		c, err := kube.Connect(kube.Options{Kubeconfig: kubetest.KubeconfigPath(), Context: name})
 		if err != nil {
-			t.Skipf("no multi-cluster sandbox (`make sandbox-up CLUSTERS=3`): %v", err)
+			t.Fatalf("no multi-cluster sandbox (`make sandbox-up CLUSTERS=3`, as `make test` does): %v", err)
 		}
 		fleet[name] = c
 	}
