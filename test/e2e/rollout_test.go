@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -113,6 +114,16 @@ func (f *fleet) rollout(t *testing.T, args ...string) result {
 // record reads rollout id's record from the fleet's NATS.
 func (f *fleet) record(t *testing.T, id string) *coordinator.Record {
 	t.Helper()
+	rec, err := f.lookup(t, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// lookup reads rollout id's record; coordinator.ErrNotFound until the coordinator stored it.
+func (f *fleet) lookup(t *testing.T, id string) (*coordinator.Record, error) {
+	t.Helper()
 	ctx := harness.Context(t, 30*time.Second)
 	nc, err := bus.Connect(ctx, f.url, "rollout-test")
 	if err != nil {
@@ -124,10 +135,7 @@ func (f *fleet) record(t *testing.T, id string) *coordinator.Record {
 		t.Fatal(err)
 	}
 	rec, _, err := coordinator.Store{KV: kv}.Get(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return rec, err
 }
 
 // rolloutID reads the id `rollout start` printed.
@@ -361,11 +369,18 @@ func (f *fleet) waitRollout(t *testing.T, id, what string, cond func(*coordinato
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		rec := f.record(t, id)
-		if cond(rec) {
+		// A request the coordinator has not taken up yet has no record: wait for it too.
+		rec, err := f.lookup(t, id)
+		if err != nil && !errors.Is(err, coordinator.ErrNotFound) {
+			t.Fatal(err)
+		}
+		if err == nil && cond(rec) {
 			return rec
 		}
 		if time.Now().After(deadline) {
+			if err != nil {
+				t.Fatalf("rollout %s never %s: %v", id, what, err)
+			}
 			t.Fatalf("rollout %s never %s: phase %s (%s), waves %+v", id, what, rec.State.Phase, rec.State.Reason, rec.State.Waves)
 		}
 		time.Sleep(300 * time.Millisecond)
