@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,45 +13,13 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 )
 
-// deadLetterView is one dead letter as `sealane events --dead-letters -o json` prints it. The
-// original payload is left out (its size is given): events carry no secret by design, but a
-// malformed message a stage gave up on could be anything.
-type deadLetterView struct {
-	ID         uint64    `json:"id"`
-	Time       time.Time `json:"time"`
-	Consumer   string    `json:"consumer"`
-	Reason     string    `json:"reason"`
-	Deliveries uint64    `json:"deliveries"`
-	Subject    string    `json:"subject"`
-	StreamSeq  uint64    `json:"streamSeq"`
-	Type       string    `json:"type,omitempty"`
-	EventID    string    `json:"eventId,omitempty"`
-	DeployID   string    `json:"deployId,omitempty"`
-	Target     string    `json:"target,omitempty"`
-	DataBytes  int       `json:"dataBytes"`
-}
+// deadLetterView is one dead letter as `sealane events --dead-letters -o json` prints it.
+type deadLetterView = bus.DeadLetterView
 
-func viewDeadLetter(dl bus.DeadLetter) deadLetterView {
-	ce := func(name string) string {
-		for k, vs := range dl.Header {
-			if strings.EqualFold(k, "ce-"+name) && len(vs) > 0 {
-				if v, err := url.PathUnescape(vs[0]); err == nil {
-					return v
-				}
-				return vs[0]
-			}
-		}
-		return ""
-	}
-	return deadLetterView{
-		ID: dl.Seq, Time: dl.Time, Consumer: dl.Consumer, Reason: dl.Reason, Deliveries: dl.Deliveries,
-		Subject: dl.Subject, StreamSeq: dl.StreamSeq, Type: ce("type"), EventID: ce("id"),
-		DeployID: ce(events.ExtCorrelationID), Target: ce("subject"), DataBytes: len(dl.Data),
-	}
-}
+func viewDeadLetter(dl bus.DeadLetter) deadLetterView { return dl.View() }
 
-// matches applies the --cluster, --namespace and --release filters to the original event.
-func (v deadLetterView) matches(f *eventsFlags) bool {
+// deadLetterMatches applies the --cluster, --namespace and --release filters to the original event.
+func deadLetterMatches(v deadLetterView, f *eventsFlags) bool {
 	if f.cluster == "" && f.namespace == "" && f.release == "" {
 		return true
 	}
@@ -107,7 +73,7 @@ func runDeadLetters(ctx context.Context, g *globalFlags, f *eventsFlags, redrive
 	}
 	for _, dl := range dls {
 		v := viewDeadLetter(dl)
-		if !v.matches(f) {
+		if !deadLetterMatches(v, f) {
 			continue
 		}
 		if f.output == "json" {

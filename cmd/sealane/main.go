@@ -92,7 +92,8 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newClusterCmd(g))
 	root.AddCommand(newWebhookCmd())
 	root.AddCommand(newRolloutCmd(g))
-	root.AddCommand(newPoolsCmd(g)) // pools.go
+	root.AddCommand(newPoolsCmd(g))   // pools.go
+	root.AddCommand(newConsoleCmd(g)) // console.go
 	return root
 }
 

@@ -27,19 +27,20 @@ type serveFlags struct {
 	setup              *serveSetup // servedeps.go
 	pools              serve.PoolOptions
 	hook               serve.WebhookOptions
+	console            consoleFlags // console.go
 }
 
 func newServeCmd(g *globalFlags) *cobra.Command {
 	f := &serveFlags{setup: &serveSetup{clusters: serve.DefaultClusterOptions()}, hook: serve.WebhookOptionsFromEnv(), pools: serve.PoolOptionsFromEnv()}
 	cmd := &cobra.Command{
-		Use:   "serve renderer|applier|tracker|recorder|webhook|rollout|all...",
+		Use:   "serve renderer|applier|tracker|recorder|webhook|rollout|console|all...",
 		Short: "Run pipeline stages as a long-lived service against a shared NATS (--nats)",
 		Long: "Run one or more pipeline stages until interrupted. Every replica of a stage shares the " +
 			"stage's durable consumer, so starting more replicas shares the work. `webhook` serves the git " +
 			"webhook intake (--webhook-config); `rollout` the fleet rollout coordinator; `all` is the four stages and the coordinator, " +
-			"and the intake too when --webhook-config is set.",
+			"and the intake too when --webhook-config is set; `console` the read-only web console (in `all` when --console-addr is set).",
 		Args:      cobra.MinimumNArgs(1),
-		ValidArgs: []string{"renderer", "applier", "tracker", "recorder", "webhook", "rollout", "all"},
+		ValidArgs: []string{"renderer", "applier", "tracker", "recorder", "webhook", "rollout", "console", "all"},
 		RunE:      func(cmd *cobra.Command, args []string) error { return f.run(cmd, g, args) },
 	}
 	defAckWait, err := time.ParseDuration(os.Getenv("SEALANE_ACK_WAIT"))
@@ -63,6 +64,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	registerPoolFlags(cmd.Flags(), &f.pools)             // pools.go
 	f.setup.intake = addIntakeFlags(cmd)
 	f.hook.RegisterFlags(cmd.Flags())
+	f.console.register(cmd.Flags(), "console-addr", consoleAddrUsage, consoleAddrDefault()) // console.go
 	return cmd
 }
 
@@ -73,6 +75,10 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	}
 	names, withWebhook := serveParts(args, f.hook.Config != "")
 	withRollout := servesRollout(args)
+	consoleOnly, err := f.console.serves(args) // console.go
+	if err != nil {
+		return err
+	}
 	if len(names) > 0 {
 		if _, err := pipeline.Stages(pipeline.Deps{}, names...); err != nil {
 			return err
@@ -91,9 +97,12 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 		return err
 	}
 	defer node.Close()
+	if consoleOnly {
+		return node.WithProbes(cmd.Context(), f.httpAddr, func(ctx context.Context) error { return f.console.run(ctx, node, log, nil) })
+	}
 	webhook := func(ctx context.Context) error { return serve.RunWebhook(ctx, node, f.hook, log) }
 	if len(names) == 0 && !withRollout { // the webhook intake alone: no clusters, no keys
-		return node.WithProbes(cmd.Context(), f.httpAddr, webhook)
+		return node.WithProbes(cmd.Context(), f.httpAddr, f.console.with(node, log, webhook))
 	}
 	if len(names) == 0 { // the rollout coordinator (and the intake): the cluster registry, no stages
 		return f.serveRollout(cmd.Context(), g, node, withWebhook, log)
@@ -117,7 +126,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	if fleet, ok := deps.Clusters.(coordinator.Fleet); ok && withRollout {
 		parts = append(parts, func(ctx context.Context) error { return serve.RunRollout(ctx, node, fleet, log) })
 	}
-	return node.WithProbes(cmd.Context(), f.httpAddr, func(ctx context.Context) error { return runTogether(ctx, parts...) })
+	return node.WithProbes(cmd.Context(), f.httpAddr, f.console.with(node, log, func(ctx context.Context) error { return runTogether(ctx, parts...) }))
 }
 
 // serveRollout serves the rollout coordinator without stages (and the webhook intake when
@@ -132,7 +141,7 @@ func (f *serveFlags) serveRollout(ctx context.Context, g *globalFlags, node *ser
 	if withWebhook {
 		parts = append(parts, func(ctx context.Context) error { return serve.RunWebhook(ctx, node, f.hook, log) })
 	}
-	return node.WithProbes(ctx, f.httpAddr, func(ctx context.Context) error { return runTogether(ctx, parts...) })
+	return node.WithProbes(ctx, f.httpAddr, f.console.with(node, log, func(ctx context.Context) error { return runTogether(ctx, parts...) }))
 }
 
 // signingKeyFile is --rollout-signing-key when serve runs the rollout coordinator.
@@ -163,7 +172,7 @@ func serveParts(args []string, webhookConfigured bool) ([]events.Stage, bool) {
 		switch a {
 		case "webhook":
 			withWebhook = true
-		case "rollout": // servesRollout
+		case "rollout", "console": // servesRollout, consoleFlags.served
 		case "all":
 			withWebhook = withWebhook || webhookConfigured
 			names = append(names, events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker)

@@ -36,6 +36,15 @@ need_git() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq git >/dev/null
 }
 
+# The console's browser tests (test/console) drive Debian's chromium headless with chromedp.
+need_chromium() {
+  if [ -x /usr/bin/chromium ]; then return; fi
+  log "installing chromium from Debian (the console's browser tests)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+}
+
 # Built from module sources, Kubernetes would report v0.0.0-master; stamp the real version in
 # (as a release build does) so that charts' kubeVersion constraints and .Capabilities behave
 # as on a real cluster. The -stamped suffix keeps older unstamped builds from being reused.
@@ -104,6 +113,7 @@ case $what in
   all)
     need_etcd
     need_git
+    need_chromium
     build_kube
     go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
     go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"

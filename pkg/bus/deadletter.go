@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
 )
 
 // Headers added to a dead letter; the original message's headers are kept beside them.
@@ -223,4 +226,43 @@ func oneLine(s string) string {
 		s = strings.ToValidUTF8(s[:maxReasonLen], "")
 	}
 	return s
+}
+
+// DeadLetterView is a dead letter as people see it (`sealane events --dead-letters -o json`,
+// the console): the original event's CloudEvents attributes are read from its headers and its
+// payload is left out (only its size is given) — events carry no secret by design, but a
+// malformed message a stage gave up on could be anything.
+type DeadLetterView struct {
+	ID         uint64    `json:"id"`
+	Time       time.Time `json:"time"`
+	Consumer   string    `json:"consumer"`
+	Reason     string    `json:"reason"`
+	Deliveries uint64    `json:"deliveries"`
+	Subject    string    `json:"subject"`
+	StreamSeq  uint64    `json:"streamSeq"`
+	Type       string    `json:"type,omitempty"`
+	EventID    string    `json:"eventId,omitempty"`
+	DeployID   string    `json:"deployId,omitempty"`
+	Target     string    `json:"target,omitempty"`
+	DataBytes  int       `json:"dataBytes"`
+}
+
+// View returns what may be shown of dl.
+func (dl DeadLetter) View() DeadLetterView {
+	ce := func(name string) string {
+		for k, vs := range dl.Header {
+			if strings.EqualFold(k, "ce-"+name) && len(vs) > 0 {
+				if v, err := url.PathUnescape(vs[0]); err == nil {
+					return v
+				}
+				return vs[0]
+			}
+		}
+		return ""
+	}
+	return DeadLetterView{
+		ID: dl.Seq, Time: dl.Time, Consumer: dl.Consumer, Reason: dl.Reason, Deliveries: dl.Deliveries,
+		Subject: dl.Subject, StreamSeq: dl.StreamSeq, Type: ce("type"), EventID: ce("id"),
+		DeployID: ce(events.ExtCorrelationID), Target: ce("subject"), DataBytes: len(dl.Data),
+	}
 }

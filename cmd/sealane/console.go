@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/pkg/console"
+	"github.com/sealane/sealane/pkg/serve"
+)
+
+// consoleFlags are the web console's flags, shared by `sealane console` and `sealane serve`.
+type consoleFlags struct {
+	addr            string
+	tokenFile       string
+	authProxyHeader string
+	history         time.Duration
+	on              bool // serve runs the console (serves)
+}
+
+// register adds the flags; addrFlag names the address flag (--addr for `sealane console`,
+// --console-addr for `serve`, where an empty address leaves the console out of `all`).
+func (f *consoleFlags) register(fl *pflag.FlagSet, addrFlag, addrUsage, defAddr string) {
+	fl.StringVar(&f.addr, addrFlag, defAddr, addrUsage)
+	fl.StringVar(&f.tokenFile, "token-file", "",
+		"file holding the console's bearer token (default $"+console.TokenEnv+"); required, or --auth-proxy-header, off loopback")
+	fl.StringVar(&f.authProxyHeader, "auth-proxy-header", "",
+		"header a trusted authenticating proxy sets (e.g. X-Forwarded-User); requests without it are refused")
+	fl.DurationVar(&f.history, "console-history", 24*time.Hour,
+		"how far back the console reads the deploy stream when it starts (0: everything kept)")
+}
+
+// options builds the console's options from the flags.
+func (f *consoleFlags) options(log *zap.Logger) (console.Options, error) {
+	o := console.DefaultOptions()
+	if f.addr != "" {
+		o.Addr = f.addr
+	}
+	tok, err := console.ReadToken(f.tokenFile)
+	if err != nil {
+		return o, err
+	}
+	o.Token, o.AuthProxyHeader, o.History, o.Log = tok, f.authProxyHeader, f.history, log
+	return o, o.Validate()
+}
+
+// run serves the console over node until ctx ends; started, when not nil, gets its URL.
+func (f *consoleFlags) run(ctx context.Context, node *serve.Node, log *zap.Logger, started io.Writer) error {
+	opts, err := f.options(log)
+	if err != nil {
+		return err
+	}
+	srv, err := console.New(node.Bus, opts)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", opts.Addr)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	if started != nil {
+		fmt.Fprintf(started, "sealane console on http://%s/ (read-only; Ctrl-C stops it)\n", ln.Addr())
+	}
+	return srv.Serve(ctx, ln)
+}
+
+func newConsoleCmd(g *globalFlags) *cobra.Command {
+	f := &consoleFlags{}
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Open the read-only web console on localhost over the embedded pipeline (or --nats)",
+		Long: "Serve the web console — deploys with their timeline, resource table and logs, release history,\n" +
+			"rollouts, dead letters — fed live from the event stream of the embedded pipeline in --data-dir\n" +
+			"(or the shared one of --nats) until interrupted. It only reads. See docs/console.md.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			if _, err := f.options(log); err != nil { // refuse an open bind before touching NATS
+				return err
+			}
+			node, err := g.openReader(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer node.Close()
+			return f.run(cmd.Context(), node, log, cmd.OutOrStdout())
+		},
+	}
+	f.register(cmd.Flags(), "addr", "listen address of the console (loopback by default)", console.DefaultAddr)
+	return cmd
+}
+
+// consoleAddrUsage documents serve's --console-addr.
+var consoleAddrUsage = "web console address for `serve console` (default " + console.DefaultAddr + ") and `serve all` (empty: no console) ($SEALANE_CONSOLE_ADDR)"
+
+// consoleAddrDefault is serve's --console-addr default.
+func consoleAddrDefault() string { return os.Getenv("SEALANE_CONSOLE_ADDR") }
+
+// serves decides from serve's arguments whether the console runs — named ("console"), or in
+// "all" when --console-addr is set — and reports whether it is all serve runs; it checks the
+// console's options up front (an open non-loopback bind is refused before anything starts).
+func (f *consoleFlags) serves(args []string) (only bool, err error) {
+	only = true
+	for _, a := range args {
+		switch a {
+		case "console":
+			f.on = true
+		case "all":
+			f.on = f.on || f.addr != ""
+			only = false
+		default:
+			only = false
+		}
+	}
+	if f.on {
+		_, err = f.options(nil)
+	}
+	return only && f.on, err
+}
+
+// with returns work, run together with the console when serve runs it.
+func (f *consoleFlags) with(node *serve.Node, log *zap.Logger, work func(context.Context) error) func(context.Context) error {
+	if !f.on {
+		return work
+	}
+	return func(ctx context.Context) error {
+		return runTogether(ctx, work, func(ctx context.Context) error { return f.run(ctx, node, log, nil) })
+	}
+}

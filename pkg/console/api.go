@@ -1,0 +1,137 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"sort"
+
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/coordinator"
+)
+
+//go:embed web
+var webFiles embed.FS
+
+// loginPage is the form that takes the token once and sets the session cookie.
+//
+//go:embed web/login.html
+var loginPage []byte
+
+// Handler returns the console's HTTP handler: the page, its assets, the JSON API and the
+// event stream, behind the access guard (only /healthz and /login are open).
+func (s *Server) Handler() http.Handler {
+	static, _ := fs.Sub(webFiles, "web")
+	mux := http.NewServeMux()
+	mux.Handle("GET /", http.FileServerFS(static))
+	mux.HandleFunc("GET /api/stream", s.stream)
+	mux.HandleFunc("GET /api/deploys", s.deploys)
+	mux.HandleFunc("GET /api/deploys/{id}", s.deployDetail)
+	mux.HandleFunc("GET /api/releases", s.releases)
+	mux.HandleFunc("GET /api/rollouts", s.rolloutList)
+	mux.HandleFunc("GET /api/deadletters", s.deadLetters)
+	root := http.NewServeMux()
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	root.HandleFunc("/login", s.guard.login)
+	root.Handle("GET /style.css", http.FileServerFS(static)) // the login page's look: no secret in it
+	root.Handle("/", s.guard.wrap(mux))
+	return secureHeaders(root)
+}
+
+// secureHeaders keeps the page from being framed, sniffed or leaking its URLs, and lets it
+// load scripts and styles from itself only.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		s.log.Debug("write response", zap.Error(err))
+	}
+}
+
+func (s *Server) deploys(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	list := s.model.list()
+	s.mu.Unlock()
+	s.writeJSON(w, list)
+}
+
+// deployDetailResponse is a deploy with every event kept of it.
+type deployDetailResponse struct {
+	Deploy  Deploy  `json:"deploy"`
+	Entries []Entry `json:"entries"`
+}
+
+func (s *Server) deployDetail(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	d, entries, ok := s.model.detail(r.PathValue("id"))
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, "no such deploy in the console's window", http.StatusNotFound)
+		return
+	}
+	s.writeJSON(w, deployDetailResponse{Deploy: d, Entries: entries})
+}
+
+func (s *Server) releases(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	list := s.model.releaseList()
+	s.mu.Unlock()
+	s.writeJSON(w, list)
+}
+
+func (s *Server) rolloutList(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	kv, err := s.src.Rollouts(ctx, false)
+	if errors.Is(err, bus.ErrNoRollouts) {
+		s.writeJSON(w, []rolloutView{})
+		return
+	}
+	var recs []*coordinator.Record
+	if err == nil {
+		recs, err = coordinator.Store{KV: kv}.List(ctx)
+	}
+	if err != nil {
+		s.log.Warn("list rollouts", zap.Error(err))
+		http.Error(w, "list rollouts: "+bus.RedactURL(err.Error()), http.StatusBadGateway)
+		return
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].State.CreatedAt.After(recs[j].State.CreatedAt) })
+	out := make([]rolloutView, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, viewRollout(rec))
+	}
+	s.writeJSON(w, out)
+}
+
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	dls, err := s.src.DeadLetters(ctx)
+	if err != nil {
+		s.log.Warn("list dead letters", zap.Error(err))
+		http.Error(w, "list dead letters: "+bus.RedactURL(err.Error()), http.StatusBadGateway)
+		return
+	}
+	out := make([]bus.DeadLetterView, 0, len(dls))
+	for i := len(dls) - 1; i >= 0; i-- { // newest first
+		out = append(out, dls[i].View())
+	}
+	s.writeJSON(w, out)
+}

@@ -1,0 +1,157 @@
+// sealane console: the deploy detail, releases, rollouts and dead-letters views (app.js has
+// the stream, the router and the deploys list).
+'use strict';
+
+function renderDetail() {
+  const det = S.detail, box = document.getElementById('detail');
+  if (!det || !box || !det.loaded) return;
+  const d = det.deploy, b = det.board;
+  const parts = [
+    el('h1', {}, `${d.release} `, badge(d.status), el('span', {class: 'muted'}, ` ${d.operation || ''} revision ${d.revision || '—'}`)),
+    el('div', {class: 'card'}, el('dl', {class: 'kv'},
+      el('dt', {}, 'Deploy id'), el('dd', {}, copyable(d.id)),
+      el('dt', {}, 'Target'), el('dd', {}, `cluster ${d.cluster} · namespace ${d.namespace} · release ${d.release}`),
+      el('dt', {}, 'Chart'), el('dd', {}, d.chart || ''),
+      el('dt', {}, 'Requested by'), el('dd', {}, (d.requestedBy || '—') + (d.commit ? ` · commit ${d.commit}` : '')),
+      el('dt', {}, 'Started'), el('dd', {}, dateTime(d.started)),
+      d.rollout ? [el('dt', {}, 'Rollout'), el('dd', {}, el('a', {href: '#/rollouts'}, d.rollout))] : null,
+      el('dt', {}, 'Its events'), el('dd', {}, copyable(eventsCommand(d))),
+      d.truncated ? [el('dt', {}, 'Note'), el('dd', {}, 'older events of this deploy were dropped (console limit)')] : null)),
+  ];
+  if (d.status === 'failed') parts.push(failure(d, b));
+  parts.push(el('h2', {}, 'Phases'), phases(b), el('h2', {}, 'Resources'), resources(b));
+  const logs = [...b.logs.values()];
+  if (logs.length) parts.push(el('h2', {}, 'Logs and Kubernetes events'), ...logs.map(logBlock));
+  parts.push(el('h2', {}, 'Timeline'), timeline(d, b));
+  box.replaceChildren(...parts);
+}
+
+function failure(d, b) {
+  const failed = new Set(b.failures.filter((f) => f.resource && f.resource.name).map((f) => refKey(f.resource)));
+  const evBlocks = [...b.logs.values()].filter((l) => l.events && failed.has(refKey(l.ref)));
+  return el('div', {id: 'failure'},
+    el('div', {class: 'reason', 'data-testid': 'reason'}, el('strong', {}, 'Failed' + (b.failedStage ? ` at ${b.failedStage}` : '') + ': '), d.reason || ''),
+    b.failures.filter((f) => f.resource && f.resource.name).map((f) =>
+      el('div', {class: 'reason', 'data-failed-resource': refText(f.resource)}, el('strong', {}, refText(f.resource) + ': '), f.reason)),
+    evBlocks.map(logBlock));
+}
+
+function phases(b) {
+  const ps = [...b.phases.values()].sort((x, y) => x.n - y.n);
+  if (!ps.length) return el('div', {class: 'muted'}, 'no phase applied yet');
+  return el('div', {class: 'phases'}, ps.map((p) => {
+    const counts = {};
+    for (const a of p.applied || []) counts[a.action] = (counts[a.action] || 0) + 1;
+    const summary = Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ');
+    return el('div', {class: 'phase', 'data-phase': p.n}, el('strong', {}, `Phase ${p.n}/${p.of || '?'}`), ' ',
+      badge(p.tracked || 'applied'), el('div', {class: 'muted'}, summary || 'nothing to apply'));
+  }));
+}
+
+function resources(b) {
+  const rows = [...b.rows.values()];
+  if (!rows.length) return el('div', {class: 'muted'}, 'no resource tracked yet');
+  return el('table', {id: 'resources'},
+    el('thead', {}, el('tr', {}, ['Resource', 'Wait', 'State', 'Ready', 'Info'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, rows.map((r) => {
+      const info = [];
+      if (r.ref.namespace && S.detail && r.ref.namespace !== S.detail.deploy.namespace) info.push('Namespace:' + r.ref.namespace);
+      if (r.message) info.push('Status:"' + r.message + '"');
+      if (r.errors) info.push(`Errors:${r.errors}`);
+      if (r.lastError) info.push('LastError:"' + r.lastError + '"');
+      if (r.reason) info.push('Reason:"' + r.reason + '"');
+      if (r.nonBlocking) info.push('non-blocking');
+      for (const p of r.pods || []) info.push(`${p.name} ${p.state} ${p.ready}/${p.desired}` + (p.restarts ? ` restarts:${p.restarts}` : '') + (p.message ? ` "${p.message}"` : ''));
+      return el('tr', {class: 'res', 'data-resource': refText(r.ref), 'data-state': r.state},
+        el('td', {class: 'mono'}, refText(r.ref)), el('td', {}, r.until), el('td', {}, badge(r.state)),
+        el('td', {}, r.desired ? `${r.ready || 0}/${r.desired}` : ''), el('td', {class: 'mono'}, info.join('  ')));
+    })));
+}
+
+function logBlock(l) {
+  return el('div', {class: 'logs', 'data-log': l.title}, el('h3', {}, l.title), el('pre', {}, l.lines.join('\n')));
+}
+
+function timeline(d, b) {
+  const list = b.timeline.slice(-1000);
+  return el('table', {id: 'timeline'},
+    el('thead', {}, el('tr', {}, ['Time', 'Type', 'What', 'Event id and the command that prints it'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, list.map((e) => el('tr', {'data-type': e.type},
+      el('td', {class: 'mono'}, time(e.time)), el('td', {}, e.type), el('td', {}, e.line || ''),
+      el('td', {}, copyable(e.id), copyable(eventsCommand(d, e)))))));
+}
+
+// ---- releases ----------------------------------------------------------------------------
+async function loadReleases() {
+  const box = document.getElementById('releases');
+  if (!box) return;
+  try {
+    const rels = await getJSON('/api/releases');
+    if (!rels.length) { box.replaceChildren(el('div', {class: 'card empty'}, 'No release recorded in the console\'s window yet.')); return; }
+    box.replaceChildren(...rels.map((r) => el('div', {class: 'card', 'data-release': r.release},
+      el('h2', {}, `${r.release}`, el('span', {class: 'muted'}, ` namespace ${r.namespace} · cluster ${r.cluster}`)),
+      el('table', {}, el('thead', {}, el('tr', {}, ['Revision', 'Status', 'Chart', 'Time', 'By', 'Commit', 'Deploy', 'Reason'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, r.history.slice().reverse().map((h) => el('tr', {'data-revision': h.revision},
+          el('td', {}, h.upToDate ? `${h.revision || '—'} (up to date)` : (h.revision || '—')), el('td', {}, badge(h.status || h.outcome)),
+          el('td', {}, h.chart || ''), el('td', {}, dateTime(h.time)), el('td', {}, h.requestedBy || ''),
+          el('td', {class: 'mono'}, (h.commit || '').slice(0, 12)),
+          el('td', {}, el('a', {href: '#/deploy/' + encodeURIComponent(h.deploy)}, 'events')),
+          el('td', {class: 'muted'}, h.reason || ''))))))));
+  } catch (err) { failBox(box, err); }
+}
+
+// ---- rollouts: waves × clusters ----------------------------------------------------------
+async function loadRollouts() {
+  const box = document.getElementById('rollouts');
+  if (!box) return;
+  try {
+    const ros = await getJSON('/api/rollouts');
+    if (!ros.length) { box.replaceChildren(el('div', {class: 'card empty'}, 'No rollout (none ran, or no coordinator on this NATS).')); return; }
+    box.replaceChildren(...ros.map(rolloutCard));
+  } catch (err) { failBox(box, err); }
+}
+
+function rolloutCard(r) {
+  const clusters = [...new Set((r.clusters || []).map((c) => c.cluster))];
+  const deployOf = (c) => [...S.deploys.values()].filter((d) => d.rollout === r.id && d.cluster === c.cluster)
+    .sort((a, b) => (b.updated || '').localeCompare(a.updated || ''))[0];
+  return el('div', {class: 'card', 'data-rollout': r.id},
+    el('h2', {}, `rollout ${r.id} `, badge(r.queued ? 'queued' : r.phase),
+      el('span', {class: 'muted'}, ` release ${r.release} · namespace ${r.namespace}` + (r.waves && r.waves.length ? ` · wave ${Math.min(r.wave + 1, r.waves.length)}/${r.waves.length}` : ''))),
+    r.reason ? el('div', {class: 'reason'}, r.reason) : null,
+    el('table', {class: 'grid'},
+      el('thead', {}, el('tr', {}, el('th', {}, 'Wave'), el('th', {}, 'Wave state'), clusters.map((c) => el('th', {}, c)))),
+      el('tbody', {}, (r.waves || []).map((w, i) => el('tr', {'data-wave': w.name},
+        el('td', {}, w.name), el('td', {}, badge(w.status)),
+        clusters.map((name) => {
+          const c = (r.clusters || []).find((x) => x.cluster === name && x.wave === i);
+          if (!c) return el('td', {class: 'cell muted'}, '·');
+          const dep = deployOf(c);
+          return el('td', {class: 'cell', 'data-cluster': name, 'data-state': c.status, title: c.reason || ''},
+            badge(c.status), c.revision ? el('div', {class: 'muted'}, `rev ${c.revision}` + (c.attempt > 1 ? ` · attempt ${c.attempt}` : '')) : null,
+            dep ? el('div', {}, el('a', {href: '#/deploy/' + encodeURIComponent(dep.id)}, 'events')) : null);
+        }))))),
+    el('div', {class: 'muted'}, 'Its events: ', copyable(`sealane events --type rollout --since ${isoSecond(r.created)}`)));
+}
+
+// ---- dead letters ------------------------------------------------------------------------
+async function loadDeadLetters() {
+  const box = document.getElementById('deadletters');
+  if (!box) return;
+  try {
+    const dls = await getJSON('/api/deadletters');
+    if (!dls.length) { box.replaceChildren(el('div', {class: 'card empty'}, 'No dead letters: every stage handled every message.')); return; }
+    box.replaceChildren(el('p', {class: 'muted'}, 'Messages a stage gave up on. ', copyable('sealane events --dead-letters')),
+      el('table', {}, el('thead', {}, el('tr', {}, ['Id', 'Time', 'Consumer', 'Deliveries', 'Type', 'Deploy', 'Subject', 'Reason'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, dls.map((x) => el('tr', {class: 'deadletter', 'data-id': x.id},
+          el('td', {}, x.id), el('td', {}, dateTime(x.time)), el('td', {}, x.consumer), el('td', {}, x.deliveries),
+          el('td', {}, x.type || '—'),
+          el('td', {}, x.deployId ? el('a', {href: '#/deploy/' + encodeURIComponent(x.deployId)}, x.deployId) : '—'),
+          el('td', {class: 'mono'}, x.subject), el('td', {class: 'reason-cell'}, x.reason))))));
+  } catch (err) { failBox(box, err); }
+}
+
+window.addEventListener('hashchange', route);
+setInterval(() => { if (S.view === 'deadletters') loadDeadLetters(); }, 5000);
+route();
+connect();
