@@ -126,6 +126,8 @@ class Board {
   }
   fail(failures) {
     for (const f of failures || []) {
+      const k = refKey(f.resource) + '\u0000' + f.reason;
+      if (this.failures.some((g) => refKey(g.resource) + '\u0000' + g.reason === k)) continue;
       this.failures.push(f);
       if (!f.resource || !f.resource.name) continue;
       let matched = [...this.rows.values()].filter((r) => refKey(r.ref) === refKey(f.resource) && r.state !== 'READY');

@@ -43,7 +43,7 @@ function phases(b) {
     const counts = {};
     for (const a of p.applied || []) counts[a.action] = (counts[a.action] || 0) + 1;
     const summary = Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ');
-    return el('div', {class: 'phase', 'data-phase': p.n}, el('strong', {}, `Phase ${p.n}/${p.of || '?'}`), ' ',
+    return el('div', {class: 'phase', 'data-phase': p.n}, el('strong', {}, `Phase ${p.n + 1}/${p.of || '?'}`), ' ',
       badge(p.tracked || 'applied'), el('div', {class: 'muted'}, summary || 'nothing to apply'));
   }));
 }
