@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -10,6 +11,9 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/progress"
 )
+
+// rolloutTypePrefix starts the types of a rollout's own events (events/rollout.go).
+const rolloutTypePrefix = "dev.sealane.rollout."
 
 // Status is where a deploy is, as the console shows it.
 type Status string
@@ -128,10 +132,12 @@ type msgInfo struct {
 }
 
 // add takes in one event and returns its entry and the deploy's summary after it; ok is
-// false for an event about no deploy (no correlation id).
+// false for an event about no deploy: no correlation id, no release (NoTarget), or a rollout's
+// own event (its correlation id is the rollout's; the rollouts view shows rollouts).
 func (m *model) add(e cloudevents.Event, info msgInfo) (Entry, Deploy, bool) {
 	id := events.CorrelationID(e)
-	if id == "" {
+	t, err := events.TargetOf(e)
+	if id == "" || err != nil || t == events.NoTarget || strings.HasPrefix(e.Type(), rolloutTypePrefix) {
 		return Entry{}, Deploy{}, false
 	}
 	m.n++

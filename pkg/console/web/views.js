@@ -131,7 +131,7 @@ function rolloutCard(r) {
             badge(c.status), c.revision ? el('div', {class: 'muted'}, `rev ${c.revision}` + (c.attempt > 1 ? ` · attempt ${c.attempt}` : '')) : null,
             dep ? el('div', {}, el('a', {href: '#/deploy/' + encodeURIComponent(dep.id)}, 'events')) : null);
         }))))),
-    el('div', {class: 'muted'}, 'Its events: ', copyable(`sealane events --type rollout --since ${isoSecond(r.created)}`)));
+    el('div', {class: 'muted'}, 'In the terminal: ', copyable(`sealane rollout status ${r.id}`), ' — each cell links to its deploy and that deploy\'s events.'));
 }
 
 // ---- dead letters ------------------------------------------------------------------------
