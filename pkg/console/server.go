@@ -32,7 +32,7 @@ type Source interface {
 const callTimeout = 15 * time.Second
 
 // rolloutRetry is how often the console looks for the rollout bucket until a coordinator made it.
-const rolloutRetry = 5 * time.Second
+var rolloutRetry = 2 * time.Second
 
 // Server is the console: New it, then Serve or Run it.
 type Server struct {
@@ -133,6 +133,10 @@ func (s *Server) watchRollouts(ctx context.Context) error {
 	for {
 		kv, err := s.rollouts(ctx)
 		if err == nil {
+			// Rollouts may have changed while the bucket was not bound yet: pages fetch again.
+			s.mu.Lock()
+			s.hub.broadcast(sseMessage("rollout", map[string]string{"key": ""}))
+			s.mu.Unlock()
 			err = kv.Watch(ctx, "rollouts.*", func(e jetstream.KeyValueEntry) error {
 				s.mu.Lock()
 				defer s.mu.Unlock()

@@ -278,3 +278,47 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestRolloutChangesPushed: the rollout bucket made after the console started (the first
+// coordinator) is found, and a change of a rollout record reaches the browsers.
+func TestRolloutChangesPushed(t *testing.T) {
+	old := rolloutRetry
+	rolloutRetry = 100 * time.Millisecond
+	t.Cleanup(func() { rolloutRetry = old })
+	w := newWorld(t, DefaultOptions())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := w.stream(t, ctx, nil)
+	s.next(t) // hello
+	kv, err := w.bus.Rollouts(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Binding the bucket says "fetch again" (key ""), then changes come one by one.
+	if name, data := s.next(t); name != "rollout" || data != `{"key":""}` {
+		t.Fatalf("got %s %s, want the rollout refresh after the bucket was found", name, data)
+	}
+	// A Put made before the watch began is not seen: put until one is.
+	done := make(chan struct{})
+	putting := make(chan struct{})
+	go func() {
+		defer close(putting)
+		for {
+			if _, err := kv.Put(ctx, "rollouts.ro-1", []byte(`{}`)); err != nil && ctx.Err() == nil {
+				t.Errorf("put: %v", err)
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	name, data := s.next(t)
+	close(done)
+	<-putting
+	if name != "rollout" || data != `{"key":"rollouts.ro-1"}` {
+		t.Fatalf("got %s %s, want the rollout's change", name, data)
+	}
+}

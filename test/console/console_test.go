@@ -131,6 +131,12 @@ func TestConsoleRolloutsAndDeadLetters(t *testing.T) {
 	t.Cleanup(func() { deleteFleetNamespaces(t, suffix) })
 	b := newBrowser(t)
 	b.open(t, p.console+"/#/rollouts")
+	rec := recordStream(t, p.console)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("event stream:\n%.3000s", rec.String())
+		}
+	})
 	spec := filepath.Join(t.TempDir(), "rollout.yaml")
 	body := fmt.Sprintf(`chart: {path: %s}
 release: console-fleet

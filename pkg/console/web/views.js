@@ -152,6 +152,11 @@ async function loadDeadLetters() {
 }
 
 window.addEventListener('hashchange', route);
-setInterval(() => { if (S.view === 'deadletters') loadDeadLetters(); }, 5000);
+// Dead letters are read on demand; rollouts are pushed, and read again now and then in case a
+// change came while the console was not watching yet.
+setInterval(() => {
+  if (S.view === 'deadletters') loadDeadLetters();
+  if (S.view === 'rollouts') loadRollouts();
+}, 5000);
 route();
 connect();
