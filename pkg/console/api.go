@@ -131,7 +131,9 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]bus.DeadLetterView, 0, len(dls))
 	for i := len(dls) - 1; i >= 0; i-- { // newest first
-		out = append(out, dls[i].View())
+		v := dls[i].View()
+		v.Reason = bus.RedactURL(v.Reason) // as the stages log errors: no URL credentials
+		out = append(out, v)
 	}
 	s.writeJSON(w, out)
 }

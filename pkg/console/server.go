@@ -73,7 +73,7 @@ func (s *Server) Run(ctx context.Context) error {
 // fails; it closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("console serving", zap.String("url", "http://"+ln.Addr().String()+"/"), zap.Bool("open", s.guard.open()))
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.follow(gctx, false) })
