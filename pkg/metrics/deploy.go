@@ -110,14 +110,6 @@ func (m *Metrics) RolloutFinished(state string) {
 	m.rollouts.WithLabelValues(state).Inc()
 }
 
-// RolloutsActive adds delta to the rollouts this coordinator drives.
-func (m *Metrics) RolloutsActive(delta int) {
-	if m == nil {
-		return
-	}
-	m.rolloutsActive.Add(float64(delta))
-}
-
 // ClusterResult counts one cluster's deploy result in a fleet rollout.
 func (m *Metrics) ClusterResult(outcome string) {
 	if m == nil {

@@ -48,7 +48,6 @@ type Metrics struct {
 	webhookDeploys  *prometheus.CounterVec
 
 	rollouts       *prometheus.CounterVec
-	rolloutsActive prometheus.Gauge
 	clusterResults *prometheus.CounterVec
 	outbox         *prometheus.CounterVec
 }
@@ -105,8 +104,6 @@ func New() *Metrics {
 			Help: "Deploy requests the webhook intake published, by provider."}, []string{"provider"}),
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "rollout", Name: "finished_total",
 			Help: "Fleet rollouts that ended, by final state."}, []string{"state"}),
-		rolloutsActive: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "rollout", Name: "active",
-			Help: "Fleet rollouts this coordinator drives right now."}),
 		clusterResults: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "rollout", Name: "cluster_results_total",
 			Help: "Per-cluster deploy results of fleet rollouts, by outcome."}, []string{"outcome"}),
 		outbox: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "rollout", Name: "outbox_publishes_total",
@@ -118,7 +115,7 @@ func New() *Metrics {
 		m.handled, m.duration, m.inFlight, m.hop, m.redeliveries, m.deadLetters,
 		m.deploys, m.resources, m.phases, m.trackedObjects, m.trackedPods, m.informers,
 		m.leaseQueued, m.leaseTakeovers, m.webhookRequests, m.webhookDeploys,
-		m.rollouts, m.rolloutsActive, m.clusterResults, m.outbox,
+		m.rollouts, m.clusterResults, m.outbox,
 	)
 	return m
 }

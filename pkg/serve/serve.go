@@ -288,6 +288,11 @@ func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names .
 		deps.Metrics = r.Metrics
 	}
 	deps = withLeases(r, deps) // lease.go
+	if deps.Leases != nil && deps.Metrics != nil {
+		// An error is a second RunStages in this process: the first one's collector counts.
+		_ = deps.Metrics.Register(metrics.NewCountCollector("sealane_lease_queued_requests",
+			"Deploy requests waiting in a release's queue for its lease (all releases).", deps.Leases.QueuedRequests, deps.Log))
+	}
 	stages, err := pipeline.Stages(deps, names...)
 	if err != nil {
 		return err
