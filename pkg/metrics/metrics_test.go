@@ -60,7 +60,7 @@ sealane_stage_handlers_in_flight{stage="applier"} 0
 	got := metricstest.Values(t, m.Registry)
 	for key, n := range map[string]float64{
 		metricstest.Key("sealane_stage_handle_duration_seconds", "stage", "applier", "type", "io.sealane.deploy.started.v1"): 7,
-		metricstest.Key("sealane_stage_hop_latency_seconds", "stage", "applier"):                                            7,
+		metricstest.Key("sealane_stage_hop_latency_seconds", "stage", "applier"):                                             7,
 	} {
 		if got[key] != n {
 			t.Errorf("%s = %g, want %g", key, got[key], n)
@@ -178,20 +178,20 @@ func TestDeployAndServiceMetrics(t *testing.T) {
 	defer resp.Body.Close()
 	got := metricstest.Parse(t, resp.Body)
 	want := map[string]float64{
-		metricstest.Key("sealane_deploy_duration_seconds", "kind", "install", "outcome", "succeeded"): 1,
-		metricstest.Key("sealane_deploy_duration_seconds", "kind", "upgrade", "outcome", "failed"):    1,
-		metricstest.Key("sealane_deploy_resources_applied_total", "action", "created"):                3,
-		metricstest.Key("sealane_deploy_phase_duration_seconds", "step", "apply"):                     1,
-		metricstest.Key("sealane_tracker_objects_watched"):                                            3,
-		metricstest.Key("sealane_tracker_pods_watched"):                                               2,
-		metricstest.Key("sealane_tracker_informers_open"):                                             3,
-		metricstest.Key("sealane_lease_queued_total"):                                                 1,
-		metricstest.Key("sealane_lease_takeovers_total", "reason", "expired"):                         1,
+		metricstest.Key("sealane_deploy_duration_seconds", "kind", "install", "outcome", "succeeded"):  1,
+		metricstest.Key("sealane_deploy_duration_seconds", "kind", "upgrade", "outcome", "failed"):     1,
+		metricstest.Key("sealane_deploy_resources_applied_total", "action", "created"):                 3,
+		metricstest.Key("sealane_deploy_phase_duration_seconds", "step", "apply"):                      1,
+		metricstest.Key("sealane_tracker_objects_watched"):                                             3,
+		metricstest.Key("sealane_tracker_pods_watched"):                                                2,
+		metricstest.Key("sealane_tracker_informers_open"):                                              3,
+		metricstest.Key("sealane_lease_queued_total"):                                                  1,
+		metricstest.Key("sealane_lease_takeovers_total", "reason", "expired"):                          1,
 		metricstest.Key("sealane_webhook_requests_total", "provider", "github", "outcome", "accepted"): 1,
-		metricstest.Key("sealane_webhook_deploys_requested_total", "provider", "github"):              2,
-		metricstest.Key("sealane_rollout_finished_total", "state", "succeeded"):                       1,
-		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "succeeded"):              1,
-		metricstest.Key("sealane_rollout_outbox_publishes_total", "result", "error"):                  1,
+		metricstest.Key("sealane_webhook_deploys_requested_total", "provider", "github"):               2,
+		metricstest.Key("sealane_rollout_finished_total", "state", "succeeded"):                        1,
+		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "succeeded"):               1,
+		metricstest.Key("sealane_rollout_outbox_publishes_total", "result", "error"):                   1,
 	}
 	if diff := metricstest.Diff(got, want); diff != "" {
 		t.Error(diff)
@@ -257,7 +257,7 @@ func TestConsumerCollector(t *testing.T) {
 	}
 	got := metricstest.Values(t, m.Registry)
 	want := map[string]float64{
-		metricstest.Key("sealane_jetstream_up"):                                                1,
+		metricstest.Key("sealane_jetstream_up"):                                                   1,
 		metricstest.Key("sealane_jetstream_consumer_pending", "consumer", "metrics-requests"):     3,
 		metricstest.Key("sealane_jetstream_consumer_ack_pending", "consumer", "metrics-requests"): 0,
 		metricstest.Key("sealane_jetstream_consumer_pending", "consumer", "metrics-idle"):         0,

@@ -64,7 +64,7 @@ func TestRunnerMetrics(t *testing.T) {
 		metricstest.Key("sealane_bus_dead_letters_total", "consumer", "renderer", "reason", "permanent"):                                           2,
 		// Counts of the histograms: every handling is timed; each handler start has a hop.
 		metricstest.Key("sealane_stage_handle_duration_seconds", "stage", "renderer", "type", string(events.DeployRequested)): 4,
-		metricstest.Key("sealane_stage_hop_latency_seconds", "stage", "renderer"):                                            4,
+		metricstest.Key("sealane_stage_hop_latency_seconds", "stage", "renderer"):                                             4,
 	}
 	deadline := time.Now().Add(waitTimeout)
 	for {
