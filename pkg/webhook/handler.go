@@ -211,7 +211,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rep := h.handle(w, r, st, req)
 	h.answer(w, rep)
 	h.opts.Metrics.WebhookRequest(rcv.Type, rep.word)
-	h.opts.Metrics.WebhookDeploys(rcv.Type, len(rep.started))
+	if rep.word == "accepted" { // a duplicate names the deploys its first delivery requested
+		h.opts.Metrics.WebhookDeploys(rcv.Type, len(rep.started))
+	}
 	_ = http.NewResponseController(w).Flush() // the sender has its answer; the audit event follows
 	h.audit(r.Context(), req, rep)
 }
