@@ -64,6 +64,16 @@ func TestServeMetrics(t *testing.T) {
 	if n := got[metricstest.Key("sealane_deploy_phase_duration_seconds", "step", "apply")]; n <= 0 {
 		t.Errorf("no applied phase observed (%g)", n)
 	}
+	if n := got[metricstest.Key("sealane_deploy_phase_duration_seconds", "step", "track")]; n <= 0 {
+		t.Errorf("no tracked phase observed (%g)", n)
+	}
+	// Read from NATS at the scrape: nothing queued for a lease, no fleet rollout running.
+	if diff := metricstest.Diff(got, map[string]float64{
+		metricstest.Key("sealane_lease_queued_requests"): 0,
+		metricstest.Key("sealane_rollout_active"):        0,
+	}); diff != "" {
+		t.Error(diff)
+	}
 	if n := got[metricstest.Key("sealane_jetstream_up")]; n != 1 {
 		t.Errorf("sealane_jetstream_up = %g, want 1", n)
 	}
@@ -83,8 +93,10 @@ func TestServeMetrics(t *testing.T) {
 	if diff := metricstest.Diff(got, map[string]float64{installed: 1, failed: 1}); diff != "" {
 		t.Errorf("after the failed deploy:\n%s", diff)
 	}
-	if n := got[metricstest.Key("sealane_tracker_objects_watched")]; n != 0 {
-		t.Errorf("the tracker still watches %g objects after both deploys ended", n)
+	for _, gauge := range []string{"sealane_tracker_objects_watched", "sealane_tracker_pods_watched", "sealane_tracker_informers_open"} {
+		if n, ok := got[metricstest.Key(gauge)]; !ok || n != 0 {
+			t.Errorf("%s = %g (present %v) after both deploys ended, want 0", gauge, n, ok)
+		}
 	}
 }
 
