@@ -13,7 +13,6 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/lease"
-	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -157,8 +156,6 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 		}
 		return stage.Output{}, err
 	}
-	observeApplied(a.Metrics, applied) // metrics.go
-	a.Metrics.PhaseDone(metrics.StepApply, a.now().Sub(started))
 	data := events.PhaseAppliedData{Target: in.Target, Revision: revision, Phase: phase, Phases: len(bundle.Plan.Phases), Started: started,
 		Applied: applied, Waits: waits}
 	if in.State != nil {

@@ -78,7 +78,8 @@ type Deps struct {
 	// Intake is the renderer's policy for requests from the bus (intake.go): chart sources,
 	// download limits, client keys. The zero value is a shared service's strictest.
 	Intake Intake
-	// Metrics, if set, observes deploys, applied resources, phases and tracking (pkg/metrics).
+	// Metrics, if set, has the tracker report what it watches (pkg/metrics); the stage runner
+	// counts the rest from the events the stages emit.
 	Metrics *metrics.Metrics
 }
 

@@ -51,9 +51,6 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		if err == nil { // CDEvents consumers hear of the release change too (cdevents.go)
 			out.Emits, err = r.withCDEvent(ctx, in, out.Emits)
 		}
-		if err == nil {
-			r.observeDeploy(in, d.Revision, events.OutcomeSucceeded) // metrics.go
-		}
 		return out, err
 	case events.DeployPlanned:
 		// A plan wrote nothing: the request only needs closing.
@@ -67,9 +64,6 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		out, err := r.result(ctx, in, d.Revision, false, d.Reason)
 		if err == nil { // reported as a CDEvents pipelinerun.finished, outcome failure
 			out.Emits, err = r.withCDEvent(ctx, in, out.Emits)
-		}
-		if err == nil {
-			r.observeDeploy(in, d.Revision, events.OutcomeFailed) // metrics.go
 		}
 		return out, err
 	}

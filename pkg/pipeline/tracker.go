@@ -11,7 +11,6 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/manifest"
-	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/track"
@@ -48,16 +47,15 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	phase := relayedPhaseOf(in, d)
 	relay := newLogRelay(ctx, cluster.Typed, publish, phase, t.log().With(zap.String("deploy", in.DeployID)))
 	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
-	if t.Metrics != nil { // metrics.go: what the tracker watches, and for how long
+	if t.Metrics != nil { // metrics.go: what the tracker watches now
 		pods := &podCount{m: t.Metrics, byRef: map[manifest.Ref]int{}}
 		opts.OnPods = func(p track.PodsSeen) { pods.seen(p); relay.pods(p) }
 		opts.OnInformers = t.Metrics.Informers
 		t.Metrics.Tracking(len(d.Waits))
-		defer func(start time.Time) {
+		defer func() {
 			pods.done()
 			t.Metrics.Tracking(-len(d.Waits))
-			t.Metrics.PhaseDone(metrics.StepTrack, t.now().Sub(start))
-		}(t.now())
+		}()
 	}
 	progressed := progressOf(in.Target, d)
 	outcome, err := track.TrackTargets(ctx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {

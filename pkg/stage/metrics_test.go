@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/metrics/metricstest"
 )
@@ -77,5 +79,68 @@ func TestRunnerMetrics(t *testing.T) {
 			t.Fatalf("metrics after the events:\n%s", diff)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The runner counts a deploy's end from the release_recorded it emits — its kind from the
+// state's operation and revisions, its duration from the state's creation — and a phase's
+// resources and time from phase_applied and phase_tracked; a plan, and a state without its
+// creation time, are no deploy to time.
+func TestRunnerObservesEmits(t *testing.T) {
+	created := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	start, now := created.Add(50*time.Second), created.Add(time.Minute)
+	recorded := func(revision int, outcome events.Outcome) Output {
+		return Output{Emits: []Emit{{Type: events.ReleaseRecorded, Data: events.RecordedData{Revision: revision, Outcome: outcome}}}}
+	}
+	tests := []struct {
+		name  string
+		state *deploy.State
+		out   Output
+		want  map[string]float64
+	}{
+		{"install", &deploy.State{Created: created}, recorded(1, events.OutcomeSucceeded),
+			map[string]float64{metricstest.Key("sealane_deploy_duration_seconds", "kind", "install", "outcome", "succeeded"): 1}},
+		{"failed before its record", &deploy.State{Created: created}, recorded(0, events.OutcomeFailed),
+			map[string]float64{metricstest.Key("sealane_deploy_duration_seconds", "kind", "install", "outcome", "failed"): 1}},
+		{"upgrade", &deploy.State{Created: created, PreviousRevision: 1}, recorded(2, events.OutcomeSucceeded),
+			map[string]float64{metricstest.Key("sealane_deploy_duration_seconds", "kind", "upgrade", "outcome", "succeeded"): 1}},
+		{"failed upgrade before its record", &deploy.State{Created: created, PreviousRevision: 4}, recorded(0, events.OutcomeFailed),
+			map[string]float64{metricstest.Key("sealane_deploy_duration_seconds", "kind", "upgrade", "outcome", "failed"): 1}},
+		{"rollback", &deploy.State{Created: created, Operation: events.OperationRollback}, recorded(3, events.OutcomeSucceeded),
+			map[string]float64{metricstest.Key("sealane_deploy_duration_seconds", "kind", "rollback", "outcome", "succeeded"): 1}},
+		{"uninstall", &deploy.State{Created: created, Operation: events.OperationUninstall}, recorded(3, events.OutcomeFailed),
+			map[string]float64{metricstest.Key("sealane_deploy_duration_seconds", "kind", "uninstall", "outcome", "failed"): 1}},
+		{"plan", &deploy.State{Created: created, Operation: events.OperationPlan}, recorded(0, events.OutcomeSucceeded), map[string]float64{}},
+		{"no creation time", &deploy.State{}, recorded(1, events.OutcomeSucceeded), map[string]float64{}},
+		{"phase applied", &deploy.State{Created: created}, Output{Emits: []Emit{{Type: events.PhaseApplied, Data: events.PhaseAppliedData{
+			Applied: []events.AppliedResource{{Action: events.ActionCreated}, {Action: events.ActionCreated}, {Action: events.ActionUnchanged}}}}}},
+			map[string]float64{
+				metricstest.Key("sealane_deploy_resources_applied_total", "action", "created"):   2,
+				metricstest.Key("sealane_deploy_resources_applied_total", "action", "unchanged"): 1,
+				metricstest.Key("sealane_deploy_phase_duration_seconds", "step", "apply"):        1,
+			}},
+		{"phase tracked", &deploy.State{Created: created}, Output{Emits: []Emit{{Type: events.PhaseTracked, Data: events.PhaseTrackedData{Ready: true}}}},
+			map[string]float64{metricstest.Key("sealane_deploy_phase_duration_seconds", "step", "track"): 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := metrics.New()
+			r := &Runner{Metrics: m}
+			r.observe(Input{State: tc.state}, tc.out, start, now)
+			got := metricstest.Values(t, m.Registry)
+			if diff := metricstest.Diff(got, tc.want); diff != "" {
+				t.Error(diff)
+			}
+			for k := range got {
+				if _, ok := tc.want[k]; !ok && strings.HasPrefix(k, "sealane_deploy_") {
+					t.Errorf("unexpected series %s", k)
+				}
+			}
+		})
+	}
+	m := metrics.New()
+	(&Runner{Metrics: m}).observe(Input{State: &deploy.State{Created: created}}, recorded(1, events.OutcomeSucceeded), start, now)
+	if got := metricstest.Sum(t, m.Registry, "sealane_deploy_duration_seconds"); got != 60 {
+		t.Errorf("deploy duration %g s, want 60 (from the state's creation)", got)
 	}
 }

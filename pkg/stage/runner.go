@@ -154,6 +154,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	if err := r.publishOutbox(ctx, st, next.Outbox); err != nil {
 		return err
 	}
+	r.observe(in, out, start, r.now()) // metrics.go
 	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
 	return nil
 }

@@ -37,6 +37,25 @@ func Values(t testing.TB, g prometheus.Gatherer) map[string]float64 {
 	return values(families)
 }
 
+// Sum gathers g and adds the sample sums of every series of the histogram name.
+func Sum(t testing.TB, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			total += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return total
+}
+
 // Parse reads a page in the Prometheus text format and returns every series' value by Key.
 func Parse(t testing.TB, r io.Reader) map[string]float64 {
 	t.Helper()
