@@ -58,7 +58,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().DurationVar(&f.setup.leaseTTL, "lease-ttl", 0,
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
 	cmd.Flags().StringVar(&f.httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
-		"address for /healthz and /readyz, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
+		"address for /healthz, /readyz and /metrics, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
 	cmd.Flags().StringVar(&f.signingKey, "rollout-signing-key", os.Getenv(serve.RolloutSigningKeyEnv), serve.RolloutSigningKeyUsage)
 	registerClusterFlags(cmd.Flags(), &f.setup.clusters) // cluster.go
 	registerPoolFlags(cmd.Flags(), &f.pools)             // pools.go
@@ -92,7 +92,8 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	// Stages provision the topology; the webhook intake alone binds to it as a client.
 	node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, Provision: len(names) > 0,
 		UpdateTopology: f.updateTopology, SignRequests: withWebhook, Name: "sealane-" + args[0], Log: log,
-		Replicas: f.replicas, Retention: f.retention, PayloadKeyFile: g.payloadKeyFile, SigningKeyFile: f.signingKeyFile(withRollout)})
+		Replicas: f.replicas, Retention: f.retention, PayloadKeyFile: g.payloadKeyFile, SigningKeyFile: f.signingKeyFile(withRollout),
+		Metrics: f.httpAddr != "" || withWebhook})
 	if err != nil {
 		return err
 	}

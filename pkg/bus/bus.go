@@ -96,6 +96,15 @@ type Options struct {
 	// removed by Forget, or by the server once unused for privateConsumerIdle. Empty: the
 	// shared pipeline.
 	Pipeline string
+	// Metrics, if set, counts the redeliveries and dead letters of every Consume (pkg/metrics).
+	Metrics ConsumeMetrics
+}
+
+// ConsumeMetrics counts what consumers see (a *metrics.Metrics): deliveries of a message
+// delivered before, and messages given up on with their reason (ReasonPermanent... prefix).
+type ConsumeMetrics interface {
+	Redelivered(consumer string)
+	DeadLettered(consumer, reason string)
 }
 
 // DefaultOptions returns the production topology names with one replica.

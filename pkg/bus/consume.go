@@ -359,6 +359,9 @@ func (c *consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	log := c.log.With(zap.String("subject", msg.Subject()),
 		zap.Uint64("stream_seq", md.Sequence.Stream), zap.Uint64("delivery", md.NumDelivered))
+	if m := c.b.opts.Metrics; m != nil && md.NumDelivered > 1 {
+		m.Redelivered(c.opts.Durable)
+	}
 
 	herr := c.run(ctx, msg, log)
 	interrupted := ctx.Err() != nil

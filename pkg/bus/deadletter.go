@@ -74,6 +74,9 @@ func (c *consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstr
 		return
 	}
 	log.Warn("message dead-lettered", zap.String("reason", reason))
+	if m := c.b.opts.Metrics; m != nil {
+		m.DeadLettered(c.opts.Durable, reason)
+	}
 	if c.opts.OnDeadLetter != nil {
 		func() {
 			defer func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/clusterspec"
+	"github.com/sealane/sealane/pkg/metrics"
 )
 
 // Fleet is the cluster registry as the coordinator needs it (clusters.Registry).
@@ -45,6 +46,8 @@ type Coordinator struct {
 	// LeaseTTL is how long a rollout stays owned without renewal; Tick how often owned
 	// rollouts are driven.
 	LeaseTTL, Tick time.Duration
+	// Metrics, if set, counts finished rollouts, cluster results and outbox publishes.
+	Metrics *metrics.Metrics
 	// publish, when set, replaces publishing a deploy request (tests).
 	publish func(context.Context, cloudevents.Event) error
 }
@@ -124,6 +127,16 @@ func (c *Coordinator) handle(ctx context.Context, msg jetstream.Msg) error {
 		return c.baked(ctx, e)
 	}
 	return nil
+}
+
+// ActiveRollouts counts the rollouts not finished yet (running or queued for their release),
+// for the metrics.
+func (c *Coordinator) ActiveRollouts(ctx context.Context) (int, error) {
+	keys, err := c.KV.Keys(ctx, activeKey("*"))
+	if err != nil {
+		return 0, fmt.Errorf("count active rollouts: %w", err)
+	}
+	return len(keys), nil
 }
 
 // tickLoop drives the active rollouts every Tick until ctx ends.

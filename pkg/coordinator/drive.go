@@ -137,8 +137,10 @@ func (c *Coordinator) change(ctx context.Context, id string, e rollout.Event) (*
 func (c *Coordinator) finish(ctx context.Context, rec *Record) error {
 	id := rec.State.ID
 	var next string
+	var ended bool // this call took the rollout out of its release's queue: count it once
 	err := c.store().updateQueue(ctx, releaseKey(rec.ReleaseKey), func(q *releaseQueue) error {
 		next = ""
+		ended = q.Active == id || slices.Contains(q.Queue, id)
 		q.Queue = slices.DeleteFunc(q.Queue, func(s string) bool { return s == id })
 		if q.Active != id {
 			return nil
@@ -151,6 +153,9 @@ func (c *Coordinator) finish(ctx context.Context, rec *Record) error {
 	})
 	if err != nil {
 		return err
+	}
+	if ended {
+		c.Metrics.RolloutFinished(string(rec.State.Phase))
 	}
 	if next != "" {
 		if err := c.unqueue(ctx, next); err != nil {

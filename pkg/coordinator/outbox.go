@@ -169,7 +169,9 @@ func (c *Coordinator) flush(ctx context.Context, r *Record) error {
 	}
 	sent := map[string]bool{}
 	for _, o := range r.Outbox {
-		if err := c.publishOutgoing(ctx, o); err != nil {
+		err := c.publishOutgoing(ctx, o)
+		c.Metrics.OutboxPublished(err)
+		if err != nil {
 			return fmt.Errorf("rollout %s: %w", r.State.ID, err)
 		}
 		sent[o.ID] = true

@@ -32,6 +32,7 @@ func (c *Coordinator) recorded(ctx context.Context, e cloudevents.Event) error {
 		c.log().Debug("a deploy the rollout did not request", zap.String("rollout", id), zap.String("deploy", deployID))
 		return nil
 	}
+	c.Metrics.ClusterResult(string(d.Outcome))
 	return c.apply(ctx, id, c.resultEvent(ctx, ref, d))
 }
 

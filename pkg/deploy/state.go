@@ -56,6 +56,9 @@ type State struct {
 	// when it holds none (plans, queued requests). Stages check it before writing.
 	LeaseToken uint64    `json:"leaseToken,omitempty"`
 	Updated    time.Time `json:"updated,omitzero"`
+	// Created is when the deploy's first event was created (its request): the start of the
+	// deploy's duration (sealane_deploy_duration_seconds).
+	Created time.Time `json:"created,omitzero"`
 	// RequestedBy is who asked for the deploy, RequestedByVerified whether a signature proved
 	// it (events.RenderedData); the recorder writes both on the release record and CDEvent.
 	RequestedBy         string `json:"requestedBy,omitempty"`

@@ -149,6 +149,24 @@ func (m *Manager) Sweep(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// QueuedRequests counts the requests waiting in every release's queue (one read per queue):
+// the deploys waiting for a release lease, for the metrics.
+func (m *Manager) QueuedRequests(ctx context.Context) (int, error) {
+	keys, err := m.kv.Keys(ctx, "queue.>")
+	if err != nil {
+		return 0, fmt.Errorf("count queued requests: %w", err)
+	}
+	n := 0
+	for _, key := range keys {
+		var q Queue
+		if _, _, err := m.get(ctx, key, &q); err != nil {
+			return 0, fmt.Errorf("count queued requests: %w", err)
+		}
+		n += len(q.Items)
+	}
+	return n, nil
+}
+
 // RunSweeper sweeps every interval until ctx is done. An interval of 0 (or negative) is
 // TTL/4; the shortest is MinTTL/4.
 func (m *Manager) RunSweeper(ctx context.Context, interval time.Duration) {

@@ -33,6 +33,10 @@ type Options struct {
 	Ended func(ctx context.Context, deployID string) (bool, error)
 	Clock func() time.Time
 	Log   *zap.Logger
+	// OnQueued and OnTakeover, if set, count the requests that queued and the leases taken
+	// over from another deploy (holderEnded: it had ended; else its lease expired): pkg/metrics.
+	OnQueued   func()
+	OnTakeover func(holderEnded bool)
 }
 
 // Bucket is the key-value bucket a Manager keeps leases and queues in: a *bus.KV, whose every
@@ -177,6 +181,9 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 			if m.leaseWritten != nil && q.index(deployID) >= 0 {
 				m.leaseWritten(deployID)
 			}
+			if cur != nil && m.o.OnTakeover != nil {
+				m.o.OnTakeover(ended)
+			}
 			if cur != nil {
 				m.o.Log.Warn("release lease taken over", zap.Stringer("target", t), zap.String("deploy", deployID),
 					zap.String("from", cur.DeployID), zap.Time("expired", cur.Expires), zap.Bool("holderEnded", ended))
@@ -319,6 +326,9 @@ func (m *Manager) Enqueue(ctx context.Context, t events.Target, req Request) (in
 		}
 		m.o.Log.Info("deploy queued", zap.Stringer("target", t), zap.String("deploy", req.DeployID), zap.Int("position", pos),
 			zap.Strings("superseded", dropped))
+		if m.o.OnQueued != nil {
+			m.o.OnQueued()
+		}
 		return nil
 	})
 	if err != nil {

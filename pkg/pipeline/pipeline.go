@@ -17,6 +17,7 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
@@ -77,6 +78,9 @@ type Deps struct {
 	// Intake is the renderer's policy for requests from the bus (intake.go): chart sources,
 	// download limits, client keys. The zero value is a shared service's strictest.
 	Intake Intake
+	// Metrics, if set, has the tracker report what it watches (pkg/metrics); the stage runner
+	// counts the rest from the events the stages emit.
+	Metrics *metrics.Metrics
 }
 
 func (d Deps) now() time.Time {

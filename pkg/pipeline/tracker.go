@@ -47,6 +47,16 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	phase := relayedPhaseOf(in, d)
 	relay := newLogRelay(ctx, cluster.Typed, publish, phase, t.log().With(zap.String("deploy", in.DeployID)))
 	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
+	if t.Metrics != nil { // metrics.go: what the tracker watches now
+		pods := &podCount{m: t.Metrics, byRef: map[manifest.Ref]int{}}
+		opts.OnPods = func(p track.PodsSeen) { pods.seen(p); relay.pods(p) }
+		opts.OnInformers = t.Metrics.Informers
+		t.Metrics.Tracking(len(d.Waits))
+		defer func() {
+			pods.done()
+			t.Metrics.Tracking(-len(d.Waits))
+		}()
+	}
 	progressed := progressOf(in.Target, d)
 	outcome, err := track.TrackTargets(ctx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {
 		data, step := progressed(p)

@@ -64,6 +64,14 @@ func ServeHTTP(ctx context.Context, addr string, h http.Handler, log *zap.Logger
 	return err
 }
 
+// metricsHandler serves the node's metrics; nil when it has none.
+func (n *Node) metricsHandler() http.Handler {
+	if n.metrics == nil {
+		return nil
+	}
+	return n.metrics.Handler()
+}
+
 // Ready says whether the node can serve stages: connected to NATS, and JetStream answers for
 // the deploy stream.
 func (n *Node) Ready(ctx context.Context) error {
@@ -77,7 +85,8 @@ func (n *Node) Ready(ctx context.Context) error {
 }
 
 // WithProbes runs work, and, when addr is set, the node's probes on addr beside it (ServeHTTP
-// with Probes(n.Ready)); the first of them to fail ends both, and that error is returned.
+// with Probes(n.Ready), and /metrics when the node has metrics); the first of them to fail
+// ends both, and that error is returned.
 func (n *Node) WithProbes(ctx context.Context, addr string, work func(context.Context) error) error {
 	if addr == "" {
 		return work(ctx)
@@ -85,8 +94,15 @@ func (n *Node) WithProbes(ctx context.Context, addr string, work func(context.Co
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	probes := make(chan error, 1)
+	h := Probes(n.Ready)
+	if n.metrics != nil { // Options.Metrics: /metrics on the probes' address
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		mux.Handle("GET /metrics", n.metrics.Handler())
+		h = mux
+	}
 	go func() {
-		err := ServeHTTP(ctx, addr, Probes(n.Ready), n.log)
+		err := ServeHTTP(ctx, addr, h, n.log)
 		cancel()
 		probes <- err
 	}()

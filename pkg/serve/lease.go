@@ -23,9 +23,11 @@ func NewLeases(b *bus.Bus, deps pipeline.Deps) *lease.Manager {
 			_, err := b.Publish(ctx, msg, msgID)
 			return err
 		},
-		Ended: stage.States{KV: b.State()}.Ended,
-		Clock: deps.Clock,
-		Log:   deps.Log,
+		Ended:      stage.States{KV: b.State()}.Ended,
+		Clock:      deps.Clock,
+		Log:        deps.Log,
+		OnQueued:   deps.Metrics.LeaseQueued,
+		OnTakeover: deps.Metrics.LeaseTakenOver,
 	})
 }
 

@@ -41,7 +41,7 @@ func Main(name events.Stage) {
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
-	fs.StringVar(&f.httpAddr, "http-addr", os.Getenv(HTTPAddrEnv), "address for /healthz and /readyz, e.g. :8080 ($"+HTTPAddrEnv+"; empty: none)")
+	fs.StringVar(&f.httpAddr, "http-addr", os.Getenv(HTTPAddrEnv), "address for /healthz, /readyz and /metrics, e.g. :8080 ($"+HTTPAddrEnv+"; empty: none)")
 	f.intake.Register(fs) // intake.go: the renderer's chart sources and client keys
 	_ = fs.Parse(os.Args[1:])
 
@@ -75,7 +75,7 @@ type serviceFlags struct {
 
 func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger) error {
 	node, err := Open(ctx, Options{NATSURL: f.natsURL, Auth: f.auth, Provision: true, UpdateTopology: f.updateTopology,
-		Name: "sealane-" + string(name), Log: log, PayloadKeyFile: f.payloadKeyFile})
+		Name: "sealane-" + string(name), Log: log, PayloadKeyFile: f.payloadKeyFile, Metrics: f.httpAddr != ""})
 	if err != nil {
 		return err
 	}

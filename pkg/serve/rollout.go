@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/pkg/coordinator"
+	"github.com/sealane/sealane/pkg/metrics"
 )
 
 // RunRollout runs the rollout coordinator on node until ctx ends: it creates the rollout bucket
@@ -16,6 +17,11 @@ func RunRollout(ctx context.Context, node *Node, fleet coordinator.Fleet, log *z
 	if err != nil {
 		return err
 	}
-	c := &coordinator.Coordinator{Bus: node.Bus, KV: kv, Fleet: fleet, Log: log.With(zap.String("stage", "rollout"))}
+	c := &coordinator.Coordinator{Bus: node.Bus, KV: kv, Fleet: fleet, Log: log.With(zap.String("stage", "rollout")), Metrics: node.metrics}
+	if node.metrics != nil {
+		// An error is a second coordinator in this process: the first one's collector counts.
+		_ = node.metrics.Register(metrics.NewCountCollector("sealane_rollout_active",
+			"Fleet rollouts not finished yet (running or queued for their release).", c.ActiveRollouts, log))
+	}
 	return c.Run(ctx)
 }

@@ -50,7 +50,7 @@ func RolloutMain() {
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
 	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
 		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
-	fs.StringVar(&f.httpAddr, "http-addr", os.Getenv(HTTPAddrEnv), "address for /healthz and /readyz, e.g. :8080 ($"+HTTPAddrEnv+"; empty: none)")
+	fs.StringVar(&f.httpAddr, "http-addr", os.Getenv(HTTPAddrEnv), "address for /healthz, /readyz and /metrics, e.g. :8080 ($"+HTTPAddrEnv+"; empty: none)")
 	fs.StringVar(&f.signingKey, "rollout-signing-key", os.Getenv(RolloutSigningKeyEnv), RolloutSigningKeyUsage)
 	_ = fs.Parse(os.Args[1:])
 
@@ -73,7 +73,7 @@ func RolloutMain() {
 // coordinator behind the probes until ctx ends.
 func runRolloutService(ctx context.Context, f rolloutFlags, log *zap.Logger) error {
 	node, err := Open(ctx, Options{NATSURL: f.natsURL, Auth: f.auth, Name: "sealane-rollout", Log: log,
-		PayloadKeyFile: f.payloadKeyFile, SigningKeyFile: f.signingKey})
+		PayloadKeyFile: f.payloadKeyFile, SigningKeyFile: f.signingKey, Metrics: f.httpAddr != ""})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/localnats"
+	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/stage"
@@ -32,6 +33,7 @@ type Node struct {
 	local      *localnats.Node // embedded: the data directory's NATS
 	payloadKey *payload.Key
 	log        *zap.Logger
+	metrics    *metrics.Metrics // Options.Metrics; nil: none
 }
 
 // Options say where the pipeline's NATS is.
@@ -69,6 +71,9 @@ type Options struct {
 	// blob store theirs); zero takes $SEALANE_RETENTION, else what the existing stream has,
 	// else bus.DefaultMaxAge (30 days). See retention.go.
 	Retention time.Duration
+	// Metrics makes the node count what its stages, bus and services do and serve it on
+	// /metrics beside the probes (WithProbes): set by the services when they serve HTTP.
+	Metrics bool
 }
 
 // ReplicasEnv is the environment variable with the default Options.Replicas.
@@ -114,6 +119,10 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 	}
 	n := &Node{log: o.Log}
 	busOpts := bus.DefaultOptions()
+	if o.Metrics {
+		n.metrics = metrics.New()
+		busOpts.Metrics = n.metrics
+	}
 	replicas, err := o.replicas()
 	if err != nil {
 		return nil, err
@@ -163,6 +172,10 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 	if err != nil {
 		n.Close()
 		return nil, topologyHint(err, o.NATSURL)
+	}
+	if err := n.metrics.Register(metrics.NewConsumerCollector(n.Bus, o.Log)); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("register the JetStream consumer metrics: %w", err)
 	}
 	return n, nil
 }
@@ -222,7 +235,12 @@ func (o Options) topology() bus.Topology {
 }
 
 // Runner returns a stage runner on this node's bus.
-func (n *Node) Runner(log *zap.Logger) *stage.Runner { return &stage.Runner{Bus: n.Bus, Log: log} }
+func (n *Node) Runner(log *zap.Logger) *stage.Runner {
+	return &stage.Runner{Bus: n.Bus, Log: log, Metrics: n.metrics}
+}
+
+// Metrics returns the node's collectors (Options.Metrics), or nil when it has none.
+func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
 // Close drains the connection and leaves the embedded NATS, if any (stopping its server when
 // this process serves it: another process on the data directory takes over). Stop the stages
@@ -266,7 +284,15 @@ func privatePipelineName() (string, error) {
 // RunStages runs the named stages with r until ctx is done — with the tracker also its bakes
 // (bake.go) — and returns the first stage error.
 func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names ...events.Stage) error {
+	if deps.Metrics == nil {
+		deps.Metrics = r.Metrics
+	}
 	deps = withLeases(r, deps) // lease.go
+	if deps.Leases != nil && deps.Metrics != nil {
+		// An error is a second RunStages in this process: the first one's collector counts.
+		_ = deps.Metrics.Register(metrics.NewCountCollector("sealane_lease_queued_requests",
+			"Deploy requests waiting in a release's queue for its lease (all releases).", deps.Leases.QueuedRequests, deps.Log))
+	}
 	stages, err := pipeline.Stages(deps, names...)
 	if err != nil {
 		return err

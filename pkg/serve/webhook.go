@@ -102,11 +102,12 @@ func RunWebhook(ctx context.Context, node *Node, o WebhookOptions, log *zap.Logg
 		defer kp.Wipe()
 		sink.Signer = kp
 	}
+	o.Handler.Metrics = node.metrics
 	h, err := webhook.NewHandler(cfg, sink, log, o.Handler)
 	if err != nil {
 		return err
 	}
-	srv, err := webhook.Listen(h, webhook.ServerOptions{Addr: o.Addr, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Ready: node.Ready}, log)
+	srv, err := webhook.Listen(h, webhook.ServerOptions{Addr: o.Addr, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Ready: node.Ready, Metrics: node.metricsHandler()}, log)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // WebhookMain is the whole main function of the webhook intake's service binary
 // (services/webhook): NATS flags or environment, the webhook flags (WebhookOptions), JSON logs,
 // run until SIGTERM. It binds to the topology the stages created, as a client, and signs its
-// requests with the key it connects with; /healthz and /readyz are on --webhook-addr.
+// requests with the key it connects with; /healthz, /readyz and /metrics are on --webhook-addr.
 func WebhookMain() {
 	var natsURL string
 	var auth bus.Auth
@@ -37,7 +37,7 @@ func WebhookMain() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = func() error {
-		node, err := Open(ctx, Options{NATSURL: natsURL, Auth: auth, Name: "sealane-webhook", Log: log})
+		node, err := Open(ctx, Options{NATSURL: natsURL, Auth: auth, Name: "sealane-webhook", Log: log, Metrics: true})
 		if err != nil {
 			return err
 		}

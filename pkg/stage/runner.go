@@ -17,6 +17,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/metrics"
 )
 
 // Runner runs stages against one bus.
@@ -33,6 +34,8 @@ type Runner struct {
 	// Shape, if set, adjusts a stage's consumer before it consumes — its durable name,
 	// filters and metadata: regional stage pools (pkg/pool). An error stops the stage.
 	Shape func(ctx context.Context, st Stage, o bus.ConsumerOptions) (bus.ConsumerOptions, error)
+	// Metrics, if set, counts and times the events each stage handles (pkg/metrics).
+	Metrics *metrics.Metrics
 }
 
 // Run consumes the stage's events with its durable consumer until ctx is done. Several
@@ -60,7 +63,10 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 		log = log.With(zap.String("consumer", opts.Durable))
 	}
 	return r.Bus.Consume(ctx, opts, func(ctx context.Context, msg jetstream.Msg) error {
-		return r.handle(ctx, st, msg, log)
+		m := r.Metrics.Start(string(st.Name), r.now())
+		err := r.handle(ctx, st, msg, log, &m)
+		m.Done(err, r.now())
+		return err
 	})
 }
 
@@ -79,9 +85,10 @@ func (r *Runner) logger() *zap.Logger {
 	return r.Log
 }
 
-func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger) error {
+func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger, m *metrics.Handling) error {
 	in, mine, err := r.input(st, msg, log)
 	if err != nil || !mine {
+		m.Outcome(metrics.OutcomeIgnored) // another pipeline's; an error counts as permanent
 		return err
 	}
 	e := in.Event
@@ -97,10 +104,14 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		// ack): publish what it produced again (duplicates are dropped by their ids) instead
 		// of handling it twice — its state may even be terminal already.
 		log.Info("event already handled; publishing its events again", zap.Int("events", len(ob.Events)))
+		m.Event(string(in.Type), time.Time{}, time.Time{})
+		m.Outcome(metrics.OutcomeDuplicate)
 		return r.publishOutbox(ctx, st, ob)
 	}
 	if err := state.Accepts(in.Type); err != nil {
 		log.Info("ignoring event", zap.Error(err))
+		m.Event(string(in.Type), time.Time{}, time.Time{})
+		m.Outcome(metrics.OutcomeIgnored)
 		return nil
 	}
 	in.State = state
@@ -112,6 +123,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	if r.Observe != nil {
 		r.Observe(st.Name, e, start)
 	}
+	m.Event(string(in.Type), e.Time(), start)
 	out, err := st.Handler.Handle(ctx, in)
 	flushErr := flush()
 	if err != nil {
@@ -142,6 +154,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	if err := r.publishOutbox(ctx, st, next.Outbox); err != nil {
 		return err
 	}
+	r.observe(in, out, start, r.now()) // metrics.go
 	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
 	return nil
 }

@@ -136,6 +136,9 @@ func nextState(in Input, out Output, now time.Time) deploy.State {
 	if out.State != nil {
 		next = *out.State
 	}
+	if next.Created.IsZero() && in.State == nil {
+		next.Created = in.Event.Time() // the deploy's first event: its request
+	}
 	for _, em := range out.Emits {
 		if em.Event != nil || deployOf(in, em) != in.DeployID {
 			continue

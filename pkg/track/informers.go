@@ -182,6 +182,9 @@ func (w *watcher) informer(key informerKey) cache.SharedIndexInformer {
 	})
 	_ = inf.SetWatchErrorHandler(w.watchErrors(key))
 	w.informers[key] = inf
+	if w.onInformers != nil {
+		w.onInformers(1)
+	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()

@@ -100,6 +100,9 @@ type Options struct {
 	// ReplicaSets once per occurrence (an Event whose count grew comes again), for
 	// werf.io/show-service-messages. Called from Track's goroutine.
 	OnEvent func(manifest.Ref, Event)
+	// OnInformers, if set, is told how many informers Track opened (a positive delta) and
+	// closed (negative) as it does so: the tracker's informers gauge (pkg/metrics).
+	OnInformers func(delta int)
 }
 
 // PodsSeen is a target's live object and its current pods.
@@ -196,6 +199,9 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 		return Outcome{}, err
 	}
 	w.onPods, w.onEvent = opts.OnPods, opts.OnEvent
+	if w.onInformers = opts.OnInformers; w.onInformers != nil {
+		w.onInformers(len(w.informers)) // those newWatcher opened; informer counts the later ones
+	}
 	defer w.stop(cancel)
 	timer := time.NewTimer(opts.Timeout)
 	defer timer.Stop()

@@ -156,9 +156,11 @@ type watcher struct {
 	// onPods and onEvent are Options.OnPods and Options.OnEvent (may be nil).
 	onPods  func(PodsSeen)
 	onEvent func(manifest.Ref, Event)
-	signal  chan struct{}
-	errs    chan error
-	wg      sync.WaitGroup
+	// onInformers is Options.OnInformers (may be nil).
+	onInformers func(delta int)
+	signal      chan struct{}
+	errs        chan error
+	wg          sync.WaitGroup
 
 	// touched collects what the informers' handlers see change; evaluate takes it. byKey
 	// finds the targets of a store key, byDep those whose last observation read a UID.
@@ -286,6 +288,9 @@ func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target, since ti
 func (w *watcher) stop(cancel context.CancelFunc) {
 	cancel()
 	w.wg.Wait()
+	if w.onInformers != nil {
+		w.onInformers(-len(w.informers))
+	}
 }
 
 // observe computes t's current Status at now from the informer caches: its readiness by its

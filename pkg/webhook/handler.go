@@ -20,6 +20,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/githook"
+	"github.com/sealane/sealane/pkg/metrics"
 )
 
 // HookPrefix starts the URL path of every receiver: /hooks/<receiver id>.
@@ -78,6 +79,8 @@ type HandlerOptions struct {
 	BodyBudget int64
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// Metrics, if set, counts the requests by provider and outcome and the deploys requested.
+	Metrics *metrics.Metrics
 }
 
 // Handler serves /hooks/<id>: it checks each request in the documented order (method,
@@ -196,6 +199,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rcv, ok := st.cfg.Receiver(id)
 	if !ok {
 		http.NotFound(w, r)
+		h.opts.Metrics.WebhookRequest("unknown", "rejected")
 		if h.unknown.Allow() {
 			req.data.Status, req.data.Reason = http.StatusNotFound, "unknown receiver"
 			h.sink.Audit(r.Context(), Audit{Type: events.WebhookRejected, Target: events.NoTarget, Data: req.data})
@@ -206,6 +210,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.data.Provider = rcv.Type
 	rep := h.handle(w, r, st, req)
 	h.answer(w, rep)
+	h.opts.Metrics.WebhookRequest(rcv.Type, rep.word)
+	if rep.word == "accepted" { // a duplicate names the deploys its first delivery requested
+		h.opts.Metrics.WebhookDeploys(rcv.Type, len(rep.started))
+	}
 	_ = http.NewResponseController(w).Flush() // the sender has its answer; the audit event follows
 	h.audit(r.Context(), req, rep)
 }

@@ -23,14 +23,17 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/githook"
+	"github.com/sealane/sealane/pkg/metrics"
+	"github.com/sealane/sealane/pkg/metrics/metricstest"
 )
 
 // intake is a webhook intake on loopback: the real handler and server, the NATS sink on an
 // in-process NATS with the bus topology.
 type intake struct {
-	base string
-	bus  *bus.Bus
-	dir  string
+	base    string
+	bus     *bus.Bus
+	dir     string
+	metrics *metrics.Metrics
 }
 
 const (
@@ -130,11 +133,12 @@ func newIntake(t *testing.T) *intake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(cfg, &NATSSink{Bus: b, Deliveries: deliveries, Log: log}, log, HandlerOptions{BodyTimeout: 700 * time.Millisecond})
+	m := metrics.New()
+	h, err := NewHandler(cfg, &NATSSink{Bus: b, Deliveries: deliveries, Log: log}, log, HandlerOptions{BodyTimeout: 700 * time.Millisecond, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Listen(h, ServerOptions{Addr: "127.0.0.1:0"}, log)
+	s, err := Listen(h, ServerOptions{Addr: "127.0.0.1:0", Metrics: m.Handler()}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +151,7 @@ func newIntake(t *testing.T) *intake {
 		}
 		http.DefaultClient.CloseIdleConnections()
 	})
-	return &intake{base: "http://" + s.Addr().String(), bus: b, dir: dir}
+	return &intake{base: "http://" + s.Addr().String(), bus: b, dir: dir, metrics: m}
 }
 
 // send posts body to receiver id with headers and returns the status, the decoded answer and
@@ -310,6 +314,19 @@ func TestIntakeAcceptsOnceAndAudits(t *testing.T) {
 	code, a, _ = in.send(t, "gh", githubHeaders(ghNew, "d-2", githubPush("refs/heads/main", shaB, false)), githubPush("refs/heads/main", shaB, false))
 	if code != http.StatusAccepted || a.DeployIDs[0] == id {
 		t.Fatalf("push signed with the second secret: %d %+v, want 202 with a new deploy", code, a)
+	}
+	resp, err := http.Get(in.base + "/metrics") // served beside /hooks/ and the probes
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := metricstest.Parse(t, resp.Body)
+	resp.Body.Close()
+	if diff := metricstest.Diff(page, map[string]float64{
+		metricstest.Key("sealane_webhook_requests_total", "provider", "github", "outcome", "accepted"):  2,
+		metricstest.Key("sealane_webhook_requests_total", "provider", "github", "outcome", "duplicate"): 2,
+		metricstest.Key("sealane_webhook_deploys_requested_total", "provider", "github"):                2,
+	}); diff != "" {
+		t.Errorf("/metrics:\n%s", diff)
 	}
 	c := in.countsWhen(t, func(c map[string]int) bool { return c["webhook_accepted"] == 2 && c["webhook_duplicate"] == 2 })
 	if c["requested"] != 2 || c["webhook_accepted"] != 2 || c["webhook_duplicate"] != 2 {

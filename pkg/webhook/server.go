@@ -34,6 +34,8 @@ type ServerOptions struct {
 	TLSCert, TLSKey string
 	// Ready reports whether the intake can take deliveries (/readyz); nil is always ready.
 	Ready func(context.Context) error
+	// Metrics, if set, is served on /metrics (pkg/metrics).
+	Metrics http.Handler
 }
 
 // Server is the webhook intake's HTTP server: /hooks/<id> (Handler), /healthz and /readyz.
@@ -52,6 +54,9 @@ func Listen(h *Handler, o ServerOptions, log *zap.Logger) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(HookPrefix, h)
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if o.Ready != nil {

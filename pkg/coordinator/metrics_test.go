@@ -1,0 +1,46 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/sealane/sealane/pkg/metrics"
+	"github.com/sealane/sealane/pkg/metrics/metricstest"
+)
+
+// A rollout driven to its end counts its clusters' results, its outbox publishes and, once,
+// its final state — driving it again after its end counts nothing more; ActiveRollouts counts
+// it only while it runs.
+func TestRolloutMetrics(t *testing.T) {
+	w := newWorld(t)
+	m := metrics.New()
+	c := w.coordinator("a")
+	c.Metrics = m
+	if err := c.start(w.ctx, w.request("ro-m")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.ActiveRollouts(w.ctx); err != nil || n != 1 {
+		t.Fatalf("ActiveRollouts while running = %d, %v; want 1", n, err)
+	}
+	if err := c.recorded(w.ctx, w.deployed("ro-m", w.requested("c1")[0])); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.recorded(w.ctx, w.deployed("ro-m", w.requested("c2")[0])); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.tick(w.ctx, "ro-m"); err != nil { // finished already: finish runs again
+		t.Fatal(err)
+	}
+	if n, err := c.ActiveRollouts(w.ctx); err != nil || n != 0 {
+		t.Errorf("ActiveRollouts after the end = %d, %v; want 0", n, err)
+	}
+	got := metricstest.Values(t, m.Registry)
+	if diff := metricstest.Diff(got, map[string]float64{
+		metricstest.Key("sealane_rollout_finished_total", "state", "succeeded"):          1,
+		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "succeeded"): 2,
+	}); diff != "" {
+		t.Error(diff)
+	}
+	if n := got[metricstest.Key("sealane_rollout_outbox_publishes_total", "result", "ok")]; n < 2 {
+		t.Errorf("%g outbox publishes, want at least the 2 deploy requests", n)
+	}
+}
