@@ -135,14 +135,11 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if err := closeAbandoned(ctx, store, in.Target.Release, d.Revision, in.Logger(r.log())); err != nil {
 		return stage.Output{}, err
 	}
-	writeCtx, span := tracing.Start(ctx, "release.write", tracing.Revision(d.Revision), attribute.String("sealane.release.status", "pending"))
-	_, err = store.RecordPending(writeCtx, release.Pending{
+	if err := recordPending(ctx, store, release.Pending{
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
 		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback, Labels: requesterLabels(d.RequestedBy, d.RequestedByVerified),
-	})
-	tracing.End(span, err)
-	if err != nil {
+	}); err != nil {
 		// Retrying cannot help a record too large, nor a revision number another writer took
 		// or that is no longer the next one: the deploy fails (deploying again picks a fresh
 		// revision).
@@ -154,6 +151,14 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)
 	}
 	return started, nil
+}
+
+// recordPending writes the pending record p in its release.write span.
+func recordPending(ctx context.Context, store *release.Store, p release.Pending) error {
+	ctx, span := tracing.Start(ctx, "release.write", tracing.Revision(p.Revision), attribute.String("sealane.release.status", "pending"))
+	_, err := store.RecordPending(ctx, p)
+	tracing.End(span, err)
+	return err
 }
 
 // pendingDescription is a pending revision's description; it ends with release.SealaneMark so

@@ -86,7 +86,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return err
 	}
 	e := in.Event
-	ctx, span := tracing.StartHandle(ctx, st.Name, msg.Headers(), e, in.DeployID, in.Target)
+	ctx, span := tracing.StartHandle(ctx, st.Name, msg.Headers(), e, in.Target)
 	defer func() { tracing.End(span, err) }()
 	log = log.With(append(tracing.LogFields(ctx, "", e, in.DeployID, in.Target.Release), zap.String("event", e.ID()), zap.String("cluster", in.Target.Cluster))...)
 	in.Log = log

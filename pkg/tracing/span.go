@@ -168,9 +168,10 @@ func StartRequest(ctx context.Context, name string, e *cloudevents.Event) (conte
 	return ctx, span
 }
 
-// StartHandle opens a stage's span for its handling of the event e that came with header h.
-func StartHandle(ctx context.Context, stage events.Stage, h nats.Header, e cloudevents.Event, deployID string, t events.Target) (context.Context, trace.Span) {
-	attrs := append(Deploy(deployID, t), KeyStage.String(string(stage)),
+// StartHandle opens a stage's span for its handling of the event e (deploy: its correlation id,
+// target t) that came with header h.
+func StartHandle(ctx context.Context, stage events.Stage, h nats.Header, e cloudevents.Event, t events.Target) (context.Context, trace.Span) {
+	attrs := append(Deploy(events.CorrelationID(e), t), KeyStage.String(string(stage)),
 		KeyEventID.String(e.ID()), KeyEventType.String(e.Type()))
 	return otel.Tracer(Scope).Start(Parent(ctx, h, e), string(stage)+" "+events.Type(e.Type()).Token(),
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))

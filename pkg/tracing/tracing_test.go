@@ -83,7 +83,7 @@ func TestPropagationThroughEventsAndNATSHeaders(t *testing.T) {
 		t.Errorf("decoded traceparent %q, want %q", events.TraceParentOf(got), events.TraceParentOf(ev))
 	}
 
-	_, handle := tracing.StartHandle(context.Background(), events.StageRenderer, msg.Header, got, "d1", target)
+	_, handle := tracing.StartHandle(context.Background(), events.StageRenderer, msg.Header, got, target)
 	defer handle.End()
 	ro := handle.(sdktrace.ReadOnlySpan)
 	if ro.Parent().SpanID() != hop.SpanContext().SpanID() || ro.SpanContext().TraceID() != rootSC.TraceID() {
@@ -102,7 +102,7 @@ func TestPropagationThroughEventsAndNATSHeaders(t *testing.T) {
 
 	// Without the header, the parent is the deploy's span from the extension.
 	delete(msg.Header, tracing.HeaderTraceParent)
-	_, fallback := tracing.StartHandle(context.Background(), events.StageApplier, msg.Header, got, "d1", target)
+	_, fallback := tracing.StartHandle(context.Background(), events.StageApplier, msg.Header, got, target)
 	defer fallback.End()
 	if p := fallback.(sdktrace.ReadOnlySpan).Parent(); p.SpanID() != rootSC.SpanID() || !p.IsRemote() {
 		t.Errorf("fallback parent %s (remote %v), want the request span %s", p.SpanID(), p.IsRemote(), rootSC.SpanID())
