@@ -21,7 +21,7 @@ import (
 var target = events.Target{Cluster: "c1", Namespace: "trace-ns", Release: "web"}
 
 // clearEnv unsets every variable that turns tracing on, for the test.
-func clearEnv(t *testing.T) {
+func clearEnv(t testing.TB) {
 	t.Helper()
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED", tracing.EnvTracesFile} {
 		t.Setenv(k, "")
