@@ -36,6 +36,20 @@ func benchHandle(b *testing.B) {
 	}
 }
 
+// BenchmarkHandleBaseline is the same work without any tracing call: what the runner did before.
+func BenchmarkHandleBaseline(b *testing.B) {
+	ev, err := events.New(events.DeployRequested, events.Meta{ID: "d1.requested", Source: "/sealane/cli", Target: target, CorrelationID: "d1"},
+		events.RequestedData{Target: target})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = zap.NewNop().With(zap.String("deploy", "d1"), zap.String("event", ev.ID()), zap.String("cluster", target.Cluster))
+		_, _ = events.Encode(ev)
+	}
+}
+
 // BenchmarkHandleSpanOff is the per-event cost with tracing off (the no-op provider).
 func BenchmarkHandleSpanOff(b *testing.B) {
 	clearEnv(b)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -37,6 +38,13 @@ type Options struct {
 	// in-process (benchmarks, tests).
 	Exporter sdktrace.SpanExporter
 }
+
+// on says Setup installed a provider: off, spans are not even started (no attributes built,
+// no context parsed), which keeps the cost per event near zero.
+var on atomic.Bool
+
+// Enabled reports whether tracing is on in this process.
+func Enabled() bool { return on.Load() }
 
 // Shutdown flushes the spans not yet exported and turns tracing off again.
 type Shutdown func(context.Context) error
@@ -65,7 +73,9 @@ func Setup(ctx context.Context, opts Options) (Shutdown, error) {
 	}
 	tp := sdktrace.NewTracerProvider(tpOpts...)
 	otel.SetTracerProvider(tp)
+	on.Store(true)
 	return func(ctx context.Context) error {
+		on.Store(false)
 		otel.SetTracerProvider(noop.NewTracerProvider())
 		if err := tp.Shutdown(ctx); err != nil {
 			return fmt.Errorf("tracing: flush spans: %w", err)

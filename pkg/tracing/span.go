@@ -42,8 +42,14 @@ const (
 
 var propagator = propagation.TraceContext{}
 
+// off is the span of everything while tracing is off: a no-op.
+var off = trace.SpanFromContext(context.Background())
+
 // Start opens a span named name, a child of the span in ctx.
 func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !on.Load() {
+		return ctx, off
+	}
 	return otel.Tracer(Scope).Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
@@ -156,6 +162,9 @@ func Parent(ctx context.Context, h nats.Header, e cloudevents.Event) context.Con
 // webhook, the rollout coordinator) and stamps e with it, so the span is the root of the
 // deploy's trace. The span is a new root unless ctx carries a span of the same deploy.
 func StartRequest(ctx context.Context, name string, e *cloudevents.Event) (context.Context, trace.Span) {
+	if !on.Load() {
+		return ctx, off
+	}
 	target, _ := events.TargetOf(*e)
 	deployID := events.CorrelationID(*e)
 	attrs := append(Deploy(deployID, target), KeyEventID.String(e.ID()), KeyEventType.String(e.Type()))
@@ -171,6 +180,9 @@ func StartRequest(ctx context.Context, name string, e *cloudevents.Event) (conte
 // StartHandle opens a stage's span for its handling of the event e (deploy: its correlation id,
 // target t) that came with header h.
 func StartHandle(ctx context.Context, stage events.Stage, h nats.Header, e cloudevents.Event, t events.Target) (context.Context, trace.Span) {
+	if !on.Load() {
+		return ctx, off
+	}
 	attrs := append(Deploy(events.CorrelationID(e), t), KeyStage.String(string(stage)),
 		KeyEventID.String(e.ID()), KeyEventType.String(e.Type()))
 	return otel.Tracer(Scope).Start(Parent(ctx, h, e), string(stage)+" "+events.Type(e.Type()).Token(),
