@@ -16,7 +16,11 @@ const (
 	ExtCorrelationID = "correlationid" // the deploy id, the same on every event of one deploy
 	ExtCausationID   = "causationid"   // the id of the event that caused this one
 	ExtDataRef       = "dataref"       // Object Store reference of a large payload
-	ExtTraceParent   = "traceparent"   // W3C trace context of the deploy
+	// ExtTraceParent and ExtTraceState are the CloudEvents distributed-tracing extension: the
+	// W3C trace context of the span that started the deploy (the client's), the same on every
+	// event of the deploy. Each hop's own span travels in the plain "traceparent" NATS header.
+	ExtTraceParent = "traceparent"
+	ExtTraceState  = "tracestate"
 	// ExtPipeline names the private pipeline that handles the deploy: the stages of the one
 	// CLI process that asked for it, when several share an embedded NATS (a data directory).
 	// Absent: any replica of the shared pipeline handles it.
@@ -36,6 +40,8 @@ type Meta struct {
 	DataRef       string
 	Pipeline      string // see ExtPipeline
 	Rollout       string // see ExtRollout
+	TraceParent   string // see ExtTraceParent
+	TraceState    string // see ExtTraceState
 	Time          time.Time
 }
 
@@ -70,6 +76,12 @@ func New(t Type, m Meta, payload any) (cloudevents.Event, error) {
 	}
 	if m.Rollout != "" {
 		e.SetExtension(ExtRollout, m.Rollout)
+	}
+	if m.TraceParent != "" {
+		e.SetExtension(ExtTraceParent, m.TraceParent)
+		if m.TraceState != "" {
+			e.SetExtension(ExtTraceState, m.TraceState)
+		}
 	}
 	if err := e.SetData(cloudevents.ApplicationJSON, payload); err != nil {
 		return cloudevents.Event{}, fmt.Errorf("new %s event %s: encode payload: %w", t.Token(), m.ID, err)
@@ -107,6 +119,12 @@ func PipelineOf(e cloudevents.Event) string { return ext(e, ExtPipeline) }
 
 // RolloutOf returns the fleet rollout e belongs to, "" for none.
 func RolloutOf(e cloudevents.Event) string { return ext(e, ExtRollout) }
+
+// TraceParentOf returns the W3C traceparent of the deploy e belongs to, "" when untraced.
+func TraceParentOf(e cloudevents.Event) string { return ext(e, ExtTraceParent) }
+
+// TraceStateOf returns the W3C tracestate that goes with TraceParentOf, often "".
+func TraceStateOf(e cloudevents.Event) string { return ext(e, ExtTraceState) }
 
 // TargetOf reads the release target from the event's subject attribute.
 func TargetOf(e cloudevents.Event) (Target, error) { return ParseTarget(e.Subject()) }

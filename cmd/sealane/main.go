@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -51,7 +52,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopProfiles := startProfiles()
+	flushTraces := serve.StartTracing(ctx, tracedService(os.Args[1:])) // OTEL_*, SEALANE_TRACES_FILE
 	err := newRoot().ExecuteContext(ctx)
+	flushTraces()
 	stopProfiles()
 	if err == nil {
 		return
@@ -62,6 +65,19 @@ func main() {
 		os.Exit(ee.code)
 	}
 	os.Exit(1)
+}
+
+// tracedService names this run in traces (service.name sealane-<name>): "cli", or for
+// `sealane serve PART...` its parts ("renderer", "all", "applier+tracker").
+func tracedService(args []string) string {
+	cmd, rest, err := newRoot().Find(args)
+	if err != nil || cmd.Name() != "serve" {
+		return "cli"
+	}
+	if cmd.ParseFlags(rest) != nil || cmd.Flags().NArg() == 0 {
+		return "serve"
+	}
+	return strings.Join(cmd.Flags().Args(), "+")
 }
 
 func newRoot() *cobra.Command {

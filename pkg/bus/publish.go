@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sealane/sealane/pkg/tracing"
 )
 
 // Publish stores msg in the deploy stream with Nats-Msg-Id msgID, retrying transient failures
@@ -112,6 +114,9 @@ func (b *Bus) publish(ctx context.Context, stream string, msg *nats.Msg, msgID s
 	// The message id makes a retry after a lost acknowledgement safe: the stream stores it once.
 	ack, err := call(ctx, b.link, func(ctx context.Context) (*jetstream.PubAck, error) {
 		m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: cloneHeader(msg.Header)}
+		if m.Header.Get(tracing.HeaderTraceParent) == "" {
+			tracing.Inject(ctx, m.Header) // the publishing hop's span
+		}
 		ack, err := b.js.PublishMsg(ctx, m, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(stream))
 		if err != nil {
 			if refusal := refusedPublish(b.nc, subj); refusal != nil {

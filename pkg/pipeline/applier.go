@@ -14,6 +14,7 @@ import (
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/tracing"
 )
 
 // Applier applies the plan phase by phase with server-side apply and decides, from the
@@ -146,7 +147,9 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 			return stage.Output{}, err
 		}
 	}
-	applied, waits, err := run.run(ctx, bundle.Plan.Phases[phase])
+	phaseCtx, span := tracing.Start(ctx, "apply.phase", tracing.Revision(revision), tracing.Phase(phase))
+	applied, waits, err := run.run(phaseCtx, bundle.Plan.Phases[phase])
+	tracing.End(span, err)
 	if err != nil {
 		if timedOut(ctx) {
 			return fail(fmt.Sprintf("phase %d: %v", phase+1, err))

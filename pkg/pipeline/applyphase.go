@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/resource"
+	"github.com/sealane/sealane/pkg/tracing"
 )
 
 // AnnotationDeployID is put on every object the applier recreates (hooks, before-creation
@@ -80,8 +82,8 @@ func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle) (*phase
 // to each object and what the tracker must wait for.
 func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedResource, []events.Wait, error) {
 	var applied []events.AppliedResource
-	for _, step := range phase.Steps {
-		res, err := r.step(ctx, step)
+	for i, step := range phase.Steps {
+		res, err := r.step(ctx, i, step)
 		applied = append(applied, res...)
 		if err != nil {
 			return applied, nil, err
@@ -120,11 +122,18 @@ func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedR
 }
 
 // step performs one step: its deletions (of recreations too) first, then its applies.
-func (r *phaseRun) step(ctx context.Context, ids []string) ([]events.AppliedResource, error) {
+func (r *phaseRun) step(ctx context.Context, n int, ids []string) (_ []events.AppliedResource, err error) {
 	w, err := r.sortStep(ids)
 	if err != nil {
 		return nil, err
 	}
+	name := "apply.batch"
+	if len(w.apply) == 0 && len(w.recreate) > 0 {
+		name = "apply.hooks" // hooks (and other recreated objects) only
+	}
+	ctx, span := tracing.Start(ctx, name, attribute.Int("sealane.step", n), attribute.Int("sealane.objects", len(ids)),
+		attribute.Int("sealane.recreated", len(w.recreate)))
+	defer func() { tracing.End(span, err) }()
 	var out []events.AppliedResource
 	if r.deployID != "" {
 		var done []manifest.Ref

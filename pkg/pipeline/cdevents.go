@@ -108,9 +108,9 @@ func (r *Recorder) recordedChart(ctx context.Context, in stage.Input, revision i
 	if err != nil {
 		return "", "", false, err
 	}
-	rel, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).Get(ctx, in.Target.Release, revision)
+	rel, err := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log())).Get(ctx, in.Target.Release, revision)
 	if errors.Is(err, release.ErrNotFound) || err == nil && (rel.Chart == nil || rel.Chart.Metadata == nil) {
-		r.log().Warn("no chart in the release record: no CDEvent", zap.String("release", in.Target.Release), zap.Int("revision", revision))
+		in.Logger(r.log()).Warn("no chart in the release record: no CDEvent", zap.Int("revision", revision))
 		return "", "", false, nil
 	}
 	if err != nil {

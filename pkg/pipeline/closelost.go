@@ -100,10 +100,10 @@ func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.Lo
 		emits = append(emits, handedOver(h)...)
 	}
 	if o.own {
-		r.log().Info("deploy closed after its release lease was given up: its own outcome", zap.String("deploy", in.DeployID),
+		in.Logger(r.log()).Info("deploy closed after its release lease was given up: its own outcome",
 			zap.Stringer("target", in.Target), zap.String("holder", holder), zap.String("outcome", string(rec.Outcome)))
 	} else {
-		r.log().Warn("deploy closed without a record: its release lease was lost", zap.String("deploy", in.DeployID),
+		in.Logger(r.log()).Warn("deploy closed without a record: its release lease was lost",
 			zap.Stringer("target", in.Target), zap.String("holder", holder))
 	}
 	return stage.Output{Emits: emits}, nil
@@ -130,7 +130,7 @@ func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEv
 	if st.Operation == events.OperationUninstall {
 		return r.lostUninstall(ctx, cluster, in, ev, released)
 	}
-	rel, err := releaseStore(cluster, in.Target, storageOf(st), r.log()).Get(ctx, in.Target.Release, st.Revision)
+	rel, err := releaseStore(cluster, in.Target, storageOf(st), in.Logger(r.log())).Get(ctx, in.Target.Release, st.Revision)
 	switch {
 	case errors.Is(err, release.ErrNotFound):
 		return closeResult{own: released}, nil
@@ -164,7 +164,7 @@ func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEv
 // failed with its reason.
 func (r *renewing) lostUninstall(ctx context.Context, cluster *kube.Cluster, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
 	st := in.State
-	h, err := releaseStore(cluster, in.Target, storageOf(st), r.log()).History(ctx, in.Target.Release)
+	h, err := releaseStore(cluster, in.Target, storageOf(st), in.Logger(r.log())).History(ctx, in.Target.Release)
 	if err != nil {
 		return closeResult{}, err
 	}

@@ -103,7 +103,7 @@ func (g *intakeRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 	if client != "" {
 		reason += " (request signed by client " + client + ")"
 	}
-	g.log().Warn("deploy request refused", zap.String("deploy", in.DeployID), zap.String("event", in.Event.ID()),
+	in.Logger(g.log()).Warn("deploy request refused", zap.String("event", in.Event.ID()),
 		zap.String("subject", in.Subject), zap.String("reason", reason))
 	switch {
 	case in.State == nil:

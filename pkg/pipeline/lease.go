@@ -63,7 +63,7 @@ func (l *leasedRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 		return l.next.Handle(ctx, in) // the renderer reports the bad payload
 	}
 	if !admitsRequest(in.State) {
-		l.log().Info("ignoring a repeated request of a deploy underway", zap.String("deploy", in.DeployID),
+		in.Logger(l.log()).Info("ignoring a repeated request of a deploy underway",
 			zap.String("event", in.Event.ID()), zap.String("status", string(in.State.Status)))
 		return stage.Output{}, nil
 	}
@@ -123,7 +123,7 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 	// The holder may have released the lease between Acquire and Enqueue: hand it on.
 	h, err := l.Leases.Kick(ctx, in.Target)
 	if err != nil {
-		l.log().Warn("hand the release lease to the queue", zap.Stringer("target", in.Target), zap.Error(err))
+		in.Logger(l.log()).Warn("hand the release lease to the queue", zap.Stringer("target", in.Target), zap.Error(err))
 	}
 	holder := busy.Holder
 	if holder == "" {
@@ -139,7 +139,7 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 			Data: events.FailedData{Target: in.Target, Stage: events.StageRenderer, Reason: "superseded by deploy " + in.DeployID}})
 	}
 	emits = append(emits, handedOver(h)...)
-	l.log().Info("deploy queued behind the release's lease holder", zap.String("deploy", in.DeployID),
+	in.Logger(l.log()).Info("deploy queued behind the release's lease holder",
 		zap.Stringer("target", in.Target), zap.String("holder", holder), zap.Int("position", pos), zap.Strings("superseded", dropped))
 	return stage.Output{State: &st, Emits: emits}, nil
 }
@@ -151,7 +151,7 @@ func (l *leasedRenderer) helmPending(ctx context.Context, in stage.Input, req ev
 	if err != nil {
 		return "", nil // the renderer reports it
 	}
-	last, err := releaseStore(cluster, in.Target, req.ReleaseStorage, l.log()).Last(ctx, in.Target.Release)
+	last, err := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(l.log())).Last(ctx, in.Target.Release)
 	if errors.Is(err, release.ErrNotFound) {
 		return "", nil
 	}
@@ -239,7 +239,7 @@ func (d Deps) releaseHeld(ctx context.Context, in stage.Input) ([]stage.Emit, er
 	if err != nil {
 		return nil, fmt.Errorf("release the release lease of %s: %w", in.Target, err)
 	}
-	d.log().Info("released the release lease a closed deploy was handed", zap.String("deploy", in.DeployID),
+	in.Logger(d.log()).Info("released the release lease a closed deploy was handed",
 		zap.Stringer("target", in.Target), zap.Uint64("token", held.Token))
 	return handedOver(h), nil
 }
@@ -344,7 +344,7 @@ func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, f
 			case ctx.Err() != nil:
 				return
 			default:
-				d.log().Warn("renew release lease", zap.String("deploy", in.DeployID), zap.Error(err))
+				in.Logger(d.log()).Warn("renew release lease", zap.Error(err))
 				if since := d.now().Sub(renewed); since >= ttl-ttl/3 {
 					cancel(fmt.Errorf("release lease of %s: not renewed for %s, it may expire: %w", in.Target, since.Round(time.Second), err))
 					return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/tracing"
 	"go.uber.org/zap"
 )
 
@@ -88,7 +90,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
 			return out, err
 		}
-		if _, err := releaseStore(cluster, in.Target, storageOf(in.State), r.log()).MarkUninstalling(ctx, in.Target.Release); err != nil {
+		if _, err := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log())).MarkUninstalling(ctx, in.Target.Release); err != nil {
 			if errors.Is(err, release.ErrNotFound) {
 				return fail(err.Error())
 			}
@@ -124,16 +126,16 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if err := ensureStorageNamespace(ctx, cluster, in.Target, storageOf(in.State)); err != nil {
 		return stage.Output{}, err
 	}
-	store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
+	store := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log()))
 	// Fenced again right before the records; a pending revision a dead holder left is closed
 	// first.
 	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
 		return out, err
 	}
-	if err := closeAbandoned(ctx, store, in.Target.Release, d.Revision, r.log()); err != nil {
+	if err := closeAbandoned(ctx, store, in.Target.Release, d.Revision, in.Logger(r.log())); err != nil {
 		return stage.Output{}, err
 	}
-	if _, err := store.RecordPending(ctx, release.Pending{
+	if err := recordPending(ctx, store, release.Pending{
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
 		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback, Labels: requesterLabels(d.RequestedBy, d.RequestedByVerified),
@@ -149,6 +151,14 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)
 	}
 	return started, nil
+}
+
+// recordPending writes the pending record p in its release.write span.
+func recordPending(ctx context.Context, store *release.Store, p release.Pending) error {
+	ctx, span := tracing.Start(ctx, "release.write", tracing.Revision(p.Revision), attribute.String("sealane.release.status", "pending"))
+	_, err := store.RecordPending(ctx, p)
+	tracing.End(span, err)
+	return err
 }
 
 // pendingDescription is a pending revision's description; it ends with release.SealaneMark so
@@ -182,7 +192,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		if err != nil {
 			return stage.Output{}, err
 		}
-		store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
+		store := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log()))
 		desc := "Install complete"
 		if revision > 1 {
 			desc = "Upgrade complete"
@@ -196,11 +206,13 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		if err := r.fence(ctx, in); err != nil {
 			return stage.Output{}, err // lost: renewing closes the deploy without a record (lease.go)
 		}
-		rel, err := store.RecordResult(ctx, in.Target.Release, revision, ok, desc)
+		writeCtx, span := tracing.Start(ctx, "release.write", tracing.Revision(revision), attribute.Bool("sealane.release.ok", ok))
+		rel, err := store.RecordResult(writeCtx, in.Target.Release, revision, ok, desc)
+		tracing.End(span, err)
 		switch {
 		case errors.Is(err, release.ErrNotFound):
 			// The deploy failed before its pending record was written: nothing to close.
-			r.log().Info("no pending record to close", zap.String("release", in.Target.Release), zap.Int("revision", revision))
+			in.Logger(r.log()).Info("no pending record to close", zap.Int("revision", revision))
 		case err != nil:
 			return stage.Output{}, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
 		default:
@@ -229,7 +241,7 @@ func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.R
 	if err != nil {
 		return stage.Output{}, err
 	}
-	store := releaseStore(cluster, in.Target, storageOf(in.State), r.log())
+	store := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log()))
 	// Every write is fenced (lease.go); a lost lease is returned as it is: renewing closes the
 	// deploy without writing more.
 	if err := r.fence(ctx, in); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/tracing"
 	"github.com/sealane/sealane/pkg/version"
 )
 
@@ -229,7 +230,8 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	isUpgrade := h.deployed != nil
-	out, err := r.renderOnce(ctx, render.Request{
+	renderCtx, span := tracing.Start(ctx, "render", tracing.Revision(h.revision))
+	out, err := r.renderOnce(renderCtx, render.Request{
 		Chart:        job.loaded.Chart,
 		Inputs:       job.inputs,
 		Release:      chart.Release{Name: target.Release, Namespace: target.Namespace, Revision: h.revision, IsUpgrade: isUpgrade},
@@ -239,6 +241,7 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		Cluster:      cluster.Config,
 		Schema:       schema.schema,
 	}, job, schema.digest)
+	tracing.End(span, err)
 	if err != nil {
 		return RenderBundle{}, nil, nil, err
 	}
@@ -252,8 +255,10 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	}
 	// The plan is built for every target, from its previous manifest and its cluster's REST
 	// mapping, even when the render is shared.
+	_, span = tracing.Start(ctx, "plan", tracing.Revision(h.revision))
 	p, err := BuildPlan(cluster, PlanInput{Kind: kind, Target: target, CRDs: out.CRDs,
 		Objects: append(append([]manifest.Object(nil), out.objects...), out.hookObjects...), Previous: previous})
+	tracing.End(span, err)
 	if err != nil {
 		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
 	}

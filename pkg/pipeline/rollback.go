@@ -23,7 +23,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.Requ
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
 	}
-	store := releaseStore(cluster, in.Target, req.ReleaseStorage, r.log())
+	store := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.log()))
 	old, last, err := rollbackSource(ctx, store, in.Target, req)
 	if err != nil {
 		return stage.Output{}, err

@@ -7,12 +7,15 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/tracing"
 	"github.com/sealane/sealane/pkg/track"
 )
 
@@ -45,8 +48,8 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		return in.Publish(ctx, e)
 	}
 	phase := relayedPhaseOf(in, d)
-	relay := newLogRelay(ctx, cluster.Typed, publish, phase, t.log().With(zap.String("deploy", in.DeployID)))
-	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: t.log(), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
+	relay := newLogRelay(ctx, cluster.Typed, publish, phase, in.Logger(t.log()))
+	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: in.Logger(t.log()), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
 	if t.Metrics != nil { // metrics.go: what the tracker watches now
 		pods := &podCount{m: t.Metrics, byRef: map[manifest.Ref]int{}}
 		opts.OnPods = func(p track.PodsSeen) { pods.seen(p); relay.pods(p) }
@@ -58,12 +61,18 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		}()
 	}
 	progressed := progressOf(in.Target, d)
-	outcome, err := track.TrackTargets(ctx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {
+	waitCtx, span := tracing.Start(ctx, "track.wait", tracing.Revision(d.Revision), tracing.Phase(d.Phase),
+		attribute.Int("sealane.waits", len(d.Waits)))
+	outcome, err := track.TrackTargets(waitCtx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {
 		data, step := progressed(p)
 		if err := publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
-			t.log().Warn("publish progress", zap.String("deploy", in.DeployID), zap.Error(err))
+			in.Logger(t.log()).Warn("publish progress", zap.Error(err))
 		}
 	})
+	if err == nil && !outcome.Ready {
+		span.SetStatus(codes.Error, fmt.Sprintf("%d resources failed", len(outcome.Failures)))
+	}
+	tracing.End(span, err)
 	if err != nil {
 		relay.close()
 		if lost := stopLease(); lost != nil {
@@ -86,8 +95,8 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		return leaseLost(events.StageTracker, in, lost), nil
 	}
 	for _, f := range outcome.Ignored {
-		t.log().Warn("resource failed; ignored (werf.io/fail-mode: IgnoreAndContinueDeployProcess)",
-			zap.String("deploy", in.DeployID), zap.Stringer("resource", f.Ref), zap.String("reason", f.Reason))
+		in.Logger(t.log()).Warn("resource failed; ignored (werf.io/fail-mode: IgnoreAndContinueDeployProcess)",
+			zap.Stringer("resource", f.Ref), zap.String("reason", f.Reason))
 	}
 	result.Ready, result.LogBatches = outcome.Ready, relay.batches()
 	for _, f := range outcome.Failures {

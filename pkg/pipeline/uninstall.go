@@ -54,7 +54,7 @@ func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req events.Re
 	if err != nil {
 		return fail(err.Error())
 	}
-	rel, err := op.pick(releaseStore(cluster, in.Target, req.ReleaseStorage, r.log()), ctx, in.Target.Release)
+	rel, err := op.pick(releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.log())), ctx, in.Target.Release)
 	if errors.Is(err, release.ErrNotFound) {
 		return fail(fmt.Sprintf(op.notFound, in.Target.Release, in.Target.Namespace))
 	}

@@ -52,11 +52,14 @@ func Main(name events.Stage) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	flushTraces := StartTracing(ctx, string(name)) // flushed before every exit below
 	if err := run(ctx, name, f, log); err != nil {
 		log.Error("exit", zap.Error(err))
+		flushTraces()
 		_ = log.Sync()
 		os.Exit(1)
 	}
+	flushTraces()
 	_ = log.Sync()
 }
 

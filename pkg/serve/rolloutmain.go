@@ -61,11 +61,14 @@ func RolloutMain() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	flushTraces := StartTracing(ctx, "rollout") // flushed before every exit below
 	if err := runRolloutService(ctx, f, log); err != nil {
 		log.Error("exit", zap.Error(err))
+		flushTraces()
 		_ = log.Sync()
 		os.Exit(1)
 	}
+	flushTraces()
 	_ = log.Sync()
 }
 

@@ -36,6 +36,7 @@ func WebhookMain() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	flushTraces := StartTracing(ctx, "webhook") // flushed before every exit below
 	err = func() error {
 		node, err := Open(ctx, Options{NATSURL: natsURL, Auth: auth, Name: "sealane-webhook", Log: log, Metrics: true})
 		if err != nil {
@@ -46,9 +47,11 @@ func WebhookMain() {
 	}()
 	if err != nil {
 		log.Error("exit", zap.Error(err))
+		flushTraces()
 		_ = log.Sync()
 		os.Exit(1)
 	}
+	flushTraces()
 	_ = log.Sync()
 }
 

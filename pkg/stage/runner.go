@@ -18,6 +18,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/metrics"
+	"github.com/sealane/sealane/pkg/tracing"
 )
 
 // Runner runs stages against one bus.
@@ -85,14 +86,17 @@ func (r *Runner) logger() *zap.Logger {
 	return r.Log
 }
 
-func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger, m *metrics.Handling) error {
+func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger, m *metrics.Handling) (err error) {
 	in, mine, err := r.input(st, msg, log)
 	if err != nil || !mine {
 		m.Outcome(metrics.OutcomeIgnored) // another pipeline's; an error counts as permanent
 		return err
 	}
 	e := in.Event
-	log = log.With(zap.String("deploy", in.DeployID), zap.String("event", e.ID()), zap.String("cluster", in.Target.Cluster))
+	ctx, span := tracing.StartHandle(ctx, st.Name, msg.Headers(), e, in.Target)
+	defer func() { tracing.End(span, err) }()
+	log = log.With(append(tracing.LogFields(ctx, "", e, in.DeployID, in.Target.Release), zap.String("event", e.ID()), zap.String("cluster", in.Target.Cluster))...)
+	in.Log = log
 
 	state, rev, err := r.states().Load(ctx, in.DeployID)
 	if err != nil {
@@ -194,11 +198,12 @@ type livePublisher struct {
 	pending []*bus.Pending
 }
 
-func (l *livePublisher) publish(_ context.Context, em Emit) error {
+func (l *livePublisher) publish(ctx context.Context, em Emit) error {
 	ev, msg, err := l.r.encode(l.st, l.in, em)
 	if err != nil {
 		return err
 	}
+	tracing.Inject(ctx, msg.Header)
 	p := l.r.Bus.PublishAsync(msg, ev.ID(), events.Type(ev.Type()) == events.LogLines)
 	l.mu.Lock()
 	l.pending = append(slices.DeleteFunc(l.pending, (*bus.Pending).Stored), p)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
@@ -58,6 +59,18 @@ type Input struct {
 	State *deploy.State
 	// Publish sends an event right away (live progress) instead of at the end.
 	Publish func(ctx context.Context, e Emit) error
+	// Log is the runner's logger for this event, with the deploy's fields (deploy_id,
+	// correlation_id, trace_id, stage, release); nil when the handler is called without a
+	// runner (tests). Handlers log about the deploy through it: see Logger.
+	Log *zap.Logger
+}
+
+// Logger is in.Log, or fallback when the handler runs without a runner.
+func (in Input) Logger(fallback *zap.Logger) *zap.Logger {
+	if in.Log != nil {
+		return in.Log
+	}
+	return fallback
 }
 
 // Output is what a handler decided: events to publish and, optionally, the new state
@@ -118,6 +131,8 @@ func build(st Stage, in Input, em Emit, now time.Time) (cloudevents.Event, error
 		DataRef:       em.DataRef,
 		Pipeline:      events.PipelineOf(in.Event),
 		Rollout:       events.RolloutOf(in.Event),
+		TraceParent:   events.TraceParentOf(in.Event),
+		TraceState:    events.TraceStateOf(in.Event),
 		Time:          now,
 	}, em.Data)
 	if err != nil {

@@ -220,6 +220,20 @@ func (in *intake) countsWhen(t *testing.T, done func(map[string]int) bool) map[s
 // events returns the stored events of the deploy stream of type t, decoded.
 func (in *intake) events(t *testing.T, typ events.Type) []json.RawMessage {
 	t.Helper()
+	var out []json.RawMessage
+	for _, m := range in.messages(t, typ) {
+		ev, err := events.Decode(m.Headers(), m.Data())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev.Data())
+	}
+	return out
+}
+
+// messages are the stored messages of type typ.
+func (in *intake) messages(t *testing.T, typ events.Type) []jetstream.Msg {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := in.bus.JetStream().OrderedConsumer(ctx, bus.DefaultStream, jetstream.OrderedConsumerConfig{
@@ -227,7 +241,7 @@ func (in *intake) events(t *testing.T, typ events.Type) []json.RawMessage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []json.RawMessage
+	var out []jetstream.Msg
 	for {
 		msgs, err := c.FetchNoWait(100)
 		if err != nil {
@@ -236,11 +250,7 @@ func (in *intake) events(t *testing.T, typ events.Type) []json.RawMessage {
 		n := 0
 		for m := range msgs.Messages() {
 			n++
-			ev, err := events.Decode(m.Headers(), m.Data())
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, ev.Data())
+			out = append(out, m)
 		}
 		if n == 0 {
 			return out

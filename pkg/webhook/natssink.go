@@ -15,6 +15,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/tracing"
 )
 
 // auditTimeout bounds publishing one audit event.
@@ -99,7 +100,7 @@ func (s *NATSSink) earlier(ctx context.Context, key string) ([]Started, bool, er
 
 // publishRequest publishes the deploy.requested of the delivery's deploy i, its --set values
 // stored as the request's inputs.
-func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) error {
+func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) (err error) {
 	d, id := sub.Deploys[i], sub.IDs[i]
 	gitChart, git := d.Chart, d.Git
 	data := events.RequestedData{
@@ -122,6 +123,8 @@ func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) er
 	if err != nil {
 		return err
 	}
+	ctx, span := tracing.StartRequest(ctx, "sealane webhook deploy", &ev) // the root of the deploy's trace
+	defer func() { tracing.End(span, err) }()
 	if signer := s.signer(); signer != nil {
 		if err := events.SignRequest(&ev, signer); err != nil {
 			return fmt.Errorf("sign deploy request %s: %w", id, err)
