@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/pipeline"
@@ -51,13 +52,17 @@ func (m *memBlobs) PutBlob(_ context.Context, name string, data []byte) (string,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.m[name] = data
-	return "mem://" + name, nil
+	return bus.BlobRef("mem", name), nil
 }
 
 func (m *memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, ok := m.m[ref[len("mem://"):]]
+	_, name, err := bus.ParseBlobRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := m.m[name]
 	if !ok {
 		return nil, fmt.Errorf("blob %s not found", ref)
 	}
