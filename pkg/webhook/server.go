@@ -99,16 +99,17 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // finish (up to ShutdownGrace) before it returns.
 func (s *Server) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
+	tls := s.srv.TLSConfig != nil // read before ServeTLS, which sets up HTTP/2 in it
 	go func() {
 		var err error
-		if s.srv.TLSConfig != nil {
+		if tls {
 			err = s.srv.ServeTLS(s.ln, "", "")
 		} else {
 			err = s.srv.Serve(s.ln)
 		}
 		errc <- err
 	}()
-	s.log.Info("webhook intake listening", zap.Stringer("addr", s.Addr()), zap.Bool("tls", s.srv.TLSConfig != nil))
+	s.log.Info("webhook intake listening", zap.Stringer("addr", s.Addr()), zap.Bool("tls", tls))
 	select {
 	case err := <-errc:
 		return fmt.Errorf("webhook intake: %w", err)
