@@ -11,6 +11,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/client"
@@ -21,6 +22,7 @@ import (
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/rollout"
 	"github.com/sealane/sealane/pkg/serve"
+	"github.com/sealane/sealane/pkg/tracing"
 )
 
 // rolloutConn is a CLI command's connection to the rollouts of a pipeline.
@@ -156,7 +158,7 @@ func publishRollout(ctx context.Context, conn *rolloutConn, t events.Type, id st
 }
 
 // publishRolloutTo publishes m.
-func publishRolloutTo(ctx context.Context, conn *rolloutConn, m rolloutMsg) error {
+func publishRolloutTo(ctx context.Context, conn *rolloutConn, m rolloutMsg) (err error) {
 	evID := fmt.Sprintf("%s.%s.%d", m.ID, m.Type.Token(), time.Now().UnixNano())
 	if m.Type == events.RolloutRequested {
 		evID = m.ID + ".requested"
@@ -166,7 +168,13 @@ func publishRolloutTo(ctx context.Context, conn *rolloutConn, m rolloutMsg) erro
 	if err != nil {
 		return err
 	}
-	return publishRolloutEvent(ctx, conn, ev)
+	if m.Type == events.RolloutRequested { // the span each of the rollout's deploy traces links to
+		var span trace.Span
+		ctx, span = tracing.StartRequest(ctx, "sealane rollout start", &ev)
+		defer func() { tracing.End(span, err) }()
+	}
+	err = publishRolloutEvent(ctx, conn, ev)
+	return err
 }
 
 func publishRolloutEvent(ctx context.Context, conn *rolloutConn, ev cloudevents.Event) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/rollout"
+	"github.com/sealane/sealane/pkg/tracing"
 )
 
 // Source is the CloudEvents source of the coordinator's events.
@@ -158,7 +159,11 @@ func (r *Record) add(ev cloudevents.Event, request bool) error {
 	if err != nil {
 		return fmt.Errorf("rollout %s: encode %s: %w", r.State.ID, ev.ID(), err)
 	}
-	r.Outbox = append(r.Outbox, Outgoing{ID: ev.ID(), Request: request, Event: raw})
+	o := Outgoing{ID: ev.ID(), Request: request, Event: raw}
+	if request {
+		o.Link = r.TraceParent
+	}
+	r.Outbox = append(r.Outbox, o)
 	return nil
 }
 
@@ -207,7 +212,7 @@ func (c *Coordinator) publishOutgoing(ctx context.Context, o Outgoing) error {
 		}
 	}
 	if o.Request {
-		return c.publishRequest(ctx, ev)
+		return c.publishRequest(tracing.LinkTo(ctx, o.Link), ev)
 	}
 	msg, err := events.Encode(ev)
 	if err != nil {

@@ -19,6 +19,9 @@ type Record struct {
 	// Pipeline is the private pipeline of the CLI that started the rollout ("" shared).
 	Pipeline    string `json:"pipeline,omitempty"`
 	RequestedBy string `json:"requestedBy,omitempty"`
+	// TraceParent is the W3C trace context of the span that requested the rollout (its
+	// request's traceparent extension): each deploy's own trace links to it.
+	TraceParent string `json:"traceParent,omitempty"`
 	// ReleaseKey names the release the rollout deploys (its release and namespace, templates
 	// as written): one rollout per key runs at a time (onNewRollout).
 	ReleaseKey string `json:"releaseKey"`
@@ -35,9 +38,11 @@ type Record struct {
 
 // Outgoing is one event of the outbox, as structured CloudEvents JSON.
 type Outgoing struct {
-	ID      string          `json:"id"`
-	Request bool            `json:"request,omitempty"` // a deploy.requested: signed when published
-	Event   json.RawMessage `json:"event"`
+	ID      string `json:"id"`
+	Request bool   `json:"request,omitempty"` // a deploy.requested: signed when published
+	// Link is the rollout's trace context, which a request's trace links to.
+	Link  string          `json:"link,omitempty"`
+	Event json.RawMessage `json:"event"`
 	// InputsFrom and InputsName: before a deploy request is published, the rollout's values
 	// (the blob InputsFrom) are stored again as InputsName, inputs/<its deploy id>, where the
 	// renderer expects a request's values.

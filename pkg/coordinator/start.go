@@ -74,6 +74,7 @@ func (c *Coordinator) newRecord(e cloudevents.Event, d events.RolloutRequestedDa
 	return &Record{
 		State: rollout.New(d.RolloutID, plan, c.now()), Request: d.Request, Pipeline: events.PipelineOf(e),
 		RequestedBy: d.RequestedBy, ReleaseKey: spec.Namespace + "/" + spec.Release, Queued: true,
+		TraceParent: events.TraceParentOf(e),
 	}, nil
 }
 

@@ -171,10 +171,30 @@ func StartRequest(ctx context.Context, name string, e *cloudevents.Event) (conte
 	if r := events.RolloutOf(*e); r != "" {
 		attrs = append(attrs, KeyRollout.String(r))
 	}
-	ctx, span := otel.Tracer(Scope).Start(ctx, name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...)}
+	if l, ok := ctx.Value(linkKey{}).(trace.SpanContext); ok {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: l}))
+	}
+	ctx, span := otel.Tracer(Scope).Start(ctx, name, opts...)
 	Stamp(ctx, e)
 	return ctx, span
+}
+
+type linkKey struct{}
+
+// LinkTo returns ctx marked so that StartRequest links the deploy's root span to the span
+// context in traceparent (W3C): a rollout's deploys are each a trace of their own, linked to
+// the span that requested the rollout. ctx is returned as it is when traceparent is not valid.
+func LinkTo(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	sc := trace.SpanContextFromContext(propagator.Extract(context.Background(),
+		propagation.MapCarrier{HeaderTraceParent: traceparent}))
+	if !sc.IsValid() {
+		return ctx
+	}
+	return context.WithValue(ctx, linkKey{}, sc)
 }
 
 // StartHandle opens a stage's span for its handling of the event e (deploy: its correlation id,
