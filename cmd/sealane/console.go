@@ -57,6 +57,7 @@ func (f *consoleFlags) run(ctx context.Context, node *serve.Node, log *zap.Logge
 	if err != nil {
 		return err
 	}
+	opts.Ready = node.Ready
 	srv, err := console.New(node.Bus, opts)
 	if err != nil {
 		return err
