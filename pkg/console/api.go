@@ -34,6 +34,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/deploys", s.deploys)
 	mux.HandleFunc("GET /api/deploys/{id}", s.deployDetail)
 	mux.HandleFunc("GET /api/releases", s.releases)
+	mux.HandleFunc("GET /api/releases/{cluster}/{namespace}/{release}", s.releaseHistory) // records.go
 	mux.HandleFunc("GET /api/rollouts", s.rolloutList)
 	mux.HandleFunc("GET /api/deadletters", s.deadLetters)
 	root := http.NewServeMux()

@@ -47,6 +47,9 @@ type Options struct {
 	// Ready, when set, answers /readyz (e.g. the node's NATS connection and JetStream); nil:
 	// ready while serving.
 	Ready func(context.Context) error
+	// Records, when set, reads release records from the clusters: a release's page then shows
+	// its whole history, beyond the stream's retention. nil: the history the events hold.
+	Records RecordReader
 }
 
 // DefaultOptions are the options of `sealane serve console` without flags.
