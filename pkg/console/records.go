@@ -91,7 +91,7 @@ func (s *Server) releaseHistory(w http.ResponseWriter, r *http.Request) {
 }
 
 // fromRecords turns release records into history lines, oldest first: revision, status,
-// chart, time, description and who (the recorder's label) from the record — never its values
+// chart, time, description and who (the recorder's label, a label value) from the record — never its values
 // or manifest — and the commit and deploy of the event-built line of the same revision, when
 // the stream still holds it.
 func fromRecords(recs []*helmrelease.Release, seen []Revision) []Revision {
@@ -113,7 +113,7 @@ func fromRecords(recs []*helmrelease.Release, seen []Revision) []Revision {
 		}
 		if ev, ok := byRev[rec.Version]; ok {
 			line.Commit, line.Deploy, line.Outcome = ev.Commit, ev.Deploy, ev.Outcome
-			if line.RequestedBy == "" {
+			if ev.RequestedBy != "" { // as requested; the label holds it made a label value
 				line.RequestedBy = ev.RequestedBy
 			}
 		}

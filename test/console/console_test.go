@@ -86,8 +86,11 @@ func TestConsoleFollowsDeployLive(t *testing.T) {
 	} {
 		b.route(t, v.hash, v.ready)
 		noneOf(t, "view "+v.hash, b.html(t), secrets...)
-		if v.hash == "#/releases" {
+		switch {
+		case v.hash == "#/releases":
 			b.screenshot(t, "releases")
+		case strings.HasPrefix(v.hash, "#/release/"):
+			b.screenshot(t, "release")
 		}
 	}
 	b.notReloaded(t)

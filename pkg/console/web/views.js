@@ -115,7 +115,7 @@ async function loadReleaseHistory(cluster, namespace, release) {
   try {
     const r = await getJSON('/api/releases/' + [cluster, namespace, release].map(encodeURIComponent).join('/'));
     const source = r.source === 'cluster'
-      ? el('p', {class: 'muted'}, `From the release records in cluster ${r.cluster}: ${r.history.length} revisions, whoever made them.`)
+      ? el('p', {class: 'muted'}, `From the release records in cluster ${r.cluster}: ${r.history.length} revision${r.history.length === 1 ? '' : 's'}, whoever made them.`)
       : el('p', {class: 'reason'}, `From the event stream only: ${r.note}.`);
     box.replaceChildren(el('div', {class: 'card', 'data-history-source': r.source, 'data-release': r.release},
       el('h2', {}, r.release, el('span', {class: 'muted'}, ` namespace ${r.namespace} · cluster ${r.cluster}`)),
