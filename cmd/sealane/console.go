@@ -65,10 +65,7 @@ func (f *consoleFlags) run(ctx context.Context, node *serve.Node, log *zap.Logge
 		return err
 	}
 	opts.Ready = node.Ready
-	records, stop, err := f.records(ctx, log)
-	if err != nil {
-		return err
-	}
+	records, stop := f.records(ctx, log)
 	defer stop()
 	opts.Records = records
 	srv, err := console.New(node.Bus, opts)
@@ -87,22 +84,24 @@ func (f *consoleFlags) run(ctx context.Context, node *serve.Node, log *zap.Logge
 }
 
 // records opens the clusters whose release records the console reads: serve's cluster
-// registry without its checker (the console writes no status), or the kubeconfig's contexts.
-func (f *consoleFlags) records(ctx context.Context, log *zap.Logger) (console.RecordReader, func(), error) {
+// registry without its checker (the console writes no status), or the kubeconfig's contexts;
+// none (nil) when the registry cannot start.
+func (f *consoleFlags) records(ctx context.Context, log *zap.Logger) (console.RecordReader, func()) {
 	kubeconfig := ""
 	if f.kubeconfig != nil {
 		kubeconfig = *f.kubeconfig
 	}
 	if f.clusters == nil {
-		return console.ClusterRecords{Clusters: clusters.NewRegistry(kubeconfig)}, func() {}, nil
+		return console.ClusterRecords{Clusters: clusters.NewRegistry(kubeconfig)}, func() {}
 	}
 	o := *f.clusters
 	o.Kubeconfig = kubeconfig
 	reg, stop, err := serve.OpenClusters(ctx, o, log)
-	if err != nil {
-		return nil, nil, fmt.Errorf("console: %w", err)
+	if err != nil { // the console still serves: a release's page shows the events' history and says why
+		log.Warn("console: no cluster access, release pages show the events' history", zap.Error(err))
+		return nil, func() {}
 	}
-	return console.ClusterRecords{Clusters: reg}, stop, nil
+	return console.ClusterRecords{Clusters: reg}, stop
 }
 
 func newConsoleCmd(g *globalFlags) *cobra.Command {
