@@ -83,7 +83,7 @@ func (s *Server) releaseHistory(w http.ResponseWriter, r *http.Request) {
 	if out.History == nil {
 		out.History = []Revision{}
 	}
-	if !known && out.Source == SourceEvents && len(out.History) == 0 {
+	if !known && len(out.History) == 0 {
 		http.Error(w, fmt.Sprintf("no history of release %s/%s on cluster %s: %s", target.Namespace, target.Release, target.Cluster, out.Note), http.StatusNotFound)
 		return
 	}
