@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/console"
 	"github.com/sealane/sealane/pkg/serve"
 )
@@ -23,6 +24,12 @@ type consoleFlags struct {
 	authProxyHeader string
 	history         time.Duration
 	on              bool // serve runs the console (serves)
+	// kubeconfig is --kubeconfig: its contexts are clusters whose release records the
+	// console reads (a release's whole history).
+	kubeconfig *string
+	// clusters, for serve, is its cluster registry's settings (in-cluster, cluster Secrets);
+	// nil for `sealane console` (the kubeconfig's contexts only).
+	clusters *serve.ClusterOptions
 }
 
 // register adds the flags; addrFlag names the address flag (--addr for `sealane console`,
@@ -57,6 +64,10 @@ func (f *consoleFlags) run(ctx context.Context, node *serve.Node, log *zap.Logge
 	if err != nil {
 		return err
 	}
+	opts.Ready = node.Ready
+	records, stop := f.records(ctx, log)
+	defer stop()
+	opts.Records = records
 	srv, err := console.New(node.Bus, opts)
 	if err != nil {
 		return err
@@ -72,8 +83,29 @@ func (f *consoleFlags) run(ctx context.Context, node *serve.Node, log *zap.Logge
 	return srv.Serve(ctx, ln)
 }
 
+// records opens the clusters whose release records the console reads: serve's cluster
+// registry without its checker (the console writes no status), or the kubeconfig's contexts;
+// none (nil) when the registry cannot start.
+func (f *consoleFlags) records(ctx context.Context, log *zap.Logger) (console.RecordReader, func()) {
+	kubeconfig := ""
+	if f.kubeconfig != nil {
+		kubeconfig = *f.kubeconfig
+	}
+	if f.clusters == nil {
+		return console.ClusterRecords{Clusters: clusters.NewRegistry(kubeconfig)}, func() {}
+	}
+	o := *f.clusters
+	o.Kubeconfig = kubeconfig
+	reg, stop, err := serve.OpenClusters(ctx, o, log)
+	if err != nil { // the console still serves: a release's page shows the events' history and says why
+		log.Warn("console: no cluster access, release pages show the events' history", zap.Error(err))
+		return nil, func() {}
+	}
+	return console.ClusterRecords{Clusters: reg}, stop
+}
+
 func newConsoleCmd(g *globalFlags) *cobra.Command {
-	f := &consoleFlags{}
+	f := &consoleFlags{kubeconfig: &g.kubeconfig}
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Open the read-only web console on localhost over the embedded pipeline (or --nats)",

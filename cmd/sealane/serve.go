@@ -65,6 +65,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	f.setup.intake = addIntakeFlags(cmd)
 	f.hook.RegisterFlags(cmd.Flags())
 	f.console.register(cmd.Flags(), "console-addr", consoleAddrUsage, consoleAddrDefault()) // console.go
+	f.console.kubeconfig, f.console.clusters = &g.kubeconfig, &f.setup.clusters
 	return cmd
 }
 

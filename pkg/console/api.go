@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"sort"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -24,7 +25,7 @@ var webFiles embed.FS
 var loginPage []byte
 
 // Handler returns the console's HTTP handler: the page, its assets, the JSON API and the
-// event stream, behind the access guard (only /healthz and /login are open).
+// event stream, behind the access guard (only /healthz, /readyz and /login are open).
 func (s *Server) Handler() http.Handler {
 	static, _ := fs.Sub(webFiles, "web")
 	mux := http.NewServeMux()
@@ -33,10 +34,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/deploys", s.deploys)
 	mux.HandleFunc("GET /api/deploys/{id}", s.deployDetail)
 	mux.HandleFunc("GET /api/releases", s.releases)
+	mux.HandleFunc("GET /api/releases/{cluster}/{namespace}/{release}", s.releaseHistory) // records.go
 	mux.HandleFunc("GET /api/rollouts", s.rolloutList)
 	mux.HandleFunc("GET /api/deadletters", s.deadLetters)
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	root.HandleFunc("GET /readyz", s.readyz)
 	root.HandleFunc("/login", s.guard.login)
 	root.Handle("GET /style.css", http.FileServerFS(static)) // the login page's look: no secret in it
 	root.Handle("/", s.guard.wrap(mux))
@@ -136,4 +139,17 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 		out = append(out, v)
 	}
 	s.writeJSON(w, out)
+}
+
+// readyz answers 200 while the console can read the pipeline (Options.Ready), 503 otherwise.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := s.opts.Ready(ctx); err != nil {
+			http.Error(w, "not ready: "+bus.RedactURL(err.Error()), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok\n"))
 }

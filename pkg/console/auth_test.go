@@ -1,6 +1,8 @@
 package console
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -105,5 +107,23 @@ func TestOpenBindRefused(t *testing.T) {
 	}
 	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+}
+
+// TestReadyz: /readyz needs no credential and answers what Options.Ready says, with no URL
+// credential in the reason.
+func TestReadyz(t *testing.T) {
+	o := DefaultOptions()
+	o.Addr, o.Token = "0.0.0.0:8090", "s3cret-token"
+	var notReady error
+	o.Ready = func(context.Context) error { return notReady }
+	h := consoleHandler(t, o)
+	if rec := do(t, h, httptest.NewRequest(http.MethodGet, "/readyz", nil)); rec.Code != http.StatusOK {
+		t.Errorf("/readyz while ready: %d, want 200 without a token", rec.Code)
+	}
+	notReady = errors.New("JetStream: dial nats://user:pa55@nats:4222: refused")
+	rec := do(t, h, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "pa55") {
+		t.Errorf("/readyz while not ready: %d %q, want 503 without the password", rec.Code, rec.Body.String())
 	}
 }

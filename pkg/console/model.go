@@ -88,12 +88,15 @@ type Release struct {
 	Namespace string     `json:"namespace"`
 	Release   string     `json:"release"`
 	History   []Revision `json:"history"`
+	// storage is where the pipeline keeps the release's records (its last request's).
+	storage events.ReleaseStorage
 }
 
 // deployRecord is a deploy and its entries.
 type deployRecord struct {
 	Deploy
 	entries []Entry
+	storage events.ReleaseStorage // the request's release storage
 }
 
 // model holds what the console shows, built from events only: the most recent deploys with
@@ -202,6 +205,7 @@ func (m *model) summarize(d *deployRecord, e cloudevents.Event) {
 		var r events.RequestedData
 		if events.DecodeData(e, &r) == nil {
 			d.Operation, d.RequestedBy, d.Chart = string(r.Operation), r.RequestedBy, chartText(r.Chart)
+			d.storage = r.ReleaseStorage
 			if r.Git != nil {
 				d.Commit = r.Git.Commit
 			} else if r.Chart.Git != nil {
@@ -260,6 +264,7 @@ func (m *model) recorded(d *deployRecord, e cloudevents.Event) {
 		rel = &Release{Cluster: r.Target.Cluster, Namespace: r.Target.Namespace, Release: r.Target.Release}
 		m.releases[r.Target] = rel
 	}
+	rel.storage = d.storage
 	rel.History = append(rel.History, Revision{Revision: r.Revision, Status: r.Status, Outcome: string(r.Outcome),
 		Chart: d.Chart, Time: e.Time(), RequestedBy: d.RequestedBy, Commit: d.Commit, Deploy: d.ID, Reason: r.Reason,
 		UpToDate: r.UpToDate})
@@ -320,4 +325,16 @@ func (m *model) releaseList() []Release {
 		return a.Release < b.Release
 	})
 	return out
+}
+
+// release returns the history of target recorded in the events (false when none is) and
+// where its records are kept.
+func (m *model) release(target events.Target) (Release, bool) {
+	r, ok := m.releases[target]
+	if !ok {
+		return Release{Cluster: target.Cluster, Namespace: target.Namespace, Release: target.Release}, false
+	}
+	out := *r
+	out.History = append([]Revision(nil), r.History...)
+	return out, true
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -43,6 +44,12 @@ type Options struct {
 	KeepAlive time.Duration
 	// Log receives the console's logs (none when nil).
 	Log *zap.Logger
+	// Ready, when set, answers /readyz (e.g. the node's NATS connection and JetStream); nil:
+	// ready while serving.
+	Ready func(context.Context) error
+	// Records, when set, reads release records from the clusters: a release's page then shows
+	// its whole history, beyond the stream's retention. nil: the history the events hold.
+	Records RecordReader
 }
 
 // DefaultOptions are the options of `sealane serve console` without flags.

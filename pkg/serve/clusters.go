@@ -74,20 +74,9 @@ func StartClusters(ctx context.Context, node *Node, o ClusterOptions, log *zap.L
 	if o.CheckInterval < 0 {
 		return nil, nil, fmt.Errorf("cluster check interval %s: want a positive duration", o.CheckInterval)
 	}
-	reg, err := clusters.New(clusters.Options{Contexts: true, Kubeconfig: o.Kubeconfig, InClusterName: o.InClusterName, InCluster: o.InCluster, Log: log})
+	reg, stopWatch, err := OpenClusters(ctx, o, log)
 	if err != nil {
 		return nil, nil, err
-	}
-	stopWatch := func() {}
-	if o.SecretsNamespace != "" {
-		home, err := homeCluster(o)
-		if err != nil {
-			return nil, nil, err
-		}
-		if stopWatch, err = reg.WatchSecrets(ctx, home.Typed, o.SecretsNamespace); err != nil {
-			return nil, nil, err
-		}
-		log.Info("watching cluster Secrets", zap.String("namespace", o.SecretsNamespace), zap.String("home", home.Config.Host))
 	}
 	checker := &clusters.Checker{Registry: reg, Store: clusters.KVStatus{KV: node.Bus.Clusters()}, Interval: o.CheckInterval, Log: log}
 	cctx, cancel := context.WithCancel(ctx)
@@ -105,6 +94,28 @@ func StartClusters(ctx context.Context, node *Node, o ClusterOptions, log *zap.L
 			stopWatch()
 		})
 	}, nil
+}
+
+// OpenClusters builds the cluster registry of o — kubeconfig contexts, the in-cluster
+// cluster, the watched cluster Secrets — without StartClusters' checker: for readers (the
+// console) that record no status. stop ends the watch.
+func OpenClusters(ctx context.Context, o ClusterOptions, log *zap.Logger) (reg *clusters.Registry, stop func(), err error) {
+	reg, err = clusters.New(clusters.Options{Contexts: true, Kubeconfig: o.Kubeconfig, InClusterName: o.InClusterName, InCluster: o.InCluster, Log: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	stop = func() {}
+	if o.SecretsNamespace != "" {
+		home, err := homeCluster(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		if stop, err = reg.WatchSecrets(ctx, home.Typed, o.SecretsNamespace); err != nil {
+			return nil, nil, err
+		}
+		log.Info("watching cluster Secrets", zap.String("namespace", o.SecretsNamespace), zap.String("home", home.Config.Host))
+	}
+	return reg, stop, nil
 }
 
 // homeCluster is the cluster holding the cluster Secrets: the one the service runs in, else

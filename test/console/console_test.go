@@ -79,13 +79,18 @@ func TestConsoleFollowsDeployLive(t *testing.T) {
 	for _, v := range []struct{ hash, ready string }{
 		{"#/deploys", `document.querySelector('tr.deploy[data-release="console-live"][data-status="succeeded"]')`},
 		{"#/releases", `document.querySelector('[data-release="console-live"] tr[data-revision="1"]')`},
+		// the release's whole history, from its records in sandbox-1 (`serve all` reads the registered clusters)
+		{"#/release/sandbox-1/" + ns + "/console-live", `document.querySelector('[data-history-source="cluster"] tr[data-revision="1"]')`},
 		{"#/rollouts", `document.querySelector('#rollouts > *')`},
 		{"#/deadletters", `document.querySelector('#deadletters > *')`},
 	} {
 		b.route(t, v.hash, v.ready)
 		noneOf(t, "view "+v.hash, b.html(t), secrets...)
-		if v.hash == "#/releases" {
+		switch {
+		case v.hash == "#/releases":
 			b.screenshot(t, "releases")
+		case strings.HasPrefix(v.hash, "#/release/"):
+			b.screenshot(t, "release")
 		}
 	}
 	b.notReloaded(t)

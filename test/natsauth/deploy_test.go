@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sealane/sealane/pkg/console"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/test/harness"
@@ -51,6 +53,11 @@ func TestDeployWithEveryStageOnItsOwnUserOverTLS(t *testing.T) {
 	for _, s := range []string{"renderer", "applier", "tracker", "recorder"} {
 		startProc(t, "serve "+s, env.RepoRoot, procEnv, env.Sealane, append([]string{"serve", s, "--log-level", "info"}, natsArgs(s)...)...)
 	}
+	// The web console as the console user, with the kubeconfig's clusters: it follows the deploy
+	// and reads the release's records.
+	consoleAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	startProc(t, "serve console", env.RepoRoot, procEnv, env.Sealane, append([]string{"serve", "console", "--console-addr", consoleAddr,
+		"--log-level", "info", "--nats-inbox-prefix", "_INBOX_console"}, natsArgs("console")...)...)
 	ns := kubetest.UncreatedNamespace(t, harness.Clientset(t, env.Kubeconfig), "natsauth-")
 	out, code := runProc(t, 3*time.Minute, env.RepoRoot, procEnv, env.Sealane,
 		append([]string{"deploy", "examples/demo", "--release", "natsauth", "--namespace", ns, "--timeout", "2m"}, natsArgs("client")...)...)
@@ -62,6 +69,7 @@ func TestDeployWithEveryStageOnItsOwnUserOverTLS(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(helmOut), &rels) != nil || len(rels) != 1 || rels[0].Status != "deployed" {
 		t.Fatalf("helm list: exit %d, %+v\n%s", code, rels, helmOut)
 	}
+	checkConsole(t, "http://"+consoleAddr, ns)
 	evOut, code := runProc(t, time.Minute, env.RepoRoot, os.Environ(), env.Sealane,
 		append([]string{"events", "--release", "natsauth"}, natsArgs("audit")...)...)
 	if code != 0 {
@@ -196,4 +204,27 @@ func runProc(t *testing.T, timeout time.Duration, dir string, env []string, bin 
 		t.Fatalf("%s: %v", filepath.Base(bin), err)
 	}
 	return buf.String(), 0
+}
+
+// checkConsole waits until the console at base shows the natsauth deploy of namespace ns
+// succeeded, and its release's history read from the records in the cluster.
+func checkConsole(t *testing.T, base, ns string) {
+	t.Helper()
+	ctx := harness.Context(t, time.Minute)
+	for {
+		var ds []console.Deploy
+		var h console.ReleaseHistory
+		getJSON(ctx, t, base+"/api/deploys", &ds)
+		if len(ds) > 0 && ds[0].Release == "natsauth" && ds[0].Status == console.StatusSucceeded {
+			getJSON(ctx, t, base+"/api/releases/"+ds[0].Cluster+"/"+ns+"/natsauth", &h)
+			if h.Source != console.SourceCluster || len(h.History) != 1 || h.History[0].Status != "deployed" || h.History[0].Deploy != ds[0].ID {
+				t.Errorf("the console's history of the release = %+v, want revision 1 from the cluster's records", h)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the console as the console user shows %+v, want the natsauth deploy succeeded", ds)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

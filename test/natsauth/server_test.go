@@ -32,7 +32,7 @@ import (
 
 // roles are the users of deployments/nats/users.conf, plus the scoped client the test adds
 // the way docs/operations.md says.
-var roles = []string{"renderer", "applier", "tracker", "recorder", "client", "audit", "provisioner", "webhook", "rollout", "client_team_a"}
+var roles = []string{"renderer", "applier", "tracker", "recorder", "client", "audit", "provisioner", "webhook", "rollout", "console", "client_team_a"}
 
 // natsEnv is a running nats-server from the shipped configuration.
 type natsEnv struct {
@@ -124,10 +124,10 @@ include ./users.conf
 }
 
 // auth is how role connects: its nkey seed file, the test CA, and a stage's (or the webhook
-// intake's, or the rollout coordinator's) own inbox prefix.
+// intake's, the rollout coordinator's, the console's) own inbox prefix.
 func (e *natsEnv) auth(role string) bus.Auth {
 	a := bus.Auth{NkeyFile: e.seeds[role], TLSCA: e.caPEM}
-	if stageRole(role) || role == "webhook" || role == "rollout" {
+	if stageRole(role) || role == "webhook" || role == "rollout" || role == "console" {
 		a.InboxPrefix = "_INBOX_" + role
 	}
 	return a

@@ -187,13 +187,15 @@ function route() {
   const [name, ...rest] = h.split('/');
   S.view = name || 'deploys';
   for (const a of document.querySelectorAll('[data-nav]')) {
-    a.classList.toggle('active', a.dataset.nav === S.view || (S.view === 'deploy' && a.dataset.nav === 'deploys'));
+    a.classList.toggle('active', a.dataset.nav === S.view || (S.view === 'deploy' && a.dataset.nav === 'deploys') ||
+      (S.view === 'release' && a.dataset.nav === 'releases'));
   }
   S.detail = null;
   const v = view(); v.replaceChildren();
   switch (S.view) {
     case 'deploy': openDetail(decodeURIComponent(rest.join('/'))); break;
     case 'releases': v.append(el('h1', {}, 'Releases'), el('div', {id: 'releases'})); S.releasesStale = true; break;
+    case 'release': v.append(el('h1', {}, 'Release history'), el('div', {id: 'release'})); loadReleaseHistory(...rest.map(decodeURIComponent)); break;
     case 'rollouts': v.append(el('h1', {}, 'Rollouts'), el('div', {id: 'rollouts'})); S.rolloutsStale = true; break;
     case 'deadletters': v.append(el('h1', {}, 'Dead letters'), el('div', {id: 'deadletters'})); loadDeadLetters(); break;
     default: S.view = 'deploys'; deploysView(v);

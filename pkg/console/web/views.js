@@ -89,14 +89,37 @@ async function loadReleases() {
     const rels = await getJSON('/api/releases');
     if (!rels.length) { box.replaceChildren(el('div', {class: 'card empty'}, 'No release recorded in the console\'s window yet.')); return; }
     box.replaceChildren(...rels.map((r) => el('div', {class: 'card', 'data-release': r.release},
-      el('h2', {}, `${r.release}`, el('span', {class: 'muted'}, ` namespace ${r.namespace} · cluster ${r.cluster}`)),
-      el('table', {}, el('thead', {}, el('tr', {}, ['Revision', 'Status', 'Chart', 'Time', 'By', 'Commit', 'Deploy', 'Reason'].map((h) => el('th', {}, h)))),
-        el('tbody', {}, r.history.slice().reverse().map((h) => el('tr', {'data-revision': h.revision},
-          el('td', {}, h.upToDate ? `${h.revision || '—'} (up to date)` : (h.revision || '—')), el('td', {}, badge(h.status || h.outcome)),
-          el('td', {}, h.chart || ''), el('td', {}, dateTime(h.time)), el('td', {}, h.requestedBy || ''),
-          el('td', {class: 'mono'}, (h.commit || '').slice(0, 12)),
-          el('td', {}, el('a', {href: '#/deploy/' + encodeURIComponent(h.deploy)}, 'events')),
-          el('td', {class: 'muted'}, h.reason || ''))))))));
+      el('h2', {}, el('a', {href: releaseHash(r)}, r.release), el('span', {class: 'muted'}, ` namespace ${r.namespace} · cluster ${r.cluster} · `),
+        el('a', {href: releaseHash(r), class: 'muted'}, 'whole history')),
+      historyTable(r.history))));
+  } catch (err) { failBox(box, err); }
+}
+function releaseHash(r) { return '#/release/' + [r.cluster, r.namespace, r.release].map(encodeURIComponent).join('/'); }
+
+// historyTable is a release's history, newest first.
+function historyTable(history) {
+  return el('table', {}, el('thead', {}, el('tr', {}, ['Revision', 'Status', 'Chart', 'Time', 'By', 'Commit', 'Deploy', 'Description'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, history.slice().reverse().map((h) => el('tr', {'data-revision': h.revision},
+      el('td', {}, h.upToDate ? `${h.revision || '—'} (up to date)` : (h.revision || '—')), el('td', {}, badge(h.status || h.outcome)),
+      el('td', {}, h.chart || ''), el('td', {}, dateTime(h.time)), el('td', {}, h.requestedBy || ''),
+      el('td', {class: 'mono'}, (h.commit || '').slice(0, 12)),
+      el('td', {}, h.deploy ? el('a', {href: '#/deploy/' + encodeURIComponent(h.deploy)}, 'events') : ''),
+      el('td', {class: 'muted'}, h.reason || '')))));
+}
+
+// One release's whole history: its records in the cluster when the console can read them
+// (GET /api/releases/CLUSTER/NS/NAME), else the events, with the reason said on the page.
+async function loadReleaseHistory(cluster, namespace, release) {
+  const box = document.getElementById('release');
+  if (!box) return;
+  try {
+    const r = await getJSON('/api/releases/' + [cluster, namespace, release].map(encodeURIComponent).join('/'));
+    const source = r.source === 'cluster'
+      ? el('p', {class: 'muted'}, `From the release records in cluster ${r.cluster}: ${r.history.length} revision${r.history.length === 1 ? '' : 's'}, whoever made them.`)
+      : el('p', {class: 'reason'}, `From the event stream only: ${r.note}.`);
+    box.replaceChildren(el('div', {class: 'card', 'data-history-source': r.source, 'data-release': r.release},
+      el('h2', {}, r.release, el('span', {class: 'muted'}, ` namespace ${r.namespace} · cluster ${r.cluster}`)),
+      source, historyTable(r.history)));
   } catch (err) { failBox(box, err); }
 }
 
