@@ -61,6 +61,10 @@ func startNATS(t *testing.T) *natsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	consolePerms, err := os.ReadFile(filepath.Join(shipped, "permissions-console.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	scopedPerms, err := os.ReadFile(filepath.Join(shipped, "scoped-client.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +74,7 @@ func startNATS(t *testing.T) *natsEnv {
 	users = []byte(strings.Replace(string(users), "  ]", scoped, 1))
 	users = []byte(strings.Replace(string(users), "include ./permissions.conf", "include ./permissions.conf\ninclude ./scoped-client.conf", 1))
 	write(t, filepath.Join(e.dir, "permissions.conf"), perms)
+	write(t, filepath.Join(e.dir, "permissions-console.conf"), consolePerms)
 	write(t, filepath.Join(e.dir, "scoped-client.conf"), scopedPerms)
 	write(t, filepath.Join(e.dir, "users.conf"), users)
 	for _, r := range roles {
