@@ -1,6 +1,8 @@
 package selfhost
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -51,8 +53,21 @@ func TestChartNATSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Right after the cluster forms, a JetStream API request can go unanswered: the meta leader
+	// is elected but the API's interest has not reached the server the client is on yet (see
+	// nats-server#4519). pkg/bus answers that with a deadline per attempt and another attempt
+	// (its call rule); this does the same, so a lost first answer costs 5 s, not the test.
 	ctx := harness.Context(t, 30*time.Second)
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SEALANE_DEPLOY", Subjects: []string{"sealane.deploy.>"}, Replicas: 3})
+	var s jetstream.Stream
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err = js.CreateStream(attempt, jetstream.StreamConfig{Name: "SEALANE_DEPLOY", Subjects: []string{"sealane.deploy.>"}, Replicas: 3})
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		t.Logf("create an R3 stream: %v; asking again", err)
+	}
 	if err != nil {
 		t.Fatalf("create an R3 stream on the chart's cluster: %v", err)
 	}
