@@ -215,17 +215,20 @@ func (s *Store) RecordResult(ctx context.Context, name string, revision int, suc
 	if newer := latestDeployed(h); succeeded && newer != nil && newer.Version > revision {
 		status = helmrelease.StatusSuperseded // a later revision is already deployed
 	}
+	if status == helmrelease.StatusDeployed {
+		// As Helm's upgrade does: the deployed revision is superseded before this one is
+		// written deployed, so that no reader sees two deployed revisions. A crash between
+		// the two leaves this one pending, and the redelivery writes it.
+		if err := s.supersedeOthers(h, revision); err != nil {
+			return nil, err
+		}
+	}
 	rel.SetStatus(status, desc)
 	if err := s.update(rel); err != nil {
 		return nil, err
 	}
 	s.log.Info("release revision finished", zap.String("release", name), zap.Int("revision", revision),
 		zap.String("status", status.String()))
-	if status == helmrelease.StatusDeployed {
-		if err := s.supersedeOthers(h, revision); err != nil {
-			return nil, err
-		}
-	}
 	return rel, nil
 }
 
