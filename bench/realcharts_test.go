@@ -344,7 +344,8 @@ func (rb *realBench) report(b *testing.B, c realChart, samples map[string][]real
 			b.Logf("%s %s requests: %s", what, who, c)
 		}
 	}
-	b.Log("\n" + strings.Join(lines, "\n"))
+	// Printed, not logged: a benchmark's log is cut after a few lines.
+	fmt.Println(strings.Join(lines, "\n"))
 }
 
 func median(vs []float64) float64 {

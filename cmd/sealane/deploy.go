@@ -147,6 +147,9 @@ type pipelineRun struct {
 	node    *serve.Node
 	cluster string
 	close   func()
+	// bundles are the embedded stages' render bundles (nil with --nats): the client reads the
+	// notes from there.
+	bundles *pipeline.BundleCache
 }
 
 // openPipeline connects to the shared pipeline at --nats, or starts an embedded NATS server
@@ -187,6 +190,7 @@ func openPipelineWith(ctx context.Context, g *globalFlags, secrets render.Secret
 	}
 	stagesCtx, stopStages := context.WithCancel(ctx)
 	stagesDone := make(chan error, 1)
+	var bundles *pipeline.BundleCache
 	if g.natsURL == "" {
 		stageLog, err := g.stageLogger()
 		if err != nil {
@@ -195,13 +199,14 @@ func openPipelineWith(ctx context.Context, g *globalFlags, secrets render.Secret
 			return nil, err
 		}
 		// Trusted: this process's own pipeline, for its user's own charts (docs/operations.md, "Chart sources").
+		bundles = pipeline.NewBundleCache(4)
 		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL, Schemas: schemas,
-			Intake: pipeline.TrustedIntake()}
+			Intake: pipeline.TrustedIntake(), Bundles: bundles}
 		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(stageLog), deps) }()
 	} else {
 		close(stagesDone)
 	}
-	return &pipelineRun{log: log, node: node, cluster: cluster, close: func() {
+	return &pipelineRun{log: log, node: node, cluster: cluster, bundles: bundles, close: func() {
 		stopStages()
 		<-stagesDone
 		node.Close()
@@ -279,18 +284,18 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 			return nil
 		}
 		fmt.Printf("release %s (namespace %s) revision %d deployed\n", res.Target.Release, res.Target.Namespace, res.Revision)
-		printNotes(waitCtx, node.Bus, s.renderRef, log)
+		printNotes(waitCtx, node.Bus, p.bundles, s.renderRef, log)
 	}
 	return nil
 }
 
 // printNotes prints the chart's rendered NOTES.txt after a successful deploy, as helm does. The
 // notes may hold values, so they are read from the Object Store, never from an event.
-func printNotes(ctx context.Context, blobs pipeline.Blobs, renderRef string, log *zap.Logger) {
+func printNotes(ctx context.Context, blobs pipeline.Blobs, bundles *pipeline.BundleCache, renderRef string, log *zap.Logger) {
 	if renderRef == "" {
 		return
 	}
-	notes, err := pipeline.Notes(ctx, blobs, renderRef)
+	notes, err := pipeline.Notes(ctx, blobs, bundles, renderRef)
 	if err != nil {
 		log.Warn("could not read the chart's notes", zap.Error(err))
 		return

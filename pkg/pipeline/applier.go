@@ -118,18 +118,18 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageApplier, in, revision, reason)}}, nil
 	}
-	bundle, err := loadBundle(ctx, a.Blobs, renderRef)
+	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, renderRef, in.Target)
+	if bundle == nil {
+		return stage.Output{}, err // not read: retried
+	}
 	if err != nil {
-		return stage.Output{}, err
+		return fail(err.Error())
 	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
 	if err != nil {
 		return fail(err.Error())
 	}
-	run, err := newPhaseRun(cluster, in.Target, bundle)
-	if err != nil {
-		return fail(err.Error())
-	}
+	run := newPhaseRun(cluster, in.Target, bundle, prepared)
 	run.deployID = in.DeployID // a redelivered phase does not run its hooks again
 	// Fencing (lease.go): the phase writes to the cluster only while the deploy holds the
 	// lease, renewed right before each batch of deletes or applies.
@@ -210,18 +210,18 @@ func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef st
 	if renderRef == "" {
 		return nil
 	}
-	bundle, err := loadBundle(ctx, a.Blobs, renderRef)
-	if err != nil || bundle.Plan == nil {
+	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, renderRef, in.Target)
+	if bundle == nil {
 		return err
+	}
+	if err != nil {
+		return nil // the render has no plan or does not parse: nothing was applied
 	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
 	if err != nil {
 		return nil // reported by the failure itself
 	}
-	run, err := newPhaseRun(cluster, in.Target, bundle)
-	if err != nil {
-		return nil
-	}
+	run := newPhaseRun(cluster, in.Target, bundle, prepared)
 	run.fence = func(ctx context.Context) error { return a.fence(ctx, in) } // deleting is a cluster write too
 	return run.deleteOnFailure(ctx, d.Phase, d.Failures)
 }

@@ -68,14 +68,11 @@ func (r *phaseRun) fenceWrites(ctx context.Context) error {
 	return r.fence(ctx)
 }
 
-// newPhaseRun prepares the bundle's objects for applying its phases.
-func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle) (*phaseRun, error) {
-	p, err := Prepare(target, b)
-	if err != nil {
-		return nil, err
-	}
+// newPhaseRun runs the phases of bundle b with its prepared objects p, which it does not
+// modify (they are shared: BundleCache).
+func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle, p *Prepared) *phaseRun {
 	return &phaseRun{cluster: c, target: target, plan: b.Plan, settings: b.Apply, prevList: p.Previous,
-		objects: p.objects, previous: p.previous}, nil
+		objects: p.objects, previous: p.previous}
 }
 
 // run performs the applier steps of phase, one step after another, and returns what happened
@@ -143,7 +140,7 @@ func (r *phaseRun) step(ctx context.Context, n int, ids []string) (_ []events.Ap
 		for _, ref := range done {
 			out = append(out, events.AppliedResource{Resource: toEventRef(ref), Action: events.ActionUnchanged})
 		}
-		apply.WithMetadata(w.recreate, map[string]string{AnnotationDeployID: r.deployID}, nil)
+		w.recreate = withDeployID(w.recreate, r.deployID)
 	}
 	var errs []error
 	recreated := map[string]bool{} // objects a recreation actually deleted
@@ -188,6 +185,18 @@ func (r *phaseRun) step(ctx context.Context, n int, ids []string) (_ []events.Ap
 		out = append(out, events.AppliedResource{Resource: toEventRef(a.Ref), Action: action})
 	}
 	return out, err
+}
+
+// withDeployID returns copies of objs marked with deployID (AnnotationDeployID); objs are
+// shared and stay as they are.
+func withDeployID(objs []manifest.Object, deployID string) []manifest.Object {
+	out := make([]manifest.Object, len(objs))
+	for i, o := range objs {
+		o.Obj = o.Obj.DeepCopy()
+		out[i] = o
+	}
+	apply.WithMetadata(out, map[string]string{AnnotationDeployID: deployID}, nil)
+	return out
 }
 
 // stepWork is one step's operations sorted by what the applier does with their objects.

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/release"
@@ -25,7 +26,8 @@ const recorderSource = "/sealane/recorder"
 // event (cdServiceEvent); a failed deploy, rollback or uninstall a pipelinerun.finished with
 // outcome "failure" (cdFailureEvent). Nothing is added for an up-to-date deploy, a test run or
 // a plan.
-func (r *Recorder) withCDEvent(ctx context.Context, in stage.Input, emits []stage.Emit) ([]stage.Emit, error) {
+// chart, when known, is the recorded revision's chart (read from the record otherwise).
+func (r *Recorder) withCDEvent(ctx context.Context, in stage.Input, emits []stage.Emit, chart *helmchart.Metadata) ([]stage.Emit, error) {
 	i := slices.IndexFunc(emits, func(e stage.Emit) bool { return e.Type == events.ReleaseRecorded })
 	if i < 0 || in.State == nil {
 		return emits, nil
@@ -38,7 +40,7 @@ func (r *Recorder) withCDEvent(ctx context.Context, in stage.Input, emits []stag
 	var err error
 	switch rec.Outcome {
 	case events.OutcomeSucceeded:
-		e, err = r.cdServiceEvent(ctx, in, rec)
+		e, err = r.cdServiceEvent(ctx, in, rec, chart)
 	case events.OutcomeFailed:
 		e, err = r.cdFailureEvent(in, rec)
 	}
@@ -66,9 +68,9 @@ func (r *Recorder) cdFailureEvent(in stage.Input, rec events.RecordedData) (*sta
 }
 
 // cdServiceEvent is the service event of a deploy that ended well; nil for an up-to-date
-// deploy, a test run, a plan or a revision without a chart. The chart is read from the
-// recorded revision.
-func (r *Recorder) cdServiceEvent(ctx context.Context, in stage.Input, rec events.RecordedData) (*stage.Emit, error) {
+// deploy, a test run, a plan or a revision without a chart. The chart is chart, else read from
+// the recorded revision.
+func (r *Recorder) cdServiceEvent(ctx context.Context, in stage.Input, rec events.RecordedData, chart *helmchart.Metadata) (*stage.Emit, error) {
 	if rec.UpToDate || rec.Revision == 0 {
 		return nil, nil
 	}
@@ -87,7 +89,9 @@ func (r *Recorder) cdServiceEvent(ctx context.Context, in stage.Input, rec event
 	default: // test, plan: the release did not change
 		return nil, nil
 	}
-	if svc.Type != events.CDServiceRemoved {
+	if svc.Type != events.CDServiceRemoved && chart != nil {
+		svc.ChartName, svc.ChartVersion = chart.Name, chart.Version
+	} else if svc.Type != events.CDServiceRemoved {
 		name, version, found, err := r.recordedChart(ctx, in, rec.Revision)
 		if err != nil || !found {
 			return nil, err

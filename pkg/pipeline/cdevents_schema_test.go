@@ -79,7 +79,7 @@ func TestCDEventsMatchSchemas(t *testing.T) {
 			in := stage.Input{DeployID: "d-" + strings.ReplaceAll(tc.name, " ", "-"), Target: leaseTarget,
 				State: &deploy.State{Operation: tc.op, RequestedBy: "ci-deployer", RequestedByVerified: true}}
 			rec := events.RecordedData{Target: leaseTarget, Revision: tc.rev, Outcome: tc.outcome, Reason: tc.reason}
-			got, err := r.withCDEvent(testContext(t), in, []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}})
+			got, err := r.withCDEvent(testContext(t), in, []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

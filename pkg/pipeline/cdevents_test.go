@@ -35,13 +35,13 @@ func TestWithCDEvent(t *testing.T) {
 		if tc.state {
 			in.State = &deploy.State{Operation: tc.op}
 		}
-		got, err := r.withCDEvent(context.Background(), in, recorded(tc.rec))
+		got, err := r.withCDEvent(context.Background(), in, recorded(tc.rec), nil)
 		if err != nil || len(got) != 1 {
 			t.Errorf("%s: got %d emits, %v; want release_recorded only", name, len(got), err)
 		}
 	}
 	in := stage.Input{DeployID: "d1", Target: target, State: &deploy.State{Operation: events.OperationUninstall}}
-	got, err := r.withCDEvent(context.Background(), in, recorded(ok))
+	got, err := r.withCDEvent(context.Background(), in, recorded(ok), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.Lo
 	emits := []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}
 	// The same events a closing that kept the lease emits (a retried closing must not lose
 	// the CDEvent of its first attempt): a service event, or pipelinerun.finished for a failure.
-	if emits, err = (&Recorder{r.Deps}).withCDEvent(ctx, in, emits); err != nil {
+	if emits, err = (&Recorder{r.Deps}).withCDEvent(ctx, in, emits, nil); err != nil {
 		return stage.Output{}, err
 	}
 	holder := ""
@@ -214,7 +214,17 @@ func (r *renewing) lostUninstall(ctx context.Context, cluster *kube.Cluster, in 
 // closeAbandoned marks failed a pending revision older than revision that a dead deploy left
 // (its lease expired and this deploy took the release over).
 func closeAbandoned(ctx context.Context, store *release.Store, name string, revision int, log *zap.Logger) error {
-	last, err := store.Last(ctx, name)
+	h, err := store.LastHeader(ctx, name)
+	if errors.Is(err, release.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if h.Version >= revision || !h.Status.IsPending() {
+		return nil // the usual case: nothing left pending, no record decoded
+	}
+	last, err := store.Get(ctx, name, h.Version)
 	if errors.Is(err, release.ErrNotFound) {
 		return nil
 	}

@@ -151,7 +151,18 @@ func (l *leasedRenderer) helmPending(ctx context.Context, in stage.Input, req ev
 	if err != nil {
 		return "", nil // the renderer reports it
 	}
-	last, err := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(l.log())).Last(ctx, in.Target.Release)
+	store := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(l.log()))
+	h, err := store.LastHeader(ctx, in.Target.Release)
+	if errors.Is(err, release.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("release %s: %w", in.Target.Release, err)
+	}
+	if !h.Status.IsPending() {
+		return "", nil // the usual case: nothing pending, no record decoded
+	}
+	last, err := store.Get(ctx, in.Target.Release, h.Version)
 	if errors.Is(err, release.ErrNotFound) {
 		return "", nil
 	}

@@ -369,10 +369,11 @@ func TestPhaseFencesEachWriteBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newLeaseEnv(t, configMap("hook"), configMap("old"))
 			b := e.bundle()
-			run, err := newPhaseRun(e.cluster, leaseTarget, b)
+			p, err := Prepare(leaseTarget, b)
 			if err != nil {
 				t.Fatal(err)
 			}
+			run := newPhaseRun(e.cluster, leaseTarget, b, p)
 			run.deployID = "a"
 			calls := 0
 			run.fence = func(context.Context) error {

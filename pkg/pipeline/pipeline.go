@@ -5,7 +5,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -81,6 +80,9 @@ type Deps struct {
 	// Metrics, if set, has the tracker report what it watches (pkg/metrics); the stage runner
 	// counts the rest from the events the stages emit.
 	Metrics *metrics.Metrics
+	// Bundles keeps the deploys' render bundles, decoded and parsed, for the stages of this
+	// process (bundles.go); nil gives the stages of each Stages call one of their own.
+	Bundles *BundleCache
 }
 
 func (d Deps) now() time.Time {
@@ -111,6 +113,9 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 			return nil, err
 		}
 		d.Renders = renders
+	}
+	if d.Bundles == nil {
+		d.Bundles = NewBundleCache(defaultBundles)
 	}
 	renderer := &Renderer{Deps: d}
 	all := map[events.Stage]stage.Stage{
@@ -160,31 +165,14 @@ type RenderBundle struct {
 	// Previous is the manifest of the revision deployed before: what is deleted when the chart
 	// drops it, and the last-applied state of a three-way merge.
 	Previous string `json:"previous,omitempty"`
+	// FirstDeployed is when the release was first deployed, as its deployed revision's record
+	// says (zero on an install): the recorder copies it into the new record without decoding
+	// that revision again.
+	FirstDeployed time.Time `json:"firstDeployed,omitzero"`
 	// Plan is the deploy plan: what each phase applies, deletes and waits for.
 	Plan *plan.Plan `json:"plan,omitempty"`
 	// Apply are the request's apply settings.
 	Apply ApplySettings `json:"apply,omitzero"`
-}
-
-func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error) {
-	data, err := b.GetBlob(ctx, ref)
-	if err != nil {
-		return nil, fmt.Errorf("load render %s: %w", ref, err)
-	}
-	var rb RenderBundle
-	if err := json.Unmarshal(data, &rb); err != nil {
-		return nil, fmt.Errorf("decode render %s: %w", ref, err)
-	}
-	return &rb, nil
-}
-
-// Notes returns the rendered NOTES.txt of a deploy's render, for the client to print.
-func Notes(ctx context.Context, b Blobs, renderRef string) (string, error) {
-	rb, err := loadBundle(ctx, b, renderRef)
-	if err != nil {
-		return "", err
-	}
-	return rb.Notes, nil
 }
 
 func decode(in stage.Input, v any) error {

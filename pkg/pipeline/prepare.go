@@ -135,6 +135,12 @@ func Prepare(target events.Target, b *RenderBundle) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	return prepareParsed(target, b, crds, objs, previous), nil
+}
+
+// prepareParsed is Prepare of objects already parsed from b (the objects of its manifest and
+// hooks in objs); it decorates them in place.
+func prepareParsed(target events.Target, b *RenderBundle, crds, objs, previous []manifest.Object) *Prepared {
 	p := &Prepared{Previous: previous, objects: newObjectIndex(target.Namespace, crds, objs), previous: newObjectIndex(target.Namespace, previous)}
 	decorate := func(o manifest.Object, res *resource.Resource) {
 		one := []manifest.Object{o}
@@ -167,7 +173,7 @@ func Prepare(target events.Target, b *RenderBundle) (*Prepared, error) {
 	}
 	p.VolatileAnnotations = append(slices.Sorted(maps.Keys(b.Metadata.Annotations)), validate.AnnotationValidationMessages, AnnotationDeployID)
 	p.VolatileLabels = slices.Sorted(maps.Keys(b.Metadata.Labels))
-	return p, nil
+	return p
 }
 
 // CRDFiles turns a chart's CRDs into bundle files.
@@ -195,14 +201,26 @@ type PlanInput struct {
 // BuildPlan plans a deploy as the renderer does, asking c which kinds are cluster-scoped.
 // Errors are the chart's: bad annotations, duplicates, dependency cycles.
 func BuildPlan(c *kube.Cluster, in PlanInput) (*plan.Plan, error) {
-	crdObjs, err := manifest.Parse(crdText(in.CRDs))
+	crds, previous, err := parsePlanInput(in)
 	if err != nil {
-		return nil, fmt.Errorf("crds: %w", err)
+		return nil, err
 	}
-	previous, err := manifest.Parse(in.Previous)
-	if err != nil {
-		return nil, fmt.Errorf("previous revision: %w", err)
+	return buildPlan(c, in, crds, previous)
+}
+
+// parsePlanInput parses in's CRD files and previous manifest.
+func parsePlanInput(in PlanInput) (crds, previous []manifest.Object, err error) {
+	if crds, err = manifest.Parse(crdText(in.CRDs)); err != nil {
+		return nil, nil, fmt.Errorf("crds: %w", err)
 	}
+	if previous, err = manifest.Parse(in.Previous); err != nil {
+		return nil, nil, fmt.Errorf("previous revision: %w", err)
+	}
+	return crds, previous, nil
+}
+
+// buildPlan is BuildPlan with in's CRDs and previous manifest parsed.
+func buildPlan(c *kube.Cluster, in PlanInput, crds, previous []manifest.Object) (*plan.Plan, error) {
 	return plan.Build(plan.Input{Kind: in.Kind, Release: in.Target.Release, Namespace: in.Target.Namespace,
-		CRDs: crdObjs, Objects: in.Objects, Previous: previous, ClusterScoped: clusterScoped(c)})
+		CRDs: crds, Objects: in.Objects, Previous: previous, ClusterScoped: clusterScoped(c)})
 }

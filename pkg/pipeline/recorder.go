@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
 	"github.com/sealane/sealane/events"
@@ -41,7 +42,7 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		if err := decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
-		out, err := r.result(ctx, in, d.Revision, true, "")
+		out, chart, err := r.result(ctx, in, d.Revision, true, "")
 		if err == nil && d.UpToDate {
 			for i := range out.Emits {
 				if rec, ok := out.Emits[i].Data.(events.RecordedData); ok {
@@ -51,7 +52,7 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 			}
 		}
 		if err == nil { // CDEvents consumers hear of the release change too (cdevents.go)
-			out.Emits, err = r.withCDEvent(ctx, in, out.Emits)
+			out.Emits, err = r.withCDEvent(ctx, in, out.Emits, chart)
 		}
 		return out, err
 	case events.DeployPlanned:
@@ -63,9 +64,9 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		if err := decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
-		out, err := r.result(ctx, in, d.Revision, false, d.Reason)
+		out, chart, err := r.result(ctx, in, d.Revision, false, d.Reason)
 		if err == nil { // reported as a CDEvents pipelinerun.finished, outcome failure
-			out.Emits, err = r.withCDEvent(ctx, in, out.Emits)
+			out.Emits, err = r.withCDEvent(ctx, in, out.Emits, chart)
 		}
 		return out, err
 	}
@@ -98,17 +99,17 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		}
 		return started, nil
 	}
-	bundle, err := loadBundle(ctx, r.Blobs, d.RenderRef)
+	bundle, err := r.Bundles.bundle(ctx, r.Blobs, d.RenderRef)
 	if err != nil {
 		return stage.Output{}, err
 	}
-	archive, err := r.Blobs.GetBlob(ctx, d.Chart.Ref)
-	if err != nil {
-		return stage.Output{}, err
-	}
-	ch, err := chart.Load(archive)
-	if err != nil {
+	// The renderer loaded the chart: in its process (the embedded pipeline) the cache has it.
+	ch, err := r.chartOf(ctx, d.Chart)
+	if errors.Is(err, chart.ErrBadArchive) {
 		return fail(fmt.Sprintf("chart %s: %v", d.Chart.Name, err))
+	}
+	if err != nil {
+		return stage.Output{}, err
 	}
 	cluster, err := r.Clusters.Get(in.Target.Cluster)
 	if err != nil {
@@ -139,6 +140,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
 		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback, Labels: requesterLabels(d.RequestedBy, d.RequestedByVerified),
+		Deployed: release.DeployedRevision{Version: d.PreviousRevision, FirstDeployed: bundle.FirstDeployed},
 	}); err != nil {
 		// Retrying cannot help a record too large, nor a revision number another writer took
 		// or that is no longer the next one: the deploy fails (deploying again picks a fresh
@@ -151,6 +153,29 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)
 	}
 	return started, nil
+}
+
+// chartOf returns the deploy's chart for its record: from the chart cache the renderer of this
+// process filled (the embedded pipeline loads a chart once per deploy), else from the Object
+// Store.
+func (r *Recorder) chartOf(ctx context.Context, src events.ChartSource) (*helmchart.Chart, error) {
+	fetch := func(ctx context.Context) ([]byte, error) { return r.Blobs.GetBlob(ctx, src.Ref) }
+	if r.Charts == nil || src.Digest == "" {
+		archive, err := fetch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ch, err := chart.Load(archive)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", chart.ErrBadArchive, err)
+		}
+		return ch, nil
+	}
+	loaded, err := r.Charts.Load(ctx, src.Digest, fetch)
+	if err != nil {
+		return nil, err
+	}
+	return loaded.Chart, nil
 }
 
 // recordPending writes the pending record p in its release.write span.
@@ -170,7 +195,7 @@ func pendingDescription(d events.RenderedData) string {
 	return "Deploy in progress " + release.SealaneMark
 }
 
-func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, error) {
+func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok bool, reason string) (stage.Output, *helmchart.Metadata, error) {
 	rec := events.RecordedData{Target: in.Target, Revision: revision, Outcome: events.OutcomeFailed, Reason: reason}
 	if in.State != nil {
 		rec.RequestedBy, rec.RequestedByVerified = in.State.RequestedBy, in.State.RequestedByVerified
@@ -182,15 +207,17 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 	}
 	if in.State != nil && in.State.Operation == events.OperationTest {
 		rec.Status = "deployed"
-		return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+		return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil, nil
 	}
 	if in.State != nil && in.State.Operation == events.OperationUninstall && revision > 0 {
-		return r.uninstalled(ctx, in, rec, ok, reason)
+		out, err := r.uninstalled(ctx, in, rec, ok, reason)
+		return out, nil, err
 	}
+	var chart *helmchart.Metadata // of the recorded revision, for its CDEvent
 	if revision > 0 {
 		cluster, err := r.Clusters.Get(in.Target.Cluster)
 		if err != nil {
-			return stage.Output{}, err
+			return stage.Output{}, nil, err
 		}
 		store := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log()))
 		desc := "Install complete"
@@ -204,7 +231,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 			desc = failedDescription + reason
 		}
 		if err := r.fence(ctx, in); err != nil {
-			return stage.Output{}, err // lost: renewing closes the deploy without a record (lease.go)
+			return stage.Output{}, nil, err // lost: renewing closes the deploy without a record (lease.go)
 		}
 		writeCtx, span := tracing.Start(ctx, "release.write", tracing.Revision(revision), attribute.Bool("sealane.release.ok", ok))
 		rel, err := store.RecordResult(writeCtx, in.Target.Release, revision, ok, desc)
@@ -214,12 +241,15 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 			// The deploy failed before its pending record was written: nothing to close.
 			in.Logger(r.log()).Info("no pending record to close", zap.Int("revision", revision))
 		case err != nil:
-			return stage.Output{}, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
+			return stage.Output{}, nil, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
 		default:
 			rec.Status, rec.Tests = rel.Info.Status.String(), hasTestHooks(rel)
+			if rel.Chart != nil {
+				chart = rel.Chart.Metadata
+			}
 		}
 	}
-	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, nil
+	return stage.Output{Emits: []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}}, chart, nil
 }
 
 // hasTestHooks reports whether rel has a Helm test hook.

@@ -85,6 +85,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	if err != nil {
 		return stage.Output{}, err
 	}
+	prepared := prepareParsed(in.Target, &bundle, res.crdObjects, copyObjects(res.objects, res.hookObjects), res.previousObjects)
 	if req.Operation == events.OperationPlan {
 		q := DryRunInput{Target: in.Target, Bundle: &bundle, Revision: h.revision, ContextLines: req.DiffContextLines}
 		if h.deployed != nil {
@@ -95,7 +96,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	if h.deployed != nil {
 		same, err := recordsMatch(h.deployed, loaded.Chart.Metadata.Version, &bundle)
 		if same && err == nil {
-			same, err = liveMatches(ctx, cluster, in.Target, &bundle)
+			same, err = liveMatches(ctx, cluster, in.Target, &bundle, prepared)
 		}
 		if err != nil {
 			return stage.Output{}, err
@@ -109,7 +110,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	}
 	return r.rendered(ctx, in, req, renderedRelease{
 		revision: h.revision, isUpgrade: h.deployed != nil, previous: versionOf(h.deployed), chart: req.Chart,
-		objects: res.objects, warnings: warnings, bundle: bundle,
+		objects: res.objects, warnings: warnings, bundle: bundle, prepared: prepared,
 	})
 }
 
@@ -176,15 +177,20 @@ type releaseHistory struct {
 	deployed *helmrelease.Release
 }
 
-// history reads the release's next revision and its deployed release; a first revision is
-// refused when the release is recorded in the other storage.
+// history reads the release's next revision and its deployed release — the records' headers,
+// and the one deployed record decoded; a first revision is refused when the release is
+// recorded in the other storage.
 func (r *Renderer) history(ctx context.Context, cluster *kube.Cluster, target events.Target, storage events.ReleaseStorage) (releaseHistory, error) {
 	store := releaseStore(cluster, target, storage, r.log())
-	revision, err := store.NextRevision(ctx, target.Release)
+	hs, err := store.Headers(ctx, target.Release)
 	if err != nil {
 		return releaseHistory{}, fmt.Errorf("release %s history: %w", target.Release, err)
 	}
-	if revision == 1 {
+	h := releaseHistory{revision: 1}
+	if len(hs) > 0 {
+		h.revision = hs[len(hs)-1].Version + 1
+	}
+	if h.revision == 1 {
 		why, err := recordedElsewhere(ctx, cluster, target, storage, r.log())
 		if err != nil {
 			return releaseHistory{}, err
@@ -193,14 +199,18 @@ func (r *Renderer) history(ctx context.Context, cluster *kube.Cluster, target ev
 			return releaseHistory{}, refuse("%s", why)
 		}
 	}
-	deployed, err := store.Deployed(ctx, target.Release)
-	if errors.Is(err, release.ErrNotFound) {
-		return releaseHistory{revision: revision}, nil
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].Status != helmrelease.StatusDeployed {
+			continue
+		}
+		deployed, err := store.Get(ctx, target.Release, hs[i].Version)
+		if err != nil && !errors.Is(err, release.ErrNotFound) {
+			return releaseHistory{}, fmt.Errorf("release %s: %w", target.Release, err)
+		}
+		h.deployed = deployed
+		break
 	}
-	if err != nil {
-		return releaseHistory{}, fmt.Errorf("release %s: %w", target.Release, err)
-	}
-	return releaseHistory{revision: revision, deployed: deployed}, nil
+	return h, nil
 }
 
 // renderJob is what render works from: the request for target, its chart and values, the
@@ -216,7 +226,7 @@ type renderJob struct {
 // render renders the chart against the cluster (or reuses the render of a target with the
 // same render key) and plans the deploy for this target: the bundle the applier and the
 // recorder work from, the render and the warnings to report.
-func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (RenderBundle, *renderOutput, []string, error) {
+func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (RenderBundle, *renderedObjects, []string, error) {
 	target, req, h := job.target, job.req, job.history
 	caps, err := chart.ClusterCapabilities(cluster.Typed.Discovery())
 	if err != nil {
@@ -256,8 +266,13 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	// The plan is built for every target, from its previous manifest and its cluster's REST
 	// mapping, even when the render is shared.
 	_, span = tracing.Start(ctx, "plan", tracing.Revision(h.revision))
-	p, err := BuildPlan(cluster, PlanInput{Kind: kind, Target: target, CRDs: out.CRDs,
-		Objects: append(append([]manifest.Object(nil), out.objects...), out.hookObjects...), Previous: previous})
+	in := PlanInput{Kind: kind, Target: target, CRDs: out.CRDs,
+		Objects: append(append([]manifest.Object(nil), out.objects...), out.hookObjects...), Previous: previous}
+	crds, previousObjects, err := parsePlanInput(in)
+	var p *plan.Plan
+	if err == nil {
+		p, err = buildPlan(cluster, in, crds, previousObjects)
+	}
 	tracing.End(span, err)
 	if err != nil {
 		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
@@ -268,7 +283,29 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		CRDs: out.CRDs, Previous: previous, Plan: p,
 		Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
 	}
-	return bundle, out, append(slices.Clip(out.Warnings), planWarnings(p)...), nil
+	if isUpgrade && h.deployed.Info != nil {
+		bundle.FirstDeployed = h.deployed.Info.FirstDeployed.Time
+	}
+	parsed := &renderedObjects{objects: out.objects, hookObjects: out.hookObjects, crdObjects: crds, previousObjects: previousObjects}
+	return bundle, parsed, append(slices.Clip(out.Warnings), planWarnings(p)...), nil
+}
+
+// renderedObjects are a render's objects as parsed: the manifest's and the hooks' (shared with
+// the render cache: copy before changing them), the CRD files' and the previous revision's.
+type renderedObjects struct {
+	objects, hookObjects, crdObjects, previousObjects []manifest.Object
+}
+
+// copyObjects returns copies of the objects of lists, in one list.
+func copyObjects(lists ...[]manifest.Object) []manifest.Object {
+	var out []manifest.Object
+	for _, l := range lists {
+		for _, o := range l {
+			o.Obj = o.Obj.DeepCopy()
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // versionOf is rel's revision, 0 for no release.
@@ -287,6 +324,9 @@ type renderedRelease struct {
 	chart       events.ChartSource
 	objects     []manifest.Object
 	bundle      RenderBundle
+	// prepared are bundle's objects, parsed and decorated, when the renderer has them: kept
+	// with the bundle for the other stages of this process (BundleCache).
+	prepared    *Prepared
 	warnings    []string
 	description string
 }
@@ -301,6 +341,7 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 	if err != nil {
 		return stage.Output{}, err
 	}
+	r.Bundles.put(ref, &rr.bundle, in.Target, rr.prepared)
 	resources := make([]events.ResourceRef, 0, len(rr.objects))
 	for _, o := range rr.objects {
 		ref := manifest.RefOf(o.Obj)

@@ -97,7 +97,7 @@ func recordedElsewhere(ctx context.Context, cluster *kube.Cluster, target events
 	if driver == release.DriverConfigMap {
 		other.Driver = release.DriverSecret
 	}
-	last, err := releaseStore(cluster, target, other, log).Last(ctx, target.Release)
+	last, err := releaseStore(cluster, target, other, log).LastHeader(ctx, target.Release)
 	if errors.Is(err, release.ErrNotFound) {
 		return "", nil
 	}
@@ -105,8 +105,8 @@ func recordedElsewhere(ctx context.Context, cluster *kube.Cluster, target events
 		return "", fmt.Errorf("release %s in %s records: %w", target.Release, other.Driver, err)
 	}
 	status := "unknown"
-	if last.Info != nil {
-		status = last.Info.Status.String()
+	if last.Status != "" {
+		status = last.Status.String()
 	}
 	return fmt.Sprintf("release %s is recorded with the %s storage driver (revision %d, %s), not %s: deploy it with "+
 		"--release-storage %s (or HELM_DRIVER=%s), or remove those records first (HELM_DRIVER=%s helm uninstall %s -n %s)",

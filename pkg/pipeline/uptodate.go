@@ -31,11 +31,8 @@ func recordsMatch(deployed *helmrelease.Release, chartVersion string, b *RenderB
 // drift to repair): holding every field it sets (read with a List per kind), else left as it
 // is by a server-side dry run of its apply. Hooks do not count, as in nelm: a deploy that
 // changes nothing runs none.
-func liveMatches(ctx context.Context, c *kube.Cluster, target events.Target, b *RenderBundle) (bool, error) {
-	p, err := Prepare(target, b)
-	if err != nil {
-		return false, err
-	}
+func liveMatches(ctx context.Context, c *kube.Cluster, target events.Target, b *RenderBundle, p *Prepared) (bool, error) {
+	var err error
 	opts := diff.Options{
 		Method: b.Apply.Method, DefaultNamespace: target.Namespace, TakeOwnership: b.Apply.TakeOwnership,
 		VolatileAnnotations: p.VolatileAnnotations, VolatileLabels: p.VolatileLabels,

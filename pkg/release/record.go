@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	helmrelease "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	helmtime "helm.sh/helm/v3/pkg/time"
 )
 
@@ -31,12 +31,26 @@ type Pending struct {
 	// Labels are set on the record (Helm's custom release labels: labels of its Secret or
 	// ConfigMap), e.g. who asked for the revision.
 	Labels map[string]string
+	// Deployed is what the caller already read of the release's deployed revision (the
+	// renderer has it): the record is written without decoding that revision again as long as
+	// it is still the deployed one. Zero: read it.
+	Deployed DeployedRevision
+}
+
+// DeployedRevision names a deployed revision and when its release was first deployed (what a
+// new revision's record copies).
+type DeployedRevision struct {
+	Version       int
+	FirstDeployed time.Time
 }
 
 // RecordPending stores revision p.Revision as pending-install (when no revision
 // is deployed) or pending-upgrade, like `helm install`/`helm upgrade` do before
 // applying. If the revision already exists it is returned unchanged (redelivered
-// events). Older revisions left pending by an interrupted deploy become failed.
+// events). Older revisions left pending by an interrupted deploy become failed. The oldest
+// revisions beyond the history limit are deleted first, as Helm does. It reads the records'
+// headers (Headers) and decodes only what it must: the deployed revision when p.Deployed does
+// not name it, an existing record of p.Revision, pending leftovers.
 func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Release, error) {
 	if err := chartutil.ValidateReleaseName(p.Name); err != nil {
 		return nil, fmt.Errorf("record release %q: %w", p.Name, err)
@@ -47,28 +61,40 @@ func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Rele
 	if err := s.checkNameFree(p.Name); err != nil {
 		return nil, err
 	}
-	h, err := s.History(ctx, p.Name)
+	hs, err := s.Headers(ctx, p.Name)
 	if err != nil {
 		return nil, err
 	}
-	if existing := find(h, p.Revision); existing != nil {
+	if findHeader(hs, p.Revision) != nil {
+		existing, err := s.Get(ctx, p.Name, p.Revision)
+		if err != nil {
+			return nil, err
+		}
 		if !sameRecord(existing, p) {
-			return nil, &RevisionConflictError{Release: p.Name, Revision: p.Revision, Next: nextRevision(h), Taken: existing}
+			return nil, &RevisionConflictError{Release: p.Name, Revision: p.Revision, Next: nextOf(hs), Taken: existing}
 		}
 		s.log.Debug("release revision already recorded", zap.String("release", p.Name), zap.Int("revision", p.Revision),
 			zap.String("status", existing.Info.Status.String()))
 		return existing, nil
 	}
-	if next := nextRevision(h); p.Revision != next {
+	if next := nextOf(hs); p.Revision != next {
 		return nil, &RevisionConflictError{Release: p.Name, Revision: p.Revision, Next: next}
 	}
-
-	rel := s.newPendingRelease(p, latestDeployed(h))
-	if err := checkSize(rel); err != nil {
+	first, upgrade, err := s.firstDeployed(ctx, p, deployedOf(hs))
+	if err != nil {
 		return nil, err
 	}
-	if err := s.storage.Create(rel); err != nil {
-		if errors.Is(err, driver.ErrReleaseExists) {
+	rel := s.newPendingRelease(p, upgrade, first)
+	data, err := encodeChecked(rel)
+	if err != nil {
+		return nil, err
+	}
+	// Make room for one more, as Helm's storage does before it creates a record.
+	if err := s.prune(ctx, p.Name, hs, s.maxHistory-1); err != nil {
+		return nil, err
+	}
+	if err := s.put(ctx, rel, data, true); err != nil {
+		if errors.Is(err, errRecordExists) {
 			// A concurrent delivery of the same event won the race.
 			return s.Get(ctx, p.Name, p.Revision)
 		}
@@ -76,17 +102,52 @@ func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Rele
 	}
 	s.log.Info("release revision recorded", zap.String("release", p.Name), zap.Int("revision", p.Revision),
 		zap.String("status", rel.Info.Status.String()))
+	return rel, s.failLeftovers(ctx, p.Name, hs, p.Revision)
+}
 
-	for _, old := range h {
-		// Only sealane's own leftovers: a pending revision helm wrote is helm's to finish.
+// firstDeployed returns when the release was first deployed (for a new revision's record) and
+// whether it has a deployed revision (an upgrade): from p.Deployed when that names the
+// deployed revision d, else from d's record.
+func (s *Store) firstDeployed(ctx context.Context, p Pending, d *Header) (helmtime.Time, bool, error) {
+	now := helmtime.Time{Time: s.now()}
+	if d == nil {
+		return now, false, nil
+	}
+	if p.Deployed.Version == d.Version && !p.Deployed.FirstDeployed.IsZero() {
+		return helmtime.Time{Time: p.Deployed.FirstDeployed}, true, nil
+	}
+	rel, err := s.Get(ctx, p.Name, d.Version)
+	if err != nil {
+		return now, true, err
+	}
+	if rel.Info == nil {
+		return now, true, nil
+	}
+	return rel.Info.FirstDeployed, true, nil
+}
+
+// failLeftovers marks failed the pending revisions other than revision that sealane wrote (a
+// deploy interrupted before it finished); helm's pending revisions are helm's to finish.
+func (s *Store) failLeftovers(ctx context.Context, name string, hs []Header, revision int) error {
+	for _, h := range hs {
+		if h.Version == revision || !h.Status.IsPending() {
+			continue
+		}
+		old, err := s.Get(ctx, name, h.Version)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
 		if old.Info != nil && old.Info.Status.IsPending() && WrittenBySealane(old) {
-			old.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Interrupted: superseded by revision %d before it finished", p.Revision))
-			if err := s.update(old); err != nil {
-				return nil, err
+			old.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Interrupted: superseded by revision %d before it finished", revision))
+			if err := s.update(ctx, old); err != nil {
+				return err
 			}
 		}
 	}
-	return rel, nil
+	return nil
 }
 
 // pendingDescription is the description of p's pending record: p.Description, else Helm's
@@ -149,7 +210,7 @@ func (e *RevisionConflictError) Error() string {
 	return fmt.Sprintf("record release %s revision %d: the next revision is %d; deploy again", e.Release, e.Revision, e.Next)
 }
 
-func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *helmrelease.Release {
+func (s *Store) newPendingRelease(p Pending, upgrade bool, firstDeployed helmtime.Time) *helmrelease.Release {
 	now := helmtime.Time{Time: s.now()}
 	ns := p.Namespace
 	if ns == "" {
@@ -159,14 +220,12 @@ func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *hel
 		FirstDeployed: now,
 		LastDeployed:  now,
 		Status:        helmrelease.StatusPendingInstall,
-		Description:   pendingDescription(p, deployed != nil),
+		Description:   pendingDescription(p, upgrade),
 		Notes:         p.Notes,
 	}
-	if deployed != nil {
+	if upgrade {
 		info.Status = helmrelease.StatusPendingUpgrade
-		if deployed.Info != nil {
-			info.FirstDeployed = deployed.Info.FirstDeployed
-		}
+		info.FirstDeployed = firstDeployed
 	}
 	if p.Rollback {
 		info.Status = helmrelease.StatusPendingRollback
@@ -190,13 +249,16 @@ func (s *Store) newPendingRelease(p Pending, deployed *helmrelease.Release) *hel
 // "Install complete"/"Upgrade complete"; on failure it is the reason, stored as
 // `Release "<name>" failed: <reason>` (`Upgrade "<name>" failed: ...` for upgrades).
 func (s *Store) RecordResult(ctx context.Context, name string, revision int, succeeded bool, description string) (*helmrelease.Release, error) {
-	h, err := s.History(ctx, name)
+	hs, err := s.Headers(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	rel := find(h, revision)
-	if rel == nil {
+	if findHeader(hs, revision) == nil {
 		return nil, fmt.Errorf("record result of release %s revision %d in namespace %s: %w", name, revision, s.namespace, ErrNotFound)
+	}
+	rel, err := s.Get(ctx, name, revision)
+	if err != nil {
+		return nil, err
 	}
 	if rel.Info == nil {
 		return nil, fmt.Errorf("record result of release %s revision %d: the stored record has no info", name, revision)
@@ -206,25 +268,25 @@ func (s *Store) RecordResult(ctx context.Context, name string, revision int, suc
 			zap.String("status", rel.Info.Status.String()))
 		if rel.Info.Status == helmrelease.StatusDeployed {
 			// Finish a supersede step an earlier attempt may not have completed.
-			return rel, s.supersedeOthers(h, revision)
+			return rel, s.supersedeOthers(ctx, name, hs, revision)
 		}
 		return rel, nil
 	}
 
 	status, desc := resultStatus(rel, succeeded, description)
-	if newer := latestDeployed(h); succeeded && newer != nil && newer.Version > revision {
+	if newer := deployedOf(hs); succeeded && newer != nil && newer.Version > revision {
 		status = helmrelease.StatusSuperseded // a later revision is already deployed
 	}
 	if status == helmrelease.StatusDeployed {
 		// As Helm's upgrade does: the deployed revision is superseded before this one is
 		// written deployed, so that no reader sees two deployed revisions. A crash between
 		// the two leaves this one pending, and the redelivery writes it.
-		if err := s.supersedeOthers(h, revision); err != nil {
+		if err := s.supersedeOthers(ctx, name, hs, revision); err != nil {
 			return nil, err
 		}
 	}
 	rel.SetStatus(status, desc)
-	if err := s.update(rel); err != nil {
+	if err := s.update(ctx, rel); err != nil {
 		return nil, err
 	}
 	s.log.Info("release revision finished", zap.String("release", name), zap.Int("revision", revision),
@@ -255,42 +317,32 @@ func resultStatus(rel *helmrelease.Release, succeeded bool, description string) 
 	return helmrelease.StatusFailed, prefix + ": " + description
 }
 
-// supersedeOthers marks every deployed revision other than revision superseded.
-func (s *Store) supersedeOthers(h []*helmrelease.Release, revision int) error {
-	for _, r := range h {
-		if r.Version == revision || r.Info == nil || r.Info.Status != helmrelease.StatusDeployed {
+// supersedeOthers marks every deployed revision other than revision superseded (decoding only
+// those).
+func (s *Store) supersedeOthers(ctx context.Context, name string, hs []Header, revision int) error {
+	for _, h := range hs {
+		if h.Version == revision || h.Status != helmrelease.StatusDeployed {
+			continue
+		}
+		r, err := s.Get(ctx, name, h.Version)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if r.Info == nil || r.Info.Status != helmrelease.StatusDeployed {
 			continue
 		}
 		r.Info.Status = helmrelease.StatusSuperseded
-		if err := s.update(r); err != nil {
+		if err := s.update(ctx, r); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Store) update(rel *helmrelease.Release) error {
-	if err := checkSize(rel); err != nil {
-		return err
-	}
-	if err := s.storage.Update(rel); err != nil {
-		return fmt.Errorf("update release %s revision %d: %w", rel.Name, rel.Version, err)
-	}
-	return nil
+func (s *Store) update(ctx context.Context, rel *helmrelease.Release) error {
+	return s.write(ctx, rel, false)
 }
 
-func find(h []*helmrelease.Release, revision int) *helmrelease.Release {
-	for _, r := range h {
-		if r.Version == revision {
-			return r
-		}
-	}
-	return nil
-}
-
-func nextRevision(h []*helmrelease.Release) int {
-	if len(h) == 0 {
-		return 1
-	}
-	return h[len(h)-1].Version + 1
-}

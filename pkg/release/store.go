@@ -15,6 +15,8 @@ import (
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -27,6 +29,7 @@ var ErrNotFound = errors.New("release not found")
 // Store reads and writes the release records of one storage namespace.
 type Store struct {
 	storage    *storage.Storage
+	client     kubernetes.Interface
 	namespace  string
 	log        *zap.Logger
 	now        func() time.Time
@@ -55,7 +58,7 @@ func NewStore(client kubernetes.Interface, namespace string, log *zap.Logger, op
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Store{namespace: namespace, log: log, now: time.Now, maxHistory: DefaultMaxHistory}
+	s := &Store{client: client, namespace: namespace, log: log, now: time.Now, maxHistory: DefaultMaxHistory}
 	for _, o := range opts {
 		o(s)
 	}
@@ -72,7 +75,9 @@ func NewStore(client kubernetes.Interface, namespace string, log *zap.Logger, op
 	}
 	s.storage = storage.Init(d)
 	s.storage.Log = debugf
-	s.storage.MaxHistory = s.maxHistory
+	// RecordPending prunes the history itself, from the records' headers: Helm's storage would
+	// decode every revision to do it.
+	s.storage.MaxHistory = 0
 	return s
 }
 
@@ -99,69 +104,48 @@ func (s *Store) Get(ctx context.Context, name string, revision int) (*helmreleas
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rel, err := s.storage.Get(name, revision)
-	if err == nil && !s.ownedBy(rel) {
-		err = driver.ErrReleaseNotFound // a release of the same name from another namespace
-	}
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, fmt.Errorf("release %s revision %d in namespace %s: %w", name, revision, s.namespace, ErrNotFound)
-	}
+	rel, err := s.get(ctx, name, revision)
 	if err != nil {
 		return nil, fmt.Errorf("get release %s revision %d: %w", name, revision, err)
 	}
+	if rel == nil || !s.ownedBy(rel) { // none, or a release of the same name from another namespace
+		return nil, fmt.Errorf("release %s revision %d in namespace %s: %w", name, revision, s.namespace, ErrNotFound)
+	}
 	return rel, nil
 }
 
-// Last returns the newest revision of the release whatever its status, or an
-// error wrapping ErrNotFound.
+// Last returns the newest revision of the release whatever its status, or an error wrapping
+// ErrNotFound. Only that revision is decoded.
 func (s *Store) Last(ctx context.Context, name string) (*helmrelease.Release, error) {
-	h, err := s.History(ctx, name)
+	h, err := s.LastHeader(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if len(h) == 0 {
-		return nil, fmt.Errorf("release %s in namespace %s: %w", name, s.namespace, ErrNotFound)
-	}
-	return h[len(h)-1], nil
+	return s.Get(ctx, name, h.Version)
 }
 
-// Deployed returns the release's current deployed revision, or an error
-// wrapping ErrNotFound when no revision is deployed.
+// Deployed returns the release's current deployed revision, or an error wrapping ErrNotFound
+// when no revision is deployed. Only that revision is decoded.
 func (s *Store) Deployed(ctx context.Context, name string) (*helmrelease.Release, error) {
-	if err := ctx.Err(); err != nil {
+	hs, err := s.Headers(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	if s.releaseNamespace != "" {
-		h, err := s.History(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if rel := latestDeployed(h); rel != nil {
-			return rel, nil
-		}
-		return nil, fmt.Errorf("deployed revision of release %s (namespace %s) in storage namespace %s: %w", name, s.releaseNamespace, s.namespace, ErrNotFound)
-	}
-	rel, err := s.storage.Deployed(name)
-	if errors.Is(err, driver.ErrNoDeployedReleases) || errors.Is(err, driver.ErrReleaseNotFound) {
+	d := deployedOf(hs)
+	if d == nil {
 		return nil, fmt.Errorf("deployed revision of release %s in namespace %s: %w", name, s.namespace, ErrNotFound)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("deployed revision of release %s: %w", name, err)
-	}
-	return rel, nil
+	return s.Get(ctx, name, d.Version)
 }
 
-// NextRevision returns the revision a new deploy of the release gets: the last
-// revision + 1, or 1 when the release has no record.
+// NextRevision returns the revision a new deploy of the release gets: the last revision + 1,
+// or 1 when the release has no record. No record is decoded.
 func (s *Store) NextRevision(ctx context.Context, name string) (int, error) {
-	last, err := s.Last(ctx, name)
-	if errors.Is(err, ErrNotFound) {
-		return 1, nil
-	}
+	hs, err := s.Headers(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	return last.Version + 1, nil
+	return nextOf(hs), nil
 }
 
 // latestDeployed returns the highest deployed revision in h (oldest first), or nil.
@@ -170,6 +154,21 @@ func latestDeployed(h []*helmrelease.Release) *helmrelease.Release {
 		if h[i].Info != nil && h[i].Info.Status == helmrelease.StatusDeployed {
 			return h[i]
 		}
+	}
+	return nil
+}
+
+// deleteRecord deletes the record of one revision (absent already: done).
+func (s *Store) deleteRecord(ctx context.Context, name string, version int) error {
+	key := fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, version)
+	var err error
+	if s.configMaps {
+		err = s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, key, metav1.DeleteOptions{})
+	} else {
+		err = s.client.CoreV1().Secrets(s.namespace).Delete(ctx, key, metav1.DeleteOptions{})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete record of release %s revision %d: %w", name, version, err)
 	}
 	return nil
 }

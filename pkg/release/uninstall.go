@@ -2,12 +2,9 @@ package release
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"go.uber.org/zap"
 	helmrelease "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 )
 
 // MarkUninstalling sets the last revision of the release to uninstalling, as `helm uninstall`
@@ -22,7 +19,7 @@ func (s *Store) MarkUninstalling(ctx context.Context, name string) (*helmrelease
 		return rel, nil
 	}
 	rel.SetStatus(helmrelease.StatusUninstalling, "Deletion in progress "+SealaneMark)
-	if err := s.update(rel); err != nil {
+	if err := s.update(ctx, rel); err != nil {
 		return nil, err
 	}
 	return rel, nil
@@ -32,24 +29,27 @@ func (s *Store) MarkUninstalling(ctx context.Context, name string) (*helmrelease
 // (`helm uninstall --keep-history`), otherwise every record of the release is deleted. A
 // release with no records left is already done.
 func (s *Store) FinishUninstall(ctx context.Context, name string, keepHistory bool) error {
-	h, err := s.History(ctx, name)
+	hs, err := s.Headers(ctx, name)
 	if err != nil {
 		return err
 	}
-	if len(h) == 0 {
+	if len(hs) == 0 {
 		return nil
 	}
 	if keepHistory {
-		last := h[len(h)-1]
+		last, err := s.Get(ctx, name, hs[len(hs)-1].Version)
+		if err != nil {
+			return err
+		}
 		last.SetStatus(helmrelease.StatusUninstalled, "Uninstallation complete")
-		return s.update(last)
+		return s.update(ctx, last)
 	}
-	for _, r := range h {
-		if _, err := s.storage.Delete(r.Name, r.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-			return fmt.Errorf("delete record of release %s revision %d: %w", r.Name, r.Version, err)
+	for _, h := range hs {
+		if err := s.deleteRecord(ctx, name, h.Version); err != nil {
+			return err
 		}
 	}
-	s.log.Info("release records deleted", zap.String("release", name), zap.Int("revisions", len(h)))
+	s.log.Info("release records deleted", zap.String("release", name), zap.Int("revisions", len(hs)))
 	return nil
 }
 
@@ -61,5 +61,5 @@ func (s *Store) FailUninstall(ctx context.Context, name, reason string) (*helmre
 		return nil, err
 	}
 	rel.SetStatus(helmrelease.StatusFailed, "Uninstallation failed: "+reason)
-	return rel, s.update(rel)
+	return rel, s.update(ctx, rel)
 }

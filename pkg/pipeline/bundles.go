@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sealane/sealane/events"
+)
+
+// BundleCache keeps the render bundles of the deploys in flight, decoded and with their objects
+// parsed and decorated (Prepared), by render reference: every phase of a deploy reads its
+// bundle, and parsing a chart's manifests (megabytes of CRDs) once per phase cost more than
+// applying them. The renderer puts what it rendered; the recorder, the applier and the client
+// of the same process find it there, other processes load it from the Object Store once.
+// Bundles and their objects are shared: readers must not modify them. Safe for concurrent use.
+type BundleCache struct {
+	entries *lru.Cache[string, *bundleEntry]
+}
+
+// bundleEntry is one deploy's bundle and, once asked for, its prepared objects.
+type bundleEntry struct {
+	bundle *RenderBundle
+
+	mu       sync.Mutex
+	target   events.Target
+	prepared *Prepared
+}
+
+// defaultBundles is how many deploys' bundles a process keeps: the deploys in flight of one
+// applier replica, with their phases.
+const defaultBundles = 16
+
+// NewBundleCache returns a cache of the n most recently used bundles.
+func NewBundleCache(n int) *BundleCache {
+	c, _ := lru.New[string, *bundleEntry](max(n, 1))
+	return &BundleCache{entries: c}
+}
+
+// put keeps b under ref, with p its prepared objects for target when not nil.
+func (c *BundleCache) put(ref string, b *RenderBundle, target events.Target, p *Prepared) {
+	if c == nil {
+		return
+	}
+	c.entries.Add(ref, &bundleEntry{bundle: b, target: target, prepared: p})
+}
+
+// bundle returns the bundle of ref, loading it from blobs when the cache does not have it.
+func (c *BundleCache) bundle(ctx context.Context, blobs Blobs, ref string) (*RenderBundle, error) {
+	e, err := c.entry(ctx, blobs, ref)
+	if err != nil {
+		return nil, err
+	}
+	return e.bundle, nil
+}
+
+// prepared returns the bundle of ref and its objects prepared for target (Prepare), parsing
+// them the first time only. When the bundle cannot be read the bundle returned is nil (a
+// retry may help); when its objects cannot be prepared it is not (the render is bad).
+func (c *BundleCache) prepared(ctx context.Context, blobs Blobs, ref string, target events.Target) (*RenderBundle, *Prepared, error) {
+	e, err := c.entry(ctx, blobs, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.prepared == nil || e.target != target {
+		p, err := Prepare(target, e.bundle)
+		if err != nil {
+			return e.bundle, nil, err
+		}
+		e.prepared, e.target = p, target
+	}
+	return e.bundle, e.prepared, nil
+}
+
+func (c *BundleCache) entry(ctx context.Context, blobs Blobs, ref string) (*bundleEntry, error) {
+	if c != nil {
+		if e, ok := c.entries.Get(ref); ok {
+			return e, nil
+		}
+	}
+	b, err := loadBundle(ctx, blobs, ref)
+	if err != nil {
+		return nil, err
+	}
+	e := &bundleEntry{bundle: b}
+	if c != nil {
+		if prev, ok, _ := c.entries.PeekOrAdd(ref, e); ok {
+			return prev, nil // loaded meanwhile by another handler
+		}
+	}
+	return e, nil
+}
+
+func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error) {
+	data, err := b.GetBlob(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("load render %s: %w", ref, err)
+	}
+	var rb RenderBundle
+	if err := json.Unmarshal(data, &rb); err != nil {
+		return nil, fmt.Errorf("decode render %s: %w", ref, err)
+	}
+	return &rb, nil
+}
+
+// Notes returns the rendered NOTES.txt of a deploy's render, for the client to print; cache
+// may be nil (a shared pipeline's client reads the bundle from the Object Store).
+func Notes(ctx context.Context, b Blobs, cache *BundleCache, renderRef string) (string, error) {
+	rb, err := cache.bundle(ctx, b, renderRef)
+	if err != nil {
+		return "", err
+	}
+	return rb.Notes, nil
+}
