@@ -229,9 +229,9 @@ type hopEvent struct {
 	Type string    `json:"type"`
 	Time time.Time `json:"time"`
 	Data struct {
-		Phase   int               `json:"phase"`
-		Waits   []json.RawMessage `json:"waits"`
-		State   string            `json:"state"`
+		Phase int               `json:"phase"`
+		Waits []json.RawMessage `json:"waits"`
+		State string            `json:"state"`
 	} `json:"data"`
 }
 

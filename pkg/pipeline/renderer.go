@@ -318,12 +318,12 @@ func versionOf(rel *helmrelease.Release) int {
 
 // renderedRelease is what a render (or a rollback) produced for the recorder and the applier.
 type renderedRelease struct {
-	revision    int
-	isUpgrade   bool
-	previous    int // the last deployed revision, 0: none
-	chart       events.ChartSource
-	objects     []manifest.Object
-	bundle      RenderBundle
+	revision  int
+	isUpgrade bool
+	previous  int // the last deployed revision, 0: none
+	chart     events.ChartSource
+	objects   []manifest.Object
+	bundle    RenderBundle
 	// prepared are bundle's objects, parsed and decorated, when the renderer has them: kept
 	// with the bundle for the other stages of this process (BundleCache).
 	prepared    *Prepared

@@ -345,4 +345,3 @@ func (s *Store) supersedeOthers(ctx context.Context, name string, hs []Header, r
 func (s *Store) update(ctx context.Context, rel *helmrelease.Release) error {
 	return s.write(ctx, rel, false)
 }
-

@@ -293,4 +293,3 @@ func (c *countingReader) Close() error {
 	}
 	return c.r.Close()
 }
-

@@ -42,8 +42,8 @@ spec:
 
 func kubeStateMetricsFiles() map[string]string {
 	return map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: kube-state-metrics\nversion: 5.25.1\nappVersion: 2.13.0\n",
-		"values.yaml": "image: registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0\nreplicas: 1\ncollectors: [certificatesigningrequests, configmaps, cronjobs, daemonsets, deployments, endpoints, horizontalpodautoscalers, ingresses, jobs, leases, limitranges, mutatingwebhookconfigurations, namespaces, networkpolicies, nodes, persistentvolumeclaims, persistentvolumes, poddisruptionbudgets, pods, replicasets, replicationcontrollers, resourcequotas, secrets, services, statefulsets, storageclasses, validatingwebhookconfigurations, volumeattachments]\n",
+		"Chart.yaml":             "apiVersion: v2\nname: kube-state-metrics\nversion: 5.25.1\nappVersion: 2.13.0\n",
+		"values.yaml":            "image: registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0\nreplicas: 1\ncollectors: [certificatesigningrequests, configmaps, cronjobs, daemonsets, deployments, endpoints, horizontalpodautoscalers, ingresses, jobs, leases, limitranges, mutatingwebhookconfigurations, namespaces, networkpolicies, nodes, persistentvolumeclaims, persistentvolumes, poddisruptionbudgets, pods, replicasets, replicationcontrollers, resourcequotas, secrets, services, statefulsets, storageclasses, validatingwebhookconfigurations, volumeattachments]\n",
 		"templates/_helpers.tpl": subchartHelpers,
 		"templates/all.yaml": `apiVersion: v1
 kind: ServiceAccount
