@@ -125,7 +125,7 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	sorted := append([]manifest.Object(nil), objs...)
 	resource.SortForInstall(sorted)
 	a := applier{c: c, opts: opts, waitMapping: hasCRD(sorted), previous: indexPrevious(opts.Previous, opts.DefaultNamespace), lives: &lives{}}
-	a.prefetch(ctx, sorted)
+	a.prefetchMeta(ctx, sorted)
 	if err := a.preflight(ctx, sorted); err != nil {
 		return nil, err
 	}

@@ -211,11 +211,12 @@ func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, live *unst
 	return waitGone(ctx, ri, live.GetName(), uid)
 }
 
-// waitGone polls, backing off from 100ms to 2s, until the object with uid is gone (absent, or
-// replaced by another of the same name) or ctx is done.
+// waitGone polls until the object with uid is gone (absent, or replaced by another of the same
+// name) or ctx is done: at once (an object without finalizers is gone as soon as its delete
+// returns), then backing off from 25ms to 2s.
 func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, uid types.UID) error {
-	delay := 100 * time.Millisecond
-	timer := time.NewTimer(delay)
+	delay := 25 * time.Millisecond
+	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -241,7 +242,7 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ui
 		case err != nil && ctx.Err() == nil:
 			return fmt.Errorf("waiting until deleted: %w", err)
 		}
-		delay = min(delay*3/2, 2*time.Second)
 		timer.Reset(delay)
+		delay = min(delay*2, 2*time.Second)
 	}
 }

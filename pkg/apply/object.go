@@ -29,6 +29,9 @@ const maxConflictRetries = 10
 // one applies a copy of in. The returned Result's Ref names the object (with the namespace
 // used) even when an error is returned.
 func (a applier) one(ctx context.Context, in *unstructured.Unstructured) (Result, error) {
+	if ref, ok := a.unchangedRef(in); ok {
+		return Result{Ref: ref, Action: Unchanged}, nil // the live metadata says so: not read, no request
+	}
 	obj := PrepareForApply(in.DeepCopy())
 	res := Result{Ref: manifest.RefOf(obj)}
 	ri, err := a.locate(ctx, obj, a.waitMapping)
@@ -39,6 +42,11 @@ func (a applier) one(ctx context.Context, in *unstructured.Unstructured) (Result
 	oc, err := OnCreationOf(obj)
 	if err != nil {
 		return res, err
+	}
+	if a.opts.Method == ServerSideApply {
+		if err := WithAppliedDigest(obj); err != nil {
+			return res, fmt.Errorf("digest: %w", err)
+		}
 	}
 	live, err := a.live(ctx, ri, obj)
 	if err != nil {
@@ -174,7 +182,8 @@ func (a applier) serverSideApply(ctx context.Context, ri dynamic.ResourceInterfa
 // so that the apply removes those the chart no longer sets; on-creation fields are handled
 // by ServerSideUpdate. A 409 (the object changed since it was read) recomputes the update.
 func (a applier) updateServerSide(ctx context.Context, ri dynamic.ResourceInterface, obj, live *unstructured.Unstructured, oc OnCreation) (Action, error) {
-	if body, _ := ServerSideUpdate(obj, live, a.opts.FieldManager, oc); appliedAlready(body, live, a.opts.FieldManager, a.clientSideManagers()) {
+	if body, _ := ServerSideUpdate(obj, live, a.opts.FieldManager, oc); unchangedSinceApplied(body, live, a.opts.FieldManager, a.clientSideManagers()) ||
+		appliedAlready(body, live, a.opts.FieldManager, a.clientSideManagers()) {
 		return Unchanged, nil // the apply would change nothing: no request
 	}
 	before := live

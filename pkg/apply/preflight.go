@@ -25,7 +25,7 @@ func Check(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 		return err
 	}
 	a := applier{c: c, opts: opts.withDefaults(), lives: &lives{}}
-	a.prefetch(ctx, objs)
+	a.listGroups(ctx, a.count(objs, nil), a.c.Metadata != nil) // adoption reads metadata only
 	return a.preflight(ctx, objs)
 }
 
@@ -63,7 +63,7 @@ func (a applier) check(ctx context.Context, o manifest.Object) error {
 	if own == resource.OwnershipAnyone || OwnerOf(obj).IsZero() || locateErr != nil {
 		return nil
 	}
-	live, err := a.live(ctx, ri, obj)
+	live, err := a.liveMeta(ctx, ri, obj)
 	if err == nil && live != nil {
 		_, err = a.adopt(obj, live)
 	}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
@@ -18,22 +17,8 @@ import (
 // it false. When in doubt (a field set the walk cannot match, a null) it is false and the
 // object is applied.
 func appliedAlready(body, live *unstructured.Unstructured, manager string, clientSide sets.Set[string]) bool {
-	var tree map[string]any
-	for _, e := range live.GetManagedFields() {
-		if e.Subresource != "" {
-			continue
-		}
-		if e.Operation == metav1.ManagedFieldsOperationUpdate && clientSide.Has(e.Manager) {
-			return false
-		}
-		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply {
-			continue
-		}
-		if tree != nil || e.FieldsV1 == nil || json.Unmarshal(e.FieldsV1.Raw, &tree) != nil || tree == nil {
-			return false
-		}
-	}
-	if tree == nil || !Holds(body, live) {
+	tree, ok := applyEntry(live, manager, clientSide)
+	if !ok || !Holds(body, live) {
 		return false
 	}
 	return ownsExactly(tree, appliedFields(body))

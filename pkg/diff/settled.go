@@ -19,12 +19,22 @@ import (
 // and stored "500m", a defaulted list element) counts as different: such objects are left for
 // Changes to judge.
 func Unsettled(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Options) ([]manifest.Object, error) {
-	lives, err := apply.Live(ctx, c, objs, opts.DefaultNamespace)
+	// Objects that carry the digest of this very apply, untouched since, are settled from their
+	// metadata alone (apply.UpToDate); only the others are read whole.
+	unchanged := apply.UpToDate(ctx, c, objs, apply.Options{FieldManager: opts.FieldManager, DefaultNamespace: opts.DefaultNamespace,
+		Method: opts.Method})
+	var rest []manifest.Object
+	for i, o := range objs {
+		if !unchanged[i] {
+			rest = append(rest, o)
+		}
+	}
+	lives, err := apply.Live(ctx, c, rest, opts.DefaultNamespace)
 	if err != nil {
 		return nil, err
 	}
 	var out []manifest.Object
-	for i, o := range objs {
+	for i, o := range rest {
 		if lives[i] == nil || !settled(o.Obj, lives[i], opts) {
 			out = append(out, o)
 		}

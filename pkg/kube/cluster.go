@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,6 +81,9 @@ type Cluster struct {
 	// Dynamic serves any kind as unstructured objects; Typed serves the built-in kinds.
 	Dynamic dynamic.Interface
 	Typed   kubernetes.Interface
+	// Metadata reads objects' metadata only (no spec, no data): what deciding on an object
+	// without reading it whole needs. Nil (test clusters) means read objects whole.
+	Metadata metadata.Interface
 	// Mapper maps kinds to resources from cached discovery; ResourceFor resets it once when a
 	// kind is unknown (e.g. a CRD applied a moment ago).
 	Mapper meta.ResettableRESTMapper
@@ -197,8 +201,12 @@ func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("typed client: %w", err)
 	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(typed.Discovery()))
-	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Mapper: mapper}, nil
+	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Metadata: md, Mapper: mapper}, nil
 }
 
 // Mapping returns the REST mapping of gvk. On a no-match error it resets the discovery cache

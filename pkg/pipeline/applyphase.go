@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sealane/sealane/events"
@@ -88,7 +89,7 @@ func (r *phaseRun) run(ctx context.Context, phase plan.Phase) ([]events.AppliedR
 	}
 	waits := make([]events.Wait, 0, len(phase.Wait))
 	for _, id := range phase.Wait {
-		if r.readyWhenApplied(id) {
+		if r.readyWhenApplied(id) || r.servedUnchangedCRD(id, applied) {
 			continue
 		}
 		w, err := r.wait(id)
@@ -308,6 +309,47 @@ func (r *phaseRun) readyWhenApplied(id string) bool {
 	}
 	o, ok := r.objects.get(op.Resource)
 	return ok && readiness.ReadyWhenApplied(o.Obj)
+}
+
+// servedUnchangedCRD reports whether the tracker operation id waits for a CRD that this phase
+// left unchanged and whose kinds the cluster serves: established before, it still is (its
+// kinds would not be served otherwise), so there is nothing to wait for — and nothing to read:
+// reading a CRD means megabytes of schema.
+func (r *phaseRun) servedUnchangedCRD(id string, applied []events.AppliedResource) bool {
+	op := r.op(id)
+	if op == nil || op.Type != plan.OpWaitReady || op.Resource.Kind != "CustomResourceDefinition" {
+		return false
+	}
+	o, ok := r.objects.get(op.Resource)
+	if !ok {
+		return false
+	}
+	ref := toEventRef(manifest.RefOf(o.Obj))
+	unchanged := false
+	for _, a := range applied {
+		if a.Resource.Kind == ref.Kind && a.Resource.Name == ref.Name && a.Action == events.ActionUnchanged {
+			unchanged = true
+		}
+	}
+	if !unchanged {
+		return false
+	}
+	group, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "names", "kind")
+	versions, _, _ := unstructured.NestedSlice(o.Obj.Object, "spec", "versions")
+	served := 0
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		if on, _ := m["served"].(bool); !on || name == "" {
+			continue
+		}
+		if _, err := r.cluster.Lookup(schema.GroupVersionKind{Group: group, Version: name, Kind: kind}); err != nil {
+			return false
+		}
+		served++
+	}
+	return served > 0
 }
 
 // wait turns a tracker operation into what the tracker waits for.

@@ -15,13 +15,14 @@ import (
 )
 
 // recordsMatch reports whether deploying bundle would record nothing new over the deployed
-// revision: the same manifest, hooks, values and chart version, nothing to delete and no CRDs
-// to apply. Only then is it worth reading the live objects (liveMatches), so real changes
-// cost nothing extra.
+// revision: the same manifest, hooks, values and chart version and nothing to delete. Only
+// then is it worth reading the live objects (liveMatches), so real changes cost nothing extra.
+// The CRDs of crds/ are not in the record (Helm keeps no subchart in it): liveMatches judges
+// them live, with the other objects.
 func recordsMatch(deployed *helmrelease.Release, chartVersion string, b *RenderBundle) (bool, error) {
 	if deployed == nil || deployed.Manifest != b.Manifest || hookText(deployed.Hooks) != hookText(b.Hooks) ||
 		deployed.Chart == nil || deployed.Chart.Metadata == nil || deployed.Chart.Metadata.Version != chartVersion ||
-		len(b.Plan.Deletions) > 0 || len(b.CRDs) > 0 {
+		len(b.Plan.Deletions) > 0 {
 		return false, nil
 	}
 	return sameValues(deployed.Config, b.Config)

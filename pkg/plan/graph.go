@@ -50,8 +50,7 @@ func side(t OpType) int {
 }
 
 // layout is where each vertex goes: slot 2k is phase k's applier part, 2k+1 its tracker part.
-// level orders the operations of one slot: at least the operation's kind rank (Helm's kind
-// order), and higher than the level of every operation it waits for within the slot.
+// level orders the operations of one slot: an operation's level is its step (see place).
 type layout struct {
 	topo  []int32 // a topological order
 	slot  []int32
@@ -115,7 +114,13 @@ func (g *graph) sort() (lay layout, cyclic []int32) {
 	return lay, nil
 }
 
-// place computes v's slot (the earliest its predecessors allow) and level.
+// place computes v's slot (the earliest its predecessors allow) and level. An applier
+// operation's level is its step: the applier applies (or deletes) a step's objects in Helm's
+// kind order, kind after kind (apply.Apply, apply.Delete), so an operation shares the step of
+// a predecessor whose kind comes earlier in that order and that does the same (both write, or
+// both delete), and goes to a later step after any other predecessor of the slot — fewer
+// steps, the same order (a step costs the applier a round of reads and a lease check). Other
+// operations are ordered by kind rank and after their predecessors.
 func (g *graph) place(lay *layout, v int32) {
 	nd := &g.nodes[v]
 	var m int32
@@ -129,17 +134,30 @@ func (g *graph) place(lay *layout, v int32) {
 		m += 1 - m%2 // tracker: an odd slot
 	}
 	lay.slot[v] = m
-	l := int32(max(nd.rank, 0))
+	var l int32
+	if !nd.op.Type.Applier() {
+		l = int32(max(nd.rank, 0))
+	}
 	for _, p := range nd.preds {
 		if lay.slot[p] == m {
-			step := int32(1)
-			if g.nodes[p].op.Type == OpCheckpoint {
-				step = 0
-			}
-			l = max(l, lay.level[p]+step)
+			l = max(l, lay.level[p]+g.stepAfter(p, v))
 		}
 	}
 	lay.level[v] = l
+}
+
+// stepAfter is how many levels v (placed in p's slot) comes after its predecessor p: none
+// after a checkpoint (its level is already past what it closes), none for an applier
+// operation after one the kind order of a step already puts first, one otherwise.
+func (g *graph) stepAfter(p, v int32) int32 {
+	pn, vn := &g.nodes[p], &g.nodes[v]
+	switch {
+	case pn.op.Type == OpCheckpoint:
+		return 0
+	case pn.op.Type.Applier() && vn.op.Type.Applier() && (pn.op.Type == OpDelete) == (vn.op.Type == OpDelete) && pn.rank < vn.rank:
+		return 0
+	}
+	return 1
 }
 
 // order returns the vertices in execution order: by slot, level, kind rank, name and ID;

@@ -239,20 +239,20 @@ spec: {template: {spec: {restartPolicy: Never, containers: [{name: n, image: bus
 	want := []string{
 		"apply migrate; wait migrate",                       // the pre-install hook, first, waited for
 		"apply db; wait db",                                 // weight -5: before weight 0, waited for
-		"apply settings, web, web; wait settings, web, web", // weight 0: one kind per step; every resource tracked
+		"apply settings+web+web; wait settings, web, web", // weight 0: one step (applied kind by kind); every resource tracked
 		"apply notify; wait notify",                         // the post-install hook, after the resources are ready
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
-	// The steps of the weight-0 phase, by kind (IDs are apply/<stage>/<namespace>/<Kind.group>/<name>):
-	// Helm's install order.
+	// The operations of the weight-0 phase's step, by kind (IDs are
+	// apply/<stage>/<namespace>/<Kind.group>/<name>): Helm's install order.
 	var kinds []string
-	for _, step := range p.Phases[min(2, len(p.Phases)-1)].Steps {
-		parts := strings.Split(step[0], "/")
+	for _, id := range p.Phases[min(2, len(p.Phases)-1)].Steps[0] {
+		parts := strings.Split(id, "/")
 		kinds = append(kinds, strings.SplitN(parts[len(parts)-2], ".", 2)[0])
 	}
 	if got := strings.Join(kinds, ","); got != "ConfigMap,Service,Deployment" {
-		t.Errorf("weight-0 steps by kind: %s, want ConfigMap,Service,Deployment", got)
+		t.Errorf("weight-0 step by kind: %s, want ConfigMap,Service,Deployment", got)
 	}
 }
