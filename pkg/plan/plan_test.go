@@ -237,10 +237,10 @@ spec: {template: {spec: {restartPolicy: Never, containers: [{name: n, image: bus
 		got = append(got, "apply "+strings.Join(steps, ", ")+"; wait "+strings.Join(waits, ", "))
 	}
 	want := []string{
-		"apply migrate; wait migrate",                       // the pre-install hook, first, waited for
-		"apply db; wait db",                                 // weight -5: before weight 0, waited for
+		"apply migrate; wait migrate",                     // the pre-install hook, first, waited for
+		"apply db; wait db",                               // weight -5: before weight 0, waited for
 		"apply settings+web+web; wait settings, web, web", // weight 0: one step (applied kind by kind); every resource tracked
-		"apply notify; wait notify",                         // the post-install hook, after the resources are ready
+		"apply notify; wait notify",                       // the post-install hook, after the resources are ready
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
