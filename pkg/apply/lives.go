@@ -209,12 +209,16 @@ func (a applier) live(ctx context.Context, ri dynamic.ResourceInterface, obj *un
 	if g, ok := a.groupOf(obj); ok {
 		a.lives.mu.Lock()
 		byName, listed := a.lives.listed[g]
+		metaByName, metaListed := a.lives.meta[g]
 		a.lives.mu.Unlock()
 		if listed {
 			if l := byName[obj.GetName()]; l != nil {
 				return l.DeepCopy(), nil
 			}
 			return nil, nil
+		}
+		if metaListed && metaByName[obj.GetName()] == nil {
+			return nil, nil // not in the metadata List: absent, nothing to read
 		}
 	}
 	return getLive(ctx, ri, obj.GetName())

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -87,6 +88,8 @@ type Cluster struct {
 	// Mapper maps kinds to resources from cached discovery; ResourceFor resets it once when a
 	// kind is unknown (e.g. a CRD applied a moment ago).
 	Mapper meta.ResettableRESTMapper
+	// discovery is the cached discovery Mapper reads (nil for clusters built by hand).
+	discovery discovery.CachedDiscoveryInterface
 
 	mu       sync.Mutex
 	resetGen uint64
@@ -205,8 +208,28 @@ func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(typed.Discovery()))
-	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Metadata: md, Mapper: mapper}, nil
+	cached := memory.NewMemCacheClient(typed.Discovery())
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Metadata: md, Mapper: mapper, discovery: cached}, nil
+}
+
+// StatusSubresource reports whether the cluster serves a status subresource for resource gvr,
+// from the cached discovery the mapper reads (no request when it is cached); known is false
+// when discovery cannot say.
+func (c *Cluster) StatusSubresource(gvr schema.GroupVersionResource) (has, known bool) {
+	if c.discovery == nil {
+		return false, false
+	}
+	list, err := c.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil || list == nil {
+		return false, false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource+"/status" {
+			return true, true
+		}
+	}
+	return false, true
 }
 
 // Mapping returns the REST mapping of gvk. On a no-match error it resets the discovery cache

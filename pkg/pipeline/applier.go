@@ -118,7 +118,7 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageApplier, in, revision, reason)}}, nil
 	}
-	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, renderRef, in.Target)
+	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, a.Charts, renderRef, in.Target)
 	if bundle == nil {
 		return stage.Output{}, err // not read: retried
 	}
@@ -210,7 +210,7 @@ func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef st
 	if renderRef == "" {
 		return nil
 	}
-	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, renderRef, in.Target)
+	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, a.Charts, renderRef, in.Target)
 	if bundle == nil {
 		return err
 	}

@@ -7,8 +7,10 @@ import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/chart"
 )
 
 // BundleCache keeps the render bundles of the deploys in flight, decoded and with their objects
@@ -58,9 +60,10 @@ func (c *BundleCache) bundle(ctx context.Context, blobs Blobs, ref string) (*Ren
 }
 
 // prepared returns the bundle of ref and its objects prepared for target (Prepare), parsing
-// them the first time only. When the bundle cannot be read the bundle returned is nil (a
-// retry may help); when its objects cannot be prepared it is not (the render is bad).
-func (c *BundleCache) prepared(ctx context.Context, blobs Blobs, ref string, target events.Target) (*RenderBundle, *Prepared, error) {
+// them the first time only; CRD files stored by reference (RenderBundle.CRDChart) are read
+// from their chart in charts (or blobs). When the bundle cannot be read the bundle returned
+// is nil (a retry may help); when its objects cannot be prepared it is not (the render is bad).
+func (c *BundleCache) prepared(ctx context.Context, blobs Blobs, charts *chart.Cache, ref string, target events.Target) (*RenderBundle, *Prepared, error) {
 	e, err := c.entry(ctx, blobs, ref)
 	if err != nil {
 		return nil, nil, err
@@ -68,6 +71,11 @@ func (c *BundleCache) prepared(ctx context.Context, blobs Blobs, ref string, tar
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.prepared == nil || e.target != target {
+		b, err := withCRDData(ctx, blobs, charts, e.bundle)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.bundle = b
 		p, err := Prepare(target, e.bundle)
 		if err != nil {
 			return e.bundle, nil, err
@@ -116,4 +124,77 @@ func Notes(ctx context.Context, b Blobs, cache *BundleCache, renderRef string) (
 		return "", err
 	}
 	return rb.Notes, nil
+}
+
+// storedBundle is b as the Object Store keeps it: without the data of CRD files its chart
+// holds (CRDChart).
+func storedBundle(b RenderBundle) RenderBundle {
+	if b.CRDChart == nil {
+		return b
+	}
+	names := make([]CRDFile, len(b.CRDs))
+	for i, f := range b.CRDs {
+		names[i] = CRDFile{Name: f.Name}
+	}
+	b.CRDs = names
+	return b
+}
+
+// crdsOfChart reports whether every CRD file of crds is, byte for byte, the file of the same
+// name among ch's crds/ files (subcharts included): then a stored bundle can name them only.
+func crdsOfChart(ch *helmchart.Chart, crds []CRDFile) bool {
+	files := map[string]string{}
+	for _, c := range ch.CRDObjects() {
+		if c.File != nil {
+			files[c.Filename] = string(c.File.Data)
+		}
+	}
+	for _, f := range crds {
+		if data, ok := files[f.Name]; !ok || data != f.Data {
+			return false
+		}
+	}
+	return true
+}
+
+// withCRDData returns b with the data of its CRD files when it names them only (CRDChart):
+// read from the chart, through charts when not nil; b itself when it has them.
+func withCRDData(ctx context.Context, blobs Blobs, charts *chart.Cache, b *RenderBundle) (*RenderBundle, error) {
+	if b.CRDChart == nil || len(b.CRDs) == 0 || b.CRDs[0].Data != "" {
+		return b, nil
+	}
+	src := *b.CRDChart
+	fetch := func(ctx context.Context) ([]byte, error) { return blobs.GetBlob(ctx, src.Ref) }
+	var ch *helmchart.Chart
+	if charts != nil {
+		loaded, err := charts.Load(ctx, src.Digest, fetch)
+		if err != nil {
+			return nil, fmt.Errorf("CRDs of chart %s: %w", src.Name, err)
+		}
+		ch = loaded.Chart
+	} else {
+		archive, err := fetch(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("CRDs of chart %s: %w", src.Name, err)
+		}
+		if ch, err = chart.Load(archive); err != nil {
+			return nil, fmt.Errorf("CRDs of chart %s: %w", src.Name, err)
+		}
+	}
+	files := map[string]string{}
+	for _, c := range ch.CRDObjects() {
+		if c.File != nil {
+			files[c.Filename] = string(c.File.Data)
+		}
+	}
+	out := *b
+	out.CRDs = make([]CRDFile, len(b.CRDs))
+	for i, f := range b.CRDs {
+		data, ok := files[f.Name]
+		if !ok {
+			return nil, fmt.Errorf("CRDs of chart %s: the chart has no %s", src.Name, f.Name)
+		}
+		out.CRDs[i] = CRDFile{Name: f.Name, Data: data}
+	}
+	return &out, nil
 }

@@ -162,6 +162,10 @@ type RenderBundle struct {
 	// CRDs are the files of the charts' crds/ directories, applied first (not part of Manifest,
 	// as in Helm).
 	CRDs []CRDFile `json:"crds,omitempty"`
+	// CRDChart, when set, is the chart the CRDs are files of: the stored bundle names them
+	// without their data, which the stages read from that chart (crds/ of a monitoring stack
+	// are megabytes that would otherwise be stored again with every deploy).
+	CRDChart *events.ChartSource `json:"crdChart,omitempty"`
 	// Previous is the manifest of the revision deployed before: what is deleted when the chart
 	// drops it, and the last-applied state of a three-way merge.
 	Previous string `json:"previous,omitempty"`

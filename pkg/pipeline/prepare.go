@@ -21,10 +21,11 @@ import (
 	"github.com/sealane/sealane/pkg/validate"
 )
 
-// CRDFile is one file of the crds/ directories of a chart and its subcharts.
+// CRDFile is one file of the crds/ directories of a chart and its subcharts. In a stored
+// bundle whose CRDChart is set, Data is left out: it is that file of the chart.
 type CRDFile struct {
 	Name string `json:"name"`
-	Data string `json:"data"`
+	Data string `json:"data,omitempty"`
 }
 
 // ApplySettings are the request's choices of how to apply.

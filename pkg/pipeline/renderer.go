@@ -286,6 +286,9 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	if isUpgrade && h.deployed.Info != nil {
 		bundle.FirstDeployed = h.deployed.Info.FirstDeployed.Time
 	}
+	if len(bundle.CRDs) > 0 && crdsOfChart(job.loaded.Chart, bundle.CRDs) {
+		bundle.CRDChart = &req.Chart
+	}
 	parsed := &renderedObjects{objects: out.objects, hookObjects: out.hookObjects, crdObjects: crds, previousObjects: previousObjects}
 	return bundle, parsed, append(slices.Clip(out.Warnings), planWarnings(p)...), nil
 }
@@ -333,7 +336,7 @@ type renderedRelease struct {
 
 // rendered stores the bundle and emits deploy.rendered with the deploy's state.
 func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.RequestedData, rr renderedRelease) (stage.Output, error) {
-	bundle, err := json.Marshal(rr.bundle)
+	bundle, err := json.Marshal(storedBundle(rr.bundle))
 	if err != nil {
 		return stage.Output{}, stage.Permanent(fmt.Errorf("encode render: %w", err))
 	}

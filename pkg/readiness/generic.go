@@ -9,7 +9,10 @@ import (
 )
 
 // NoStatusGrace is how long after creation an object of a non-built-in kind without any status
-// counts as Waiting for its controller rather than Ready because it exists.
+// counts as Waiting for its controller rather than Ready because it exists — only for kinds
+// served with a status subresource (ComputeForAt): a kind without one has no controller
+// reporting through it (monitoring rules, dashboards' kinds), and such an object is ready as
+// soon as it exists, as in kubedog.
 const NoStatusGrace = 5 * time.Second
 
 // genericStatus judges kinds without a rule of their own (custom resources and built-ins such as
@@ -22,8 +25,9 @@ const NoStatusGrace = 5 * time.Second
 //     Waiting, but False with a reason containing "fail" or "error" is Failed;
 //  5. the first of statusWordFields holding a ready, pending or failed word;
 //  6. otherwise Ready ("exists"), unless the object has no status at all, is not of a built-in
-//     group and was created less than NoStatusGrace before now: then Waiting.
-func genericStatus(obj *unstructured.Unstructured, now time.Time) Status {
+//     group, its kind has a status subresource (not statusless) and it was created less than
+//     NoStatusGrace before now: then Waiting.
+func genericStatus(obj *unstructured.Unstructured, now time.Time, statusless bool) Status {
 	o := obj.Object
 	if og, ok := num(o, "status", "observedGeneration"); ok {
 		if gen := obj.GetGeneration(); og < gen {
@@ -65,7 +69,7 @@ func genericStatus(obj *unstructured.Unstructured, now time.Time) Status {
 		}
 		return st
 	}
-	if noStatus(o) && !builtinGroups[obj.GroupVersionKind().Group] {
+	if noStatus(o) && !statusless && !builtinGroups[obj.GroupVersionKind().Group] {
 		if created := obj.GetCreationTimestamp().Time; !created.IsZero() {
 			if age := now.Sub(created); age < NoStatusGrace && age > -NoStatusGrace {
 				return Status{State: Waiting, Message: "waiting for a controller to report status"}

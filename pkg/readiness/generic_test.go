@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestComputeGeneric(t *testing.T) {
@@ -451,6 +452,40 @@ metadata: {name: w, creationTimestamp: "2025-01-02T03:04:05Z"}
 	} {
 		if got := ComputeAt(obj, created.Add(tt.after)).State; got != tt.want {
 			t.Errorf("%s after creation: %s, want %s", tt.after, got, tt.want)
+		}
+	}
+}
+
+// TestComputeForAtStatusless checks that an object without status of a kind served without a
+// status subresource is Ready at once (no grace: no controller reports through one), while
+// one whose kind has a status subresource waits for the grace, and a status, once there,
+// decides either way.
+func TestComputeForAtStatusless(t *testing.T) {
+	created := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	bare := mustObj(t, `
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata: {name: r, creationTimestamp: "2025-01-02T03:04:05Z"}
+spec: {groups: []}
+`)
+	failing := mustObj(t, `
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w, creationTimestamp: "2025-01-02T03:04:05Z"}
+status: {phase: Failed}
+`)
+	for _, tt := range []struct {
+		name       string
+		obj        *unstructured.Unstructured
+		statusless bool
+		want       State
+	}{
+		{"no status subresource, no status", bare, true, Ready},
+		{"status subresource, no status yet", bare, false, Waiting},
+		{"no status subresource, a status all the same", failing, true, Failed},
+	} {
+		if got := ComputeForAt(tt.obj, created, tt.statusless).State; got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}
 }

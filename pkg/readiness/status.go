@@ -50,6 +50,13 @@ const maxMessage = 200
 // Judged by the generic rules of genericStatus, whose grace for objects without a status is
 // measured at now. A nil obj is Waiting ("not found"). It looks only at obj and now.
 func ComputeAt(obj *unstructured.Unstructured, now time.Time) Status {
+	return ComputeForAt(obj, now, false)
+}
+
+// ComputeForAt is ComputeAt for an object whose kind the cluster serves without a status
+// subresource when statusless is set: an object of such a kind without any status is Ready at
+// once (no NoStatusGrace), since no controller reports its status through one.
+func ComputeForAt(obj *unstructured.Unstructured, now time.Time, statusless bool) Status {
 	if obj == nil {
 		return Status{State: Waiting, Message: "not found"}
 	}
@@ -76,7 +83,7 @@ func ComputeAt(obj *unstructured.Unstructured, now time.Time) Status {
 	case kind == "CustomResourceDefinition" && group == "apiextensions.k8s.io":
 		return crdStatus(obj)
 	}
-	return genericStatus(obj, now)
+	return genericStatus(obj, now, statusless)
 }
 
 // num reads an integer field (int64, as decoded by the apimachinery JSON decoder, or float64).

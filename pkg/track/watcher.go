@@ -83,6 +83,9 @@ type tracked struct {
 	volatile bool
 	// pods are the pods the last observation judged the target with (its own for a Pod).
 	pods []*unstructured.Unstructured
+	// statusless says the cluster serves the target's kind without a status subresource
+	// (readiness.ComputeForAt).
+	statusless bool
 }
 
 // touches are what the informers changed since the last evaluation: objects' store keys and
@@ -258,7 +261,8 @@ func newWatcher(ctx context.Context, c *kube.Cluster, targets []Target, since ti
 		if cond == "" {
 			cond = UntilReady
 		}
-		t := &tracked{ref: ref, cond: cond, key: ref.Name, termination: target.Termination,
+		has, known := c.StatusSubresource(m.Resource)
+		t := &tracked{ref: ref, cond: cond, key: ref.Name, termination: target.Termination, statusless: known && !has,
 			withPods: readiness.HasPods(ref.Kind) && g.ns != "" && (cond == UntilReady || cond == UntilComplete),
 			settings: readiness.DefaultSettings(), errs: readiness.NewErrorLog(since)}
 		if target.Termination == resource.NonBlocking {
@@ -360,7 +364,7 @@ func (w *watcher) observe(t *tracked, now time.Time) readiness.Status {
 	case same && t.ready:
 		return t.observed // a plain object judged ready does not change unless it does
 	default:
-		st = readiness.ComputeAt(obj, now)
+		st = readiness.ComputeForAt(obj, now, t.statusless)
 	}
 	st.NonBlocking, t.pods = t.settings.NonBlocking, pods
 	// Every object is reported once, pods or not: what it is annotated with (its log and
