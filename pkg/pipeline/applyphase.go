@@ -7,9 +7,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -48,6 +46,8 @@ type phaseRun struct {
 	fence func(context.Context) error
 	// ops are the plan's operations by ID (Plan.Operation searches the list).
 	ops map[string]*plan.Operation
+	// absentWaits are the resources the plan waits to be gone (waitedAbsent).
+	absentWaits map[resource.Key]bool
 }
 
 // op returns the plan's operation id, or nil.
@@ -149,7 +149,7 @@ func (r *phaseRun) step(ctx context.Context, n int, ids []string) (_ []events.Ap
 		objs                 []manifest.Object
 		ignoreKeep, recreate bool
 	}{{w.del, false, false}, {w.hookDel, true, false}, {w.recreate, true, true}} {
-		deleted, err := r.deleteBatch(ctx, batch.objs, batch.ignoreKeep)
+		deleted, err := r.deleteBatch(ctx, batch.objs, batch.ignoreKeep, batch.recreate)
 		if err != nil {
 			return out, err
 		}
@@ -243,60 +243,6 @@ func (r *phaseRun) sortStep(ids []string) (stepWork, error) {
 		}
 	}
 	return w, nil
-}
-
-// deleted is what one delete batch did: per-object results, and the error of the objects it
-// could not delete (the batch went on with the others).
-type deleted struct {
-	results []apply.DeleteResult
-	err     error
-}
-
-// deleteBatch deletes objs (fenced: only while the deploy holds the lease); the returned error
-// is the fence's, the objects' own errors are in deleted.err.
-func (r *phaseRun) deleteBatch(ctx context.Context, objs []manifest.Object, ignoreKeep bool) (deleted, error) {
-	if len(objs) == 0 {
-		return deleted{}, nil
-	}
-	if err := r.fenceWrites(ctx); err != nil {
-		return deleted{}, err
-	}
-	results, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: ignoreKeep})
-	return deleted{results: results, err: err}, nil
-}
-
-// notYetRecreated splits the objects to recreate into those this deploy has not created yet
-// and (as refs) those whose live object carries this deploy's id: already (re)created by an
-// earlier delivery of the same phase, they must not be deleted and created again.
-func (r *phaseRun) notYetRecreated(ctx context.Context, objs []manifest.Object) ([]manifest.Object, []manifest.Ref, error) {
-	var todo []manifest.Object
-	var done []manifest.Ref
-	for _, o := range objs {
-		ref := manifest.RefOf(o.Obj)
-		if ref.Namespace == "" {
-			ref.Namespace = r.target.Namespace // ignored for cluster-scoped kinds
-		}
-		ri, m, err := r.cluster.ResourceFor(ref)
-		if err != nil {
-			todo = append(todo, o) // the recreation reports it
-			continue
-		}
-		live, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			todo = append(todo, o)
-		case err != nil:
-			return nil, nil, fmt.Errorf("get %s: %w", ref, err)
-		case live.GetAnnotations()[AnnotationDeployID] == r.deployID && live.GetDeletionTimestamp() == nil:
-			if m.Scope.Name() != meta.RESTScopeNameNamespace {
-				ref.Namespace = ""
-			}
-			done = append(done, ref)
-		default:
-			todo = append(todo, o)
-		}
-	}
-	return todo, done, nil
 }
 
 // readyWhenApplied reports whether the tracker operation id waits for the readiness of an
@@ -419,35 +365,3 @@ func (r *phaseRun) check(ctx context.Context) error {
 		TakeOwnership: r.settings.TakeOwnership})
 }
 
-// deleteOnFailure deletes, when phase failed, what Plan.FailureDeletions names: the failed
-// resources whose delete policy is failed, and the hooks of policy succeeded that succeeded
-// before the failure (Helm 3's rule).
-func (r *phaseRun) deleteOnFailure(ctx context.Context, phase int, failures []events.ResourceFailure) error {
-	if phase >= len(r.plan.Phases) {
-		return nil
-	}
-	failedRefs := map[string]bool{}
-	for _, f := range failures {
-		failedRefs[refKey(toKubeRef(f.Resource))] = true
-	}
-	var failed []resource.Key
-	for _, res := range r.plan.Resources {
-		if failedRefs[refKey(res.Ref)] {
-			failed = append(failed, res.Key)
-		}
-	}
-	var objs []manifest.Object
-	for _, k := range r.plan.FailureDeletions(phase, failed) {
-		if o, ok := r.objects.get(k); ok {
-			objs = append(objs, o)
-		}
-	}
-	if len(objs) == 0 {
-		return nil
-	}
-	if err := r.fenceWrites(ctx); err != nil {
-		return err
-	}
-	_, err := apply.Delete(ctx, r.cluster, objs, apply.DeleteOptions{DefaultNamespace: r.target.Namespace, IgnoreKeep: true})
-	return err
-}

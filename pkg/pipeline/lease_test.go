@@ -424,16 +424,43 @@ func (e *leaseEnv) cleanupPhaseInput(token uint64, deadline time.Time) stage.Inp
 	return input(e.t, events.PhaseTracked, "a", events.PhaseTrackedData{Target: leaseTarget, Revision: 2, Phase: 1, Phases: 3, Ready: true}, st)
 }
 
-// TestApplierKeepsLeaseWhileDeleteWaits: while a delete waits for its object to go (a
-// finalizer), the applier renews the lease on a ticker, so nobody can take the release over;
-// when the lease is lost all the same, the work is cancelled and the deploy fails.
-func TestApplierKeepsLeaseWhileDeleteWaits(t *testing.T) {
+// hookPhaseInput is the deploy.started that makes the applier run the first phase (the
+// recreation of the hook "hook") of e.bundle, with the deploy holding token.
+func (e *leaseEnv) hookPhaseInput(token uint64, deadline time.Time) stage.Input {
+	e.t.Helper()
+	in := e.cleanupPhaseInput(token, deadline)
+	return input(e.t, events.DeployStarted, "a", events.StartedData{Target: leaseTarget, Revision: 2, RenderRef: in.State.RenderRef}, in.State)
+}
+
+// TestApplierLeavesDeletedObjectsToTheTracker: a delete the plan waits to be gone (a
+// wait-absent: the tracker's watch sees it go) does not hold the applier, even when a
+// finalizer keeps the object: the phase is applied and the tracker waits.
+func TestApplierLeavesDeletedObjectsToTheTracker(t *testing.T) {
 	e := newLeaseEnv(t, configMap("old"))
+	e.stuckDeletes()
+	d := e.deps()
+	token := e.acquire("a", 0)
+	out, err := (&Applier{d}).Handle(testContext(t), e.cleanupPhaseInput(token, time.Now().Add(time.Hour)))
+	if err != nil || len(out.Emits) != 1 || out.Emits[0].Type != events.PhaseApplied {
+		t.Fatalf("applier = %+v, %v; want phase_applied", out, err)
+	}
+	data := out.Emits[0].Data.(events.PhaseAppliedData)
+	if len(data.Waits) != 1 || data.Waits[0].Until != "absent" || data.Waits[0].Resource.Name != "old" {
+		t.Errorf("waits = %+v, want the tracker to wait until old is gone", data.Waits)
+	}
+}
+
+// TestApplierKeepsLeaseWhileDeleteWaits: while a delete waits for its object to go (a hook
+// recreated, whose old object a finalizer keeps), the applier renews the lease on a ticker, so
+// nobody can take the release over; when the lease is lost all the same, the work is
+// cancelled and the deploy fails.
+func TestApplierKeepsLeaseWhileDeleteWaits(t *testing.T) {
+	e := newLeaseEnv(t, configMap("hook"), configMap("old"))
 	e.stuckDeletes()
 	d := e.deps()
 	d.LeaseTTL = time.Second
 	token := e.acquire("a", d.LeaseTTL)
-	in := e.cleanupPhaseInput(token, time.Now().Add(time.Hour))
+	in := e.hookPhaseInput(token, time.Now().Add(time.Hour))
 
 	type result struct {
 		out stage.Output
@@ -468,16 +495,17 @@ func TestApplierKeepsLeaseWhileDeleteWaits(t *testing.T) {
 	}
 }
 
-// TestApplierStopsAtDeadline: a delete stuck on a finalizer ends with the deploy's deadline
-// (the lease, renewed meanwhile, is not held forever): the deploy fails, permanently.
+// TestApplierStopsAtDeadline: a delete stuck on a finalizer (a hook's, recreated) ends with
+// the deploy's deadline (the lease, renewed meanwhile, is not held forever): the deploy fails,
+// permanently.
 func TestApplierStopsAtDeadline(t *testing.T) {
 	defer func(d time.Duration) { minApplyBudget = d }(minApplyBudget)
 	minApplyBudget = 0
-	e := newLeaseEnv(t, configMap("old"))
+	e := newLeaseEnv(t, configMap("hook"), configMap("old"))
 	e.stuckDeletes()
 	d := e.deps()
 	token := e.acquire("a", 0)
-	in := e.cleanupPhaseInput(token, time.Now().Add(300*time.Millisecond))
+	in := e.hookPhaseInput(token, time.Now().Add(300*time.Millisecond))
 	out, err := (&Applier{d}).Handle(testContext(t), in)
 	if err != nil || !strings.Contains(failedReason(out), errApplyDeadline.Error()) || !strings.Contains(failedReason(out), "configmaps") &&
 		!strings.Contains(failedReason(out), "ConfigMap") {
