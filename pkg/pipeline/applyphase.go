@@ -364,4 +364,3 @@ func (r *phaseRun) check(ctx context.Context) error {
 	return apply.Check(ctx, r.cluster, objs, apply.Options{DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
 		TakeOwnership: r.settings.TakeOwnership})
 }
-
