@@ -227,16 +227,8 @@ func (a applier) live(ctx context.Context, ri dynamic.ResourceInterface, obj *un
 // liveMeta is live, content with metadata (annotations, labels, managed fields): from a group
 // listed as metadata when there is one.
 func (a applier) liveMeta(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if g, ok := a.groupOf(obj); ok {
-		a.lives.mu.Lock()
-		byName, listed := a.lives.meta[g]
-		a.lives.mu.Unlock()
-		if listed {
-			if l := byName[obj.GetName()]; l != nil {
-				return l.DeepCopy(), nil
-			}
-			return nil, nil
-		}
+	if a.c.Metadata != nil {
+		return a.metaOf(ctx, obj) // listed, or a metadata Get
 	}
 	return a.live(ctx, ri, obj)
 }

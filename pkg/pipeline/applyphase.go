@@ -361,6 +361,9 @@ func (r *phaseRun) check(ctx context.Context) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	return apply.Check(ctx, r.cluster, objs, apply.Options{DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
+	ctx, span := tracing.Start(ctx, "apply.check", attribute.Int("sealane.objects", len(objs)))
+	err := apply.Check(ctx, r.cluster, objs, apply.Options{DefaultNamespace: r.target.Namespace, Method: r.settings.Method,
 		TakeOwnership: r.settings.TakeOwnership})
+	tracing.End(span, err)
+	return err
 }
