@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	helmrelease "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -141,7 +139,9 @@ func (rb *realBench) round(b *testing.B, c realChart, dir, who string, r int, ku
 	out := map[string]realSample{}
 	for _, what := range realCases {
 		if what == "unchanged" {
-			fillHistory(b, rb.cluster, ns, release, 10)
+			if err := realcharts.FillHistory(rb.cluster.Typed, ns, release, 10); err != nil {
+				b.Fatal(err)
+			}
 		}
 		gen := "1"
 		if what == "change" {
@@ -374,36 +374,6 @@ func maxDuration(ds []time.Duration) time.Duration {
 	return slices.Max(ds)
 }
 
-// fillHistory copies the release's newest record until the release has n revisions, as a
-// release deployed n times has: the copies keep the record's content, the older ones
-// superseded, the newest deployed (Helm's driver encodes them).
-func fillHistory(b *testing.B, c *kube.Cluster, ns, release string, n int) {
-	b.Helper()
-	d := driver.NewSecrets(c.Typed.CoreV1().Secrets(ns))
-	h, err := d.Query(map[string]string{"name": release, "owner": "helm"})
-	if err != nil {
-		b.Fatalf("history of %s: %v", release, err)
-	}
-	sort.Slice(h, func(i, j int) bool { return h[i].Version < h[j].Version })
-	last := h[len(h)-1]
-	for v := last.Version + 1; v <= n; v++ {
-		prev := *last
-		info := *last.Info
-		info.Status = helmrelease.StatusSuperseded
-		prev.Info = &info
-		if err := d.Update(fmt.Sprintf("sh.helm.release.v1.%s.v%d", release, last.Version), &prev); err != nil {
-			b.Fatalf("supersede %s.v%d: %v", release, last.Version, err)
-		}
-		next := *last
-		ninfo := *last.Info
-		ninfo.Status = helmrelease.StatusDeployed
-		next.Info, next.Version = &ninfo, v
-		if err := d.Create(fmt.Sprintf("sh.helm.release.v1.%s.v%d", release, v), &next); err != nil {
-			b.Fatalf("record %s.v%d: %v", release, v, err)
-		}
-		last = &next
-	}
-}
 
 // clusterScoped are the cluster-scoped resources the charts create, deleted by their release
 // label after each round.

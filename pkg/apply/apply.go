@@ -125,6 +125,7 @@ func Apply(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 	sorted := append([]manifest.Object(nil), objs...)
 	resource.SortForInstall(sorted)
 	a := applier{c: c, opts: opts, waitMapping: hasCRD(sorted), previous: indexPrevious(opts.Previous, opts.DefaultNamespace), lives: &lives{}}
+	a.knowKinds(sorted)
 	a.prefetchMeta(ctx, sorted)
 	if err := a.preflight(ctx, sorted); err != nil {
 		return nil, err
@@ -219,6 +220,20 @@ type applier struct {
 	waitMapping bool
 	previous    previousIndex
 	lives       *lives // what prefetch listed
+}
+
+// knowKinds asks the cluster's REST mapping once for each kind of objs, so that kinds served
+// since discovery was read (their CRDs applied in an earlier phase) are known before the
+// objects are listed: one discovery refresh at most, instead of a read per object.
+func (a applier) knowKinds(objs []manifest.Object) {
+	seen := map[string]bool{}
+	for _, o := range objs {
+		gvk := o.Obj.GroupVersionKind()
+		if k := gvk.String(); !seen[k] && gvk.Version != "" {
+			seen[k] = true
+			_, _ = a.c.Mapping(gvk)
+		}
+	}
 }
 
 func declaresNamespace(objs []manifest.Object, ns string) bool {

@@ -20,9 +20,15 @@ const AnnotationAppliedDigest = "sealane.dev/applied-digest"
 // sorted, as encoding/json writes maps) without that annotation and without its on-creation
 // fields (a chart changing those changes nothing live, so it must not change the digest).
 func appliedDigest(obj *unstructured.Unstructured) (string, error) {
+	d, _, err := appliedDigestSize(obj)
+	return d, err
+}
+
+// appliedDigestSize is appliedDigest and the size of the JSON it digests.
+func appliedDigestSize(obj *unstructured.Unstructured) (string, int, error) {
 	oc, err := OnCreationOf(obj)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	c := obj.DeepCopy()
 	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", AnnotationAppliedDigest)
@@ -34,18 +40,24 @@ func appliedDigest(obj *unstructured.Unstructured) (string, error) {
 	}
 	b, err := json.Marshal(c.Object)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return "sha256:" + hex.EncodeToString(sum[:]), len(b), nil
 }
 
 // WithAppliedDigest sets obj's AnnotationAppliedDigest, in place, to the digest of obj as it
 // is (the applied object: PrepareForApply'd, its namespace settled).
 func WithAppliedDigest(obj *unstructured.Unstructured) error {
-	d, err := appliedDigest(obj)
+	_, err := withAppliedDigest(obj)
+	return err
+}
+
+// withAppliedDigest is WithAppliedDigest returning the size of obj's JSON.
+func withAppliedDigest(obj *unstructured.Unstructured) (int, error) {
+	d, size, err := appliedDigestSize(obj)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ann := obj.GetAnnotations()
 	if ann == nil {
@@ -53,7 +65,7 @@ func WithAppliedDigest(obj *unstructured.Unstructured) error {
 	}
 	ann[AnnotationAppliedDigest] = d
 	obj.SetAnnotations(ann)
-	return nil
+	return size, nil
 }
 
 // unchangedSinceApplied reports whether a server-side apply of body (carrying its

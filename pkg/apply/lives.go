@@ -224,6 +224,14 @@ func (a applier) live(ctx context.Context, ri dynamic.ResourceInterface, obj *un
 	return getLive(ctx, ri, obj.GetName())
 }
 
+// listedWhole reports whether group g was listed with whole objects.
+func (a applier) listedWhole(g liveGroup) bool {
+	a.lives.mu.Lock()
+	defer a.lives.mu.Unlock()
+	_, ok := a.lives.listed[g]
+	return ok
+}
+
 // liveMeta is live, content with metadata (annotations, labels, managed fields): from a group
 // listed as metadata when there is one.
 func (a applier) liveMeta(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {

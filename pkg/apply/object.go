@@ -44,8 +44,13 @@ func (a applier) one(ctx context.Context, in *unstructured.Unstructured) (Result
 		return res, err
 	}
 	if a.opts.Method == ServerSideApply {
-		if err := WithAppliedDigest(obj); err != nil {
+		size, err := withAppliedDigest(obj)
+		if err != nil {
 			return res, fmt.Errorf("digest: %w", err)
+		}
+		if unchanged, err := a.unchangedByMeta(ctx, obj, oc, size); err != nil || unchanged {
+			res.Action = Unchanged
+			return res, err
 		}
 	}
 	live, err := a.live(ctx, ri, obj)
@@ -74,6 +79,27 @@ func (a applier) one(ctx context.Context, in *unstructured.Unstructured) (Result
 	}
 	res.Action, err = a.update(ctx, ri, obj, live, oc)
 	return res, err
+}
+
+// largeObject is the size of an applied object (its JSON) from which, when its group was not
+// listed, its metadata is read first: unchanged (its digest live), it is not read whole.
+const largeObject = 32 << 10
+
+// unchangedByMeta reports whether obj (its digest set), large and of a group not listed, is
+// unchanged by its live metadata (unchangedSinceApplied): one metadata Get instead of a
+// whole read.
+func (a applier) unchangedByMeta(ctx context.Context, obj *unstructured.Unstructured, oc OnCreation, size int) (bool, error) {
+	if a.c.Metadata == nil || !oc.IsZero() || size < largeObject {
+		return false, nil
+	}
+	if g, ok := a.groupOf(obj); !ok || a.listedWhole(g) {
+		return false, nil
+	}
+	live, err := a.metaOf(ctx, obj)
+	if err != nil || live == nil {
+		return false, err
+	}
+	return unchangedSinceApplied(obj, live, a.opts.FieldManager, a.clientSideManagers()), nil
 }
 
 // update brings the existing object live to obj by opts.Method. When the apiserver refuses

@@ -25,6 +25,7 @@ func Check(ctx context.Context, c *kube.Cluster, objs []manifest.Object, opts Op
 		return err
 	}
 	a := applier{c: c, opts: opts.withDefaults(), lives: &lives{}}
+	a.knowKinds(objs)
 	a.listGroups(ctx, a.count(objs, nil), a.c.Metadata != nil) // adoption reads metadata only
 	return a.preflight(ctx, objs)
 }

@@ -83,8 +83,51 @@ func ownsExactly(node map[string]any, value any) bool {
 }
 
 // listItem finds the FieldsV1 child of a list node that names item (at index i): by its key
-// fields (k:), its value (v:) or its index (i:).
+// fields (k:), its value (v:) or its index (i:). A key names item also when item lacks some of
+// its fields and has the others — the apiserver keys a container port by containerPort and
+// the protocol it defaulted (TCP) — as long as exactly one key does.
 func listItem(node map[string]any, i int, item any) map[string]any {
+	if c := listItemExact(node, i, item); c != nil {
+		return c
+	}
+	m, ok := item.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var found map[string]any
+	for k, child := range node {
+		c, _ := child.(map[string]any)
+		var keys map[string]any
+		if !strings.HasPrefix(k, "k:") || json.Unmarshal([]byte(k[2:]), &keys) != nil || !hasPresentKeys(m, keys) {
+			continue
+		}
+		if found != nil {
+			return nil // ambiguous
+		}
+		found = c
+	}
+	return found
+}
+
+// hasPresentKeys reports whether every key field of keys that item has holds its value, and
+// item has at least one of them.
+func hasPresentKeys(item, keys map[string]any) bool {
+	present := 0
+	for k, want := range keys {
+		have, ok := item[k]
+		if !ok {
+			continue
+		}
+		if !sameValue(want, have) {
+			return false
+		}
+		present++
+	}
+	return present > 0
+}
+
+// listItemExact is listItem by the full key, the value or the index.
+func listItemExact(node map[string]any, i int, item any) map[string]any {
 	for k, child := range node {
 		c, _ := child.(map[string]any)
 		switch {

@@ -84,20 +84,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 		return started, nil // a test run changes no record
 	}
 	if d.Operation == events.OperationUninstall {
-		cluster, err := r.Clusters.Get(in.Target.Cluster)
-		if err != nil {
-			return fail(err.Error())
-		}
-		if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
-			return out, err
-		}
-		if _, err := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log())).MarkUninstalling(ctx, in.Target.Release); err != nil {
-			if errors.Is(err, release.ErrNotFound) {
-				return fail(err.Error())
-			}
-			return stage.Output{}, fmt.Errorf("mark %s uninstalling: %w", in.Target.Release, err)
-		}
-		return started, nil
+		return r.uninstalling(ctx, in, started)
 	}
 	bundle, err := r.Bundles.bundle(ctx, r.Blobs, d.RenderRef)
 	if err != nil {
@@ -151,6 +138,28 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 			return fail(err.Error())
 		}
 		return stage.Output{}, fmt.Errorf("record pending %s.v%d: %w", in.Target.Release, d.Revision, err)
+	}
+	return started, nil
+}
+
+// uninstalling marks the release's last revision uninstalling before an uninstall deletes
+// anything, as helm does, and answers with started.
+func (r *Recorder) uninstalling(ctx context.Context, in stage.Input, started stage.Output) (stage.Output, error) {
+	fail := func(reason string) (stage.Output, error) {
+		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRecorder, in, 0, reason)}}, nil
+	}
+	cluster, err := r.Clusters.Get(in.Target.Cluster)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
+		return out, err
+	}
+	if _, err := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log())).MarkUninstalling(ctx, in.Target.Release); err != nil {
+		if errors.Is(err, release.ErrNotFound) {
+			return fail(err.Error())
+		}
+		return stage.Output{}, fmt.Errorf("mark %s uninstalling: %w", in.Target.Release, err)
 	}
 	return started, nil
 }

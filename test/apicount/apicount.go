@@ -35,8 +35,9 @@ type Proxy struct {
 
 // Counts is what went through the proxy since it started or was last Reset.
 type Counts struct {
-	// Requests by "VERB resource" (VERB: GET, LIST, WATCH, CREATE, UPDATE, PATCH, APPLY, DELETE;
-	// resource: the plural, with /subresource; "discovery" and "openapi" for those documents).
+	// Requests by "VERB resource" (VERB: GET, LIST, WATCH, CREATE, UPDATE, PATCH, APPLY, DELETE,
+	// with "(meta)" when only metadata was asked for and "(dry-run)"; resource: the plural, with
+	// /subresource; "discovery" and "openapi" for those documents).
 	Requests map[string]int
 	// BytesRead is every response body the client read (watch streams included).
 	BytesRead int64
@@ -248,7 +249,10 @@ func classify(r *http.Request) (key string, history, record bool) {
 	if q.Get("dryRun") != "" {
 		verb += "(dry-run)"
 	}
-	history = verb == "LIST" && (resource == "secrets" || resource == "configmaps") && strings.Contains(q.Get("labelSelector"), "owner=helm")
+	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
+		verb += "(meta)" // metadata only: no spec, no data
+	}
+	history = strings.HasPrefix(verb, "LIST") && (resource == "secrets" || resource == "configmaps") && strings.Contains(q.Get("labelSelector"), "owner=helm")
 	record = verb == "GET" && (resource == "secrets" || resource == "configmaps") && strings.HasPrefix(name, "sh.helm.release.v1.")
 	return verb + " " + resource + sub, history, record
 }

@@ -8,13 +8,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteMonitoringStack writes the monitoring stack chart (see MonitoringStack) into dir, which
 // must not exist or be empty, and returns dir. `--set gen=N` changes one Deployment's pod
 // template (the operator's); every other object stays the same.
 func WriteMonitoringStack(dir string) (string, error) {
-	return dir, writeFiles(dir, monitoringFiles())
+	return WriteMonitoringStackInGroup(dir, MonitoringGroup)
+}
+
+// WriteMonitoringStackInGroup is WriteMonitoringStack with the custom resources' API group
+// (MonitoringGroup) replaced by group: a test's own CRDs, which no other test shares.
+func WriteMonitoringStackInGroup(dir, group string) (string, error) {
+	files := monitoringFiles()
+	if group != MonitoringGroup {
+		for name, content := range files {
+			files[name] = strings.ReplaceAll(content, MonitoringGroup, group)
+		}
+	}
+	return dir, writeFiles(dir, files)
 }
 
 // SmallApp is the shape of the chart WriteSmallApp writes.
