@@ -374,7 +374,6 @@ func maxDuration(ds []time.Duration) time.Duration {
 	return slices.Max(ds)
 }
 
-
 // clusterScoped are the cluster-scoped resources the charts create, deleted by their release
 // label after each round.
 var clusterScoped = []schema.GroupVersionResource{

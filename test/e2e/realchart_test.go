@@ -27,7 +27,7 @@ import (
 func TestRealChartCosts(t *testing.T) {
 	ns := namespace(t)
 	release := "mon-" + ns[max(0, len(ns)-6):] // its ClusterRoles are named after it: its own
-	group := ns + ".monitoring.test" // the test's own CRDs
+	group := ns + ".monitoring.test"           // the test's own CRDs
 	chart, err := realcharts.WriteMonitoringStackInGroup(filepath.Join(t.TempDir(), "monstack"), group)
 	if err != nil {
 		t.Fatal(err)
