@@ -200,8 +200,10 @@ func (m *Manager) Acquire(ctx context.Context, t events.Target, deployID string,
 	return token, nil
 }
 
-// Renew extends the lease with token by ttl (0: the default). It fails with a *LostError when
-// the lease is gone or held under another token.
+// Renew makes sure the lease with token is held for at least half of ttl (0: the default) more:
+// it extends the lease by ttl unless more than half of that is left already (then it only
+// reads it: a renewal costs one read, not a read and a write, in the common case). It fails
+// with a *LostError when the lease is gone or held under another token.
 func (m *Manager) Renew(ctx context.Context, t events.Target, token uint64, ttl time.Duration) error {
 	ttl = m.ttl(ttl)
 	return cas(fmt.Sprintf("renew lease %s", t), func() error {
@@ -211,6 +213,11 @@ func (m *Manager) Renew(ctx context.Context, t events.Target, token uint64, ttl 
 		}
 		if err := lostUnless(t, cur, rev, token); err != nil {
 			return err
+		}
+		if cur.Expires.Sub(m.o.Clock()) > ttl/2 {
+			// Renewed less than half a lifetime ago (every stage renews as it takes a deploy's
+			// event, and again before each batch of writes): held, and for long enough.
+			return nil
 		}
 		next := *cur
 		next.Token, next.Expires = token, m.o.Clock().Add(ttl)
