@@ -194,20 +194,7 @@ var helmSealaneLimits = []string{"--qps", "500", "--burst-limit", "1000"}
 
 // helmDeploy runs `helm upgrade --install --wait` of the chart into ns, with extra flags.
 func (d deployBench) helmDeploy(b *testing.B, chartDir, ns string, extra ...string) deployRun {
-	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout+time.Minute)
-	defer cancel()
-	args := append([]string{"upgrade", "--install", "big", chartDir, "--namespace", ns, "--create-namespace",
-		"--wait", "--timeout", deployTimeout.String(), "--kubeconfig", d.kubeconfig}, extra...)
-	cmd, peakRSS := measuredCommand(ctx, b, d.helm, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	took := time.Since(start)
-	if err != nil {
-		b.Fatalf("helm upgrade --install into %s: %v\n%s", ns, err, tail(out.String(), 4000))
-	}
-	return deployRun{took: took, cpu: processCPU(cmd.ProcessState), peakRSS: peakRSS()}
+	return d.helmRelease(b, chartDir, "big", ns, extra...)
 }
 
 // sealaneDeploy runs `sealane deploy` of the chart into ns with JetStream data in dataDir:

@@ -188,17 +188,29 @@ func (a applier) list(ctx context.Context, g liveGroup) (map[string]*unstructure
 		ri = a.c.Dynamic.Resource(g.gvr).Namespace(g.namespace)
 	}
 	out := map[string]*unstructured.Unstructured{}
-	opts := metav1.ListOptions{Limit: listPage}
-	for {
+	return out, paged(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
 		page, err := ri.List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		for i := range page.Items {
 			out[page.Items[i].GetName()] = &page.Items[i]
 		}
-		if opts.Continue = page.GetContinue(); opts.Continue == "" {
-			return out, nil
+		return page.GetContinue(), nil
+	})
+}
+
+// paged calls list for each page of a List (listPage objects at most), with the continue
+// token list returned for the one before, until it returns none.
+func paged(ctx context.Context, list func(context.Context, metav1.ListOptions) (cont string, err error)) error {
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		cont, err := list(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if opts.Continue = cont; cont == "" {
+			return nil
 		}
 	}
 }
@@ -269,19 +281,16 @@ func (a applier) listMeta(ctx context.Context, g liveGroup) (map[string]*unstruc
 		ri = a.c.Metadata.Resource(g.gvr).Namespace(g.namespace)
 	}
 	out := map[string]*unstructured.Unstructured{}
-	opts := metav1.ListOptions{Limit: listPage}
-	for {
+	return out, paged(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
 		page, err := ri.List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		for i := range page.Items {
 			out[page.Items[i].Name] = metaObject(&page.Items[i])
 		}
-		if opts.Continue = page.GetContinue(); opts.Continue == "" {
-			return out, nil
-		}
-	}
+		return page.GetContinue(), nil
+	})
 }
 
 // Live returns the live state of each of objs (nil where absent), in order: one List per

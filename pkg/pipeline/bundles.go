@@ -105,15 +105,20 @@ func (c *BundleCache) entry(ctx context.Context, blobs Blobs, ref string) (*bund
 }
 
 func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error) {
+	var rb RenderBundle
+	return &rb, loadJSON(ctx, b, "render", ref, &rb)
+}
+
+// loadJSON reads the blob ref and decodes it into v; errors name what it is.
+func loadJSON(ctx context.Context, b Blobs, what, ref string, v any) error {
 	data, err := b.GetBlob(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("load render %s: %w", ref, err)
+		return fmt.Errorf("load %s %s: %w", what, ref, err)
 	}
-	var rb RenderBundle
-	if err := json.Unmarshal(data, &rb); err != nil {
-		return nil, fmt.Errorf("decode render %s: %w", ref, err)
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s %s: %w", what, ref, err)
 	}
-	return &rb, nil
+	return nil
 }
 
 // Notes returns the rendered NOTES.txt of a deploy's render, for the client to print; cache

@@ -411,13 +411,9 @@ func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cl
 
 // LoadPlanReport reads the report a deploy.planned event points to.
 func LoadPlanReport(ctx context.Context, b Blobs, planRef string) (*PlanReport, error) {
-	raw, err := b.GetBlob(ctx, planRef)
-	if err != nil {
-		return nil, fmt.Errorf("load plan report %s: %w", planRef, err)
-	}
 	var report PlanReport
-	if err := json.Unmarshal(raw, &report); err != nil {
-		return nil, fmt.Errorf("decode plan report %s: %w", planRef, err)
+	if err := loadJSON(ctx, b, "plan report", planRef, &report); err != nil {
+		return nil, err
 	}
 	return &report, nil
 }
