@@ -15,6 +15,10 @@ import (
 // soon as it exists, as in kubedog.
 const NoStatusGrace = 5 * time.Second
 
+// NoStatusMessage is the message of an object waiting out NoStatusGrace: its creation time
+// plus the grace is when it turns Ready without any change to the object.
+const NoStatusMessage = "waiting for a controller to report status"
+
 // genericStatus judges kinds without a rule of their own (custom resources and built-ins such as
 // Namespace or PodDisruptionBudget), modelled on kstatus and kubedog's generic tracker. The
 // first of these that applies decides:
@@ -72,7 +76,7 @@ func genericStatus(obj *unstructured.Unstructured, now time.Time, statusless boo
 	if noStatus(o) && !statusless && !builtinGroups[obj.GroupVersionKind().Group] {
 		if created := obj.GetCreationTimestamp().Time; !created.IsZero() {
 			if age := now.Sub(created); age < NoStatusGrace && age > -NoStatusGrace {
-				return Status{State: Waiting, Message: "waiting for a controller to report status"}
+				return Status{State: Waiting, Message: NoStatusMessage}
 			}
 		}
 	}

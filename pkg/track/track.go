@@ -208,6 +208,11 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 	w.waitForSync(ctx, max(opts.Timeout, syncGrace))
 	ticker := time.NewTicker(opts.Tick)
 	defer ticker.Stop()
+	// graceEnds wakes the loop when a target's no-status grace ends (readiness.NoStatusGrace),
+	// rather than on the tick after.
+	graceEnds := time.NewTimer(time.Hour)
+	graceEnds.Stop()
+	defer graceEnds.Stop()
 	// all: the first evaluation and those on a tick observe every target (time passes for
 	// all of them); one on news from the informers observes the targets the news is about.
 	all := true
@@ -228,6 +233,9 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 		if out, done := report(); done {
 			return out, nil
 		}
+		if now := opts.Clock(); !w.graceEnd(now).IsZero() {
+			graceEnds.Reset(w.graceEnd(now).Sub(now) + 10*time.Millisecond)
+		}
 		select {
 		case <-ctx.Done():
 			return Outcome{}, context.Cause(ctx)
@@ -236,6 +244,8 @@ func TrackTargets(ctx context.Context, c *kube.Cluster, targets []Target, opts O
 		case <-w.signal:
 			all = false
 		case <-ticker.C:
+			all = true
+		case <-graceEnds.C:
 			all = true
 		case <-timer.C:
 			all = true

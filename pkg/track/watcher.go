@@ -380,6 +380,21 @@ func (w *watcher) observe(t *tracked, now time.Time) readiness.Status {
 	return st
 }
 
+// graceEnd is the earliest time after now at which a target waiting out its no-status grace
+// (readiness.NoStatusMessage) turns ready; zero when none waits for one.
+func (w *watcher) graceEnd(now time.Time) time.Time {
+	var end time.Time
+	for _, t := range w.targets {
+		if t.obj == nil || t.last.Message != readiness.NoStatusMessage {
+			continue
+		}
+		if e := t.obj.GetCreationTimestamp().Add(readiness.NoStatusGrace); e.After(now) && (end.IsZero() || e.Before(end)) {
+			end = e
+		}
+	}
+	return end
+}
+
 // refreshSettings reads t's settings from its live object, logging invalid annotations once.
 func (w *watcher) refreshSettings(t *tracked, obj *unstructured.Unstructured) {
 	s, err := readiness.SettingsOf(obj)
