@@ -45,8 +45,9 @@ type Options struct {
 	// SecretFiles are the decrypted files of the chart's secret/ directory, keyed by their
 	// path below secret/, served by the werf_secret_file template function.
 	SecretFiles map[string][]byte
-	// Cluster, when set, is the target cluster `lookup` reads from; without it `lookup`
-	// returns empty results, as in `helm template`.
+	// Cluster, when set, is the target cluster `lookup` reads from, with its identity (an
+	// object it may not read is looked up as missing); without it `lookup` returns empty
+	// results, as in `helm template`.
 	Cluster *rest.Config
 	// Capabilities, when set, are the target cluster's (see ClusterCapabilities) and replace
 	// KubeVersion, APIVersions and Helm's built-in defaults.
@@ -130,12 +131,14 @@ func render(orig *helmchart.Chart, userValues map[string]any, rel Release, opts 
 		return nil, err
 	}
 
-	e := engine.Engine{}
+	var files map[string]string
 	if opts.Cluster != nil {
-		// `lookup` reads live objects from the target cluster, as in `helm install`.
-		e = engine.New(opts.Cluster)
+		// `lookup` reads live objects from the target cluster, as in `helm install`, except
+		// that what the identity may not read is not there (lookup.go).
+		files, err = engine.RenderWithClientProvider(ch, renderValues, lookupClients{config: opts.Cluster})
+	} else {
+		files, err = engine.Engine{}.Render(ch, renderValues)
 	}
-	files, err := e.Render(ch, renderValues)
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,10 @@ type Cluster struct {
 	// mapper scans every resource of the cluster on each call.
 	mappings map[schema.GroupVersionKind]*meta.RESTMapping
 	bounded  kubernetes.Interface
+	// as are the clusters impersonating a user (As), by user; impersonated is the user this
+	// one impersonates.
+	as           map[string]*Cluster
+	impersonated string
 }
 
 // RequestTimeout bounds each request of the client Bounded returns.
