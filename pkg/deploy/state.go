@@ -65,6 +65,10 @@ type State struct {
 	RequestedByVerified bool   `json:"requestedByVerified,omitempty"`
 	// PreviousRevision is the release's last deployed revision before this deploy (0: none).
 	PreviousRevision int `json:"previousRevision,omitempty"`
+	// RunAs is the Kubernetes user the applier impersonates for the deploy's writes (the
+	// ServiceAccount of the requesting tenant's scope, "system:serviceaccount:<ns>:<name>");
+	// empty: the applier's own identity (an operator client).
+	RunAs string `json:"runAs,omitempty"`
 
 	// --- Release storage ---
 

@@ -126,6 +126,9 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 		return fail(err.Error())
 	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
+	if err == nil {
+		cluster, err = deployCluster(cluster, in.State) // tenant.go: the tenant's writes impersonate its ServiceAccount
+	}
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -218,6 +221,9 @@ func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef st
 		return nil // the render has no plan or does not parse: nothing was applied
 	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
+	if err == nil {
+		cluster, err = deployCluster(cluster, in.State)
+	}
 	if err != nil {
 		return nil // reported by the failure itself
 	}

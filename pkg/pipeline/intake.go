@@ -132,6 +132,9 @@ func (g *intakeRenderer) check(in stage.Input, req events.RequestedData, handed 
 			return client, err
 		}
 	}
+	if err := g.Intake.Verifier.Keys.Scope(client).CheckRequest(client, req); err != nil { // tenant.go
+		return client, err
+	}
 	if err := checkInputsRef(req.InputsRef, in.DeployID); err != nil {
 		return client, err
 	}

@@ -240,6 +240,10 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	isUpgrade := h.deployed != nil
+	lookupAs, err := r.tenantCluster(ctx, cluster) // tenant.go: `lookup` reads as the tenant
+	if err != nil {
+		return RenderBundle{}, nil, nil, err
+	}
 	renderCtx, span := tracing.Start(ctx, "render", tracing.Revision(h.revision))
 	out, err := r.renderOnce(renderCtx, render.Request{
 		Chart:        job.loaded.Chart,
@@ -248,7 +252,7 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		Service:      render.ServiceValues(req, version.String()),
 		Secrets:      r.Secrets,
 		Capabilities: caps,
-		Cluster:      cluster.Config,
+		Cluster:      lookupAs.Config,
 		Schema:       schema.schema,
 	}, job, schema.digest)
 	tracing.End(span, err)
@@ -276,6 +280,9 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	tracing.End(span, err)
 	if err != nil {
 		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
+	}
+	if err := r.checkBounds(ctx, p); err != nil {
+		return RenderBundle{}, nil, nil, err
 	}
 	bundle := RenderBundle{
 		Manifest: out.Manifest, Hooks: out.Hooks, Notes: out.Notes, Config: out.Config,
@@ -336,6 +343,9 @@ type renderedRelease struct {
 
 // rendered stores the bundle and emits deploy.rendered with the deploy's state.
 func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.RequestedData, rr renderedRelease) (stage.Output, error) {
+	if err := r.checkBounds(ctx, rr.bundle.Plan); err != nil { // tenant.go; rollbacks, uninstalls and tests too
+		return stage.Output{}, err
+	}
 	bundle, err := json.Marshal(storedBundle(rr.bundle))
 	if err != nil {
 		return stage.Output{}, stage.Permanent(fmt.Errorf("encode render: %w", err))
@@ -366,6 +376,8 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 		Description: rr.description, RenderRef: ref, Operation: req.Operation,
 		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace, ReleaseStorage: req.ReleaseStorage,
 		RequestedBy: by, RequestedByVerified: verified, PreviousRevision: rr.previous}
+	_, scope := r.tenant(ctx)
+	st.RunAs = runAs(scope)
 	return stage.Output{
 		State: &st,
 		Emits: []stage.Emit{{
@@ -392,6 +404,10 @@ func namespacedGuess(kind string) bool {
 // planned answers a plan request: it dry-runs the deploy, stores the report (its diffs may
 // quote values) and emits deploy.planned; the recorder closes the request without a record.
 func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, warnings []string) (stage.Output, error) {
+	cluster, err := r.tenantCluster(ctx, cluster) // tenant.go: the dry runs as the tenant
+	if err != nil {
+		return stage.Output{}, err
+	}
 	report, err := DryRun(ctx, cluster, q)
 	if err != nil {
 		return stage.Output{}, err

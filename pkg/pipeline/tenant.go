@@ -1,0 +1,78 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/intake"
+	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/plan"
+)
+
+// A tenant's deploys (a client with a scope in the client keys file, intake.Scope) are bounded
+// twice: the renderer refuses a plan that writes outside the scope before anything is applied
+// (checkBounds), and the stages that write the chart's objects or read the cluster for its
+// templates do it as the scope's ServiceAccount (Kubernetes impersonation), so the cluster's
+// RBAC has the last word: the renderer's `lookup` and dry runs, the applier's applies and
+// deletes. The tracker only reads the objects of the plan (already bounded) and the recorder
+// writes only the release's records in its namespace (the intake checked both namespaces):
+// they keep the service's identity. See docs/operations.md, "Security model".
+
+// tenant is the verified client of the request being handled and its scope; scope is nil for
+// an operator client and without client keys.
+func (d Deps) tenant(ctx context.Context) (string, *intake.Scope) {
+	name, verified := requestedBy(ctx, "")
+	if !verified {
+		return "", nil
+	}
+	return name, d.Intake.Verifier.Keys.Scope(name)
+}
+
+// runAs is the user the deploy's writes impersonate: the scope's ServiceAccount, "" for the
+// service's own identity.
+func runAs(s *intake.Scope) string {
+	if s == nil {
+		return ""
+	}
+	return s.ServiceAccountUser()
+}
+
+// tenantCluster is c as the request's tenant (c itself for an operator client).
+func (d Deps) tenantCluster(ctx context.Context, c *kube.Cluster) (*kube.Cluster, error) {
+	_, s := d.tenant(ctx)
+	return clusterAs(c, runAs(s))
+}
+
+// deployCluster is c as the deploy's recorded identity (deploy.State.RunAs).
+func deployCluster(c *kube.Cluster, st *deploy.State) (*kube.Cluster, error) {
+	if st == nil {
+		return c, nil
+	}
+	return clusterAs(c, st.RunAs)
+}
+
+func clusterAs(c *kube.Cluster, user string) (*kube.Cluster, error) {
+	as, err := c.As(user)
+	if err != nil {
+		return nil, fmt.Errorf("act as %s: %w", user, err)
+	}
+	return as, nil
+}
+
+// checkBounds refuses a plan of the request's tenant that writes outside its scope: the
+// deploy fails before anything is applied, naming every object at fault.
+func (d Deps) checkBounds(ctx context.Context, p *plan.Plan) error {
+	client, s := d.tenant(ctx)
+	if s == nil {
+		return nil
+	}
+	err := plan.CheckBounds(p, s)
+	var be *plan.BoundsError
+	if errors.As(err, &be) {
+		return refuse("client %s: %v. Keep the chart's objects in the client's namespaces, or ask the operator to grant them "+
+			"in its scope in the renderer's --client-keys file (namespaces, clusterScoped); its scope: %s", client, err, s)
+	}
+	return err
+}
