@@ -41,7 +41,7 @@ func (o OutOfBounds) String() string {
 		where = "the previous revision's manifest"
 	}
 	if k.Namespace == "" {
-		return fmt.Sprintf("%s/%s (cluster-scoped, from %s): the deploy %s a cluster-scoped %s", kind, k.Name, where, verb, kind)
+		return fmt.Sprintf("%s/%s (cluster-scoped, from %s): the deploy %s a cluster-scoped object", kind, k.Name, where, verb)
 	}
 	return fmt.Sprintf("%s/%s in namespace %s (from %s): the deploy %s an object in namespace %s", kind, k.Name, k.Namespace, where, verb, k.Namespace)
 }

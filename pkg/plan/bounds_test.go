@@ -47,7 +47,7 @@ func TestCheckBounds(t *testing.T) {
 		{name: "a granted cluster-scoped kind",
 			objects: boundsDoc("app/templates/ic.yaml", "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: team-a"), want: nil},
 		{name: "ClusterRoleBinding to cluster-admin", objects: boundsDoc("app/templates/crb.yaml", crb), objs: 1,
-			want: []string{"ClusterRoleBinding.rbac.authorization.k8s.io/root (cluster-scoped, from app/templates/crb.yaml", "creates a cluster-scoped ClusterRoleBinding"}},
+			want: []string{"ClusterRoleBinding.rbac.authorization.k8s.io/root (cluster-scoped, from app/templates/crb.yaml", "the deploy creates a cluster-scoped object"}},
 		{name: "object in kube-system", objects: boundsDoc("app/templates/cm.yaml", cm("kube-system")), objs: 1,
 			want: []string{"ConfigMap/cfg in namespace kube-system (from app/templates/cm.yaml", "creates an object in namespace kube-system"}},
 		{name: "a Namespace", objects: boundsDoc("app/templates/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a"), objs: 1,
