@@ -96,7 +96,10 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	if h.deployed != nil {
 		same, err := recordsMatch(h.deployed, loaded.Chart.Metadata.Version, &bundle)
 		if same && err == nil {
-			same, err = liveMatches(ctx, cluster, in.Target, &bundle, prepared)
+			var as *kube.Cluster // tenant.go: the dry runs as the tenant
+			if as, err = r.tenantCluster(ctx, cluster); err == nil {
+				same, err = liveMatches(ctx, as, in.Target, &bundle, prepared)
+			}
 		}
 		if err != nil {
 			return stage.Output{}, err
