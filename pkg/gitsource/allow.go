@@ -95,7 +95,15 @@ func policyOf(ctx context.Context) *fetchPolicy {
 	return p
 }
 
-var installHTTP sync.Once
+var (
+	installHTTP sync.Once
+	// gitTransport carries go-git's http(s) requests once installCheckedHTTP ran.
+	gitTransport = http.DefaultTransport.(*http.Transport).Clone()
+)
+
+// closeIdleConnections ends the kept-alive connections of finished fetches: a repository is
+// fetched again only when a commit is new, and no connection should wait for that.
+func closeIdleConnections() { gitTransport.CloseIdleConnections() }
 
 // installCheckedHTTP makes go-git's http and https transports check each request and each
 // redirect hop against the policy its context carries (withPolicy); a request whose context
@@ -105,7 +113,7 @@ var installHTTP sync.Once
 func installCheckedHTTP() {
 	installHTTP.Do(func() {
 		c := &http.Client{
-			Transport: checkedTransport{next: http.DefaultTransport},
+			Transport: checkedTransport{next: gitTransport},
 			CheckRedirect: func(req *http.Request, via []*http.Request) error {
 				if len(via) >= 10 {
 					return fmt.Errorf("stopped after %d redirects", len(via))

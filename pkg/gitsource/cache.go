@@ -152,6 +152,7 @@ func (f *fetcher) fetch(ctx context.Context, r *git.Repository, specs []config.R
 	}
 	installCheckedHTTP()
 	err := r.FetchContext(withPolicy(ctx, f.policy), opts)
+	closeIdleConnections()
 	if refused := f.policy.refusal(); err != nil && refused != nil {
 		// go-git's error would quote the refused redirect's URL in full.
 		return fmt.Errorf("fetch: %w", refused)
