@@ -29,7 +29,7 @@ func helmTemplate(args ...string) (string, error) {
 func TestChartAuthProxyNeedsAllowFrom(t *testing.T) {
 	proxy := []string{"--set", "console.enabled=true", "--set", "console.authProxyHeader=X-Forwarded-User"}
 	for name, extra := range map[string][]string{
-		"no allowFrom": nil,
+		"no allowFrom":                      nil,
 		"allowFrom without NetworkPolicies": {"--set", "console.allowFrom[0].podSelector.matchLabels.app=oauth2-proxy", "--set", "networkPolicy.enabled=false"},
 	} {
 		out, err := helmTemplate(append(proxy, extra...)...)
