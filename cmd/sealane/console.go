@@ -23,6 +23,7 @@ type consoleFlags struct {
 	tokenFile       string
 	authProxyHeader string
 	history         time.Duration
+	sessionTTL      time.Duration
 	on              bool // serve runs the console (serves)
 	// kubeconfig is --kubeconfig: its contexts are clusters whose release records the
 	// console reads (a release's whole history).
@@ -42,6 +43,8 @@ func (f *consoleFlags) register(fl *pflag.FlagSet, addrFlag, addrUsage, defAddr 
 		"header a trusted authenticating proxy sets (e.g. X-Forwarded-User); requests without it are refused")
 	fl.DurationVar(&f.history, "console-history", 24*time.Hour,
 		"how far back the console reads the deploy stream when it starts (0: everything kept)")
+	fl.DurationVar(&f.sessionTTL, "console-session-ttl", console.DefaultSessionTTL,
+		"how long the login form's session cookie lets a browser in; the console refuses it after that")
 }
 
 // options builds the console's options from the flags.
@@ -54,7 +57,7 @@ func (f *consoleFlags) options(log *zap.Logger) (console.Options, error) {
 	if err != nil {
 		return o, err
 	}
-	o.Token, o.AuthProxyHeader, o.History, o.Log = tok, f.authProxyHeader, f.history, log
+	o.Token, o.AuthProxyHeader, o.History, o.SessionTTL, o.Log = tok, f.authProxyHeader, f.history, f.sessionTTL, log
 	return o, o.Validate()
 }
 

@@ -289,10 +289,15 @@ func (s *session) pullOCIChart(ref, version string) ([]byte, error) {
 	return res.Chart.Data, nil
 }
 
-// ociError turns a registry client error about ref into one that says what to do.
+// ociError turns a registry client error about ref into one that says what to do. A
+// registry's error response is told by its status code only: its messages are the server's
+// words, not repeated to a requester.
 func ociError(ref string, err error) error {
 	err = redactError(err)
 	var resp *errcode.ErrorResponse
+	if errors.As(err, &resp) {
+		err = registryStatus{code: resp.StatusCode, err: err}
+	}
 	switch {
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound,
 		errors.Is(err, errdef.ErrNotFound):
@@ -303,3 +308,15 @@ func ociError(ref string, err error) error {
 	}
 	return fmt.Errorf("chart oci://%s: %w", ref, err)
 }
+
+// registryStatus is a registry's error response told by its status code; errors.As still
+// finds the response.
+type registryStatus struct {
+	code int
+	err  error
+}
+
+func (e registryStatus) Error() string {
+	return fmt.Sprintf("the registry answered %d %s", e.code, http.StatusText(e.code))
+}
+func (e registryStatus) Unwrap() error { return e.err }

@@ -44,7 +44,9 @@ type session struct {
 	indexes    map[string]*repoIndex      // by normalized repository URL
 	client     *http.Client
 	reg        *registry.Client
-	budget     *budget // bytes read from the network, Options.MaxBytes
+	budget     *budget         // bytes read from the network, Options.MaxBytes
+	registries map[string]bool // hosts an allowed OCI request went to (checkRequest)
+	refused    *refusedError   // the first request Options.Allow refused
 }
 
 // endpoint is a repository or registry location with its Auth.
@@ -73,6 +75,7 @@ func newSession(ctx context.Context, src Source, opts Options) (*session, error)
 		transports: map[string]*http.Transport{},
 		indexes:    map[string]*repoIndex{},
 		budget:     newBudget(opts.MaxBytes),
+		registries: map[string]bool{},
 	}
 	if s.log == nil {
 		s.log = io.Discard
@@ -96,7 +99,7 @@ func newSession(ctx context.Context, src Source, opts Options) (*session, error)
 			s.endpoints = append(s.endpoints, ep)
 		}
 	}
-	s.client = &http.Client{Transport: sessionTransport{s}}
+	s.client = &http.Client{Transport: sessionTransport{s}, CheckRedirect: s.checkRedirect}
 	return s, nil
 }
 
@@ -250,11 +253,18 @@ func tlsConfig(a Auth) (*tls.Config, error) {
 
 // sessionTransport routes requests to the per-host transports and binds them to the
 // session's context. Helm's downloader and registry client make their requests without
-// a context (context.Background); this is where they become cancellable.
+// a context (context.Background); this is where they become cancellable. It is also where
+// every request, whoever makes it, is checked against Options.Allow (checkRequest).
 type sessionTransport struct{ s *session }
 
 // RoundTrip implements http.RoundTripper.
 func (t sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.s.checkRequest(req.URL); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
 	tr, err := t.s.transport(req.URL.Host)
 	if err != nil {
 		if req.Body != nil {
@@ -274,14 +284,16 @@ func (t sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// statusError is an HTTP response other than 200 OK.
+// statusError is an HTTP response other than 200 OK. It keeps the status code only: the
+// reason phrase and the body are the server's words, not repeated to a requester.
 type statusError struct {
-	url    string
-	status string
-	code   int
+	url  string
+	code int
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %s", e.url, e.status) }
+func (e *statusError) Error() string {
+	return fmt.Sprintf("GET %s: the server answered %d %s", e.url, e.code, http.StatusText(e.code))
+}
 
 // fetch GETs rawURL with the session's context, sending a's credentials when set.
 func (s *session) fetch(rawURL string, a *Auth) ([]byte, error) {
@@ -295,12 +307,16 @@ func (s *session) fetch(rawURL string, a *Auth) ([]byte, error) {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
+		var re *refusedError
+		if errors.As(err, &re) {
+			return nil, re // the url.Error would quote a refused redirect's Location in full
+		}
 		// The url.Error already names the method and URL.
 		return nil, redactError(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, &statusError{url: redactURL(rawURL), status: resp.Status, code: resp.StatusCode}
+		return nil, &statusError{url: redactURL(rawURL), code: resp.StatusCode}
 	}
 	data, err := io.ReadAll(resp.Body) // bounded by the session's budget (sessionTransport)
 	if err != nil {

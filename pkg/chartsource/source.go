@@ -14,7 +14,9 @@
 // Network calls use the caller's context (and Options.Timeout), including those Helm's
 // libraries make; everything one resolution reads from the network, OCI layers and
 // dependencies included, is bounded by Options.MaxBytes (ErrTooLarge), and Options.Allow
-// may refuse the source and any dependency repository (ErrNotAllowed). Errors name the source and say what to do; passwords, given in Auth or
+// may refuse the source, any dependency repository and any URL requested, redirects
+// included (ErrNotAllowed). A failed download is told by its status code, never by the
+// server's reason phrase, body or registry error message. Errors name the source and say what to do; passwords, given in Auth or
 // in URLs, never appear in them. ErrChartNotFound and ErrVersionNotFound can be tested
 // with errors.Is; the latter's message lists the available versions.
 package chartsource
@@ -187,8 +189,12 @@ type Options struct {
 	MaxBytes int64
 	// Allow, when set, is asked about every remote location before it is used: the source
 	// (its repository URL, its oci:// reference without tag or digest, or its archive URL)
-	// and the repository of every dependency to download (http(s), oci:// or file://). An
-	// error refuses it (wrapped in ErrNotAllowed).
+	// and the repository of every dependency to download (http(s), oci:// or file://). It is
+	// also asked about every HTTP request the resolution makes, each redirect hop included: a
+	// URL is fetched only when Allow accepts it or a parent of it (a chart URL from an
+	// index.yaml on another host is refused), an OCI registry API request when Allow accepts
+	// its oci://host/repository. An error refuses it (wrapped in ErrNotAllowed) before any
+	// request reaches the host.
 	Allow func(location string) error
 }
 
@@ -310,7 +316,12 @@ func withSession(ctx context.Context, src Source, opts Options, fn func(*session
 		return nil, chart.Meta{}, "", fmt.Errorf("resolve chart %s: %w", src, err)
 	}
 	defer s.close()
-	return fn(s)
+	archive, meta, digest, err := fn(s)
+	if err != nil && s.refusal() != nil {
+		// Whatever the library that made the refused request says, the refusal is the reason.
+		return nil, chart.Meta{}, "", fmt.Errorf("chart %s: %w", src, s.refusal())
+	}
+	return archive, meta, digest, err
 }
 
 // packArchive unpacks a chart archive into the session's work area, builds missing

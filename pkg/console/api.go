@@ -25,7 +25,8 @@ var webFiles embed.FS
 var loginPage []byte
 
 // Handler returns the console's HTTP handler: the page, its assets, the JSON API and the
-// event stream, behind the access guard (only /healthz, /readyz and /login are open).
+// event stream, behind the access guard (only /healthz, /readyz and /login are open); a
+// console without access control answers only requests addressed to loopback (hostGuard).
 func (s *Server) Handler() http.Handler {
 	static, _ := fs.Sub(webFiles, "web")
 	mux := http.NewServeMux()
@@ -43,7 +44,7 @@ func (s *Server) Handler() http.Handler {
 	root.HandleFunc("/login", s.guard.login)
 	root.Handle("GET /style.css", http.FileServerFS(static)) // the login page's look: no secret in it
 	root.Handle("/", s.guard.wrap(mux))
-	return secureHeaders(root)
+	return secureHeaders(s.guard.hostGuard(root))
 }
 
 // secureHeaders keeps the page from being framed, sniffed or leaking its URLs, and lets it

@@ -33,6 +33,9 @@ type Options struct {
 	// AuthProxyHeader, when set, names the header a trusted authenticating proxy sets (e.g.
 	// X-Forwarded-User); a request without it is refused.
 	AuthProxyHeader string
+	// SessionTTL is how long the session cookie of the login form lets a browser in; the
+	// server refuses it after that (DefaultSessionTTL when zero).
+	SessionTTL time.Duration
 	// History is how far back the console reads the deploy stream when it starts (0: all kept).
 	History time.Duration
 	// Limits bound what is kept in memory.
@@ -52,10 +55,13 @@ type Options struct {
 	Records RecordReader
 }
 
+// DefaultSessionTTL is how long a console session lasts when Options.SessionTTL is zero.
+const DefaultSessionTTL = 12 * time.Hour
+
 // DefaultOptions are the options of `sealane serve console` without flags.
 func DefaultOptions() Options {
 	return Options{Addr: DefaultAddr, History: 24 * time.Hour, Limits: DefaultLimits(), ClientBuffer: 4096,
-		KeepAlive: 15 * time.Second}
+		KeepAlive: 15 * time.Second, SessionTTL: DefaultSessionTTL}
 }
 
 // Validate checks the options and refuses an address other than loopback without a token or
@@ -68,8 +74,8 @@ func (o Options) Validate() error {
 	if o.Limits.Deploys < 1 || o.Limits.EventsPerDeploy < 1 || o.Limits.RevisionsPerRelease < 1 {
 		return fmt.Errorf("console limits %+v: every limit must be 1 or more", o.Limits)
 	}
-	if o.ClientBuffer < 1 || o.KeepAlive <= 0 || o.History < 0 {
-		return errors.New("console options: ClientBuffer, KeepAlive must be positive and History not negative")
+	if o.ClientBuffer < 1 || o.KeepAlive <= 0 || o.History < 0 || o.SessionTTL < 0 {
+		return errors.New("console options: ClientBuffer, KeepAlive must be positive, History and SessionTTL not negative")
 	}
 	if !loopback(host) && o.Token == "" && o.AuthProxyHeader == "" {
 		return fmt.Errorf("console address %s: %w", o.Addr, ErrOpenBind)

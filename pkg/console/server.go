@@ -55,7 +55,11 @@ func New(src Source, opts Options) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Server{src: src, opts: opts, log: log.Named("console"), guard: guard{token: opts.Token, proxyHeader: opts.AuthProxyHeader},
+	ttl := opts.SessionTTL
+	if ttl == 0 {
+		ttl = DefaultSessionTTL
+	}
+	return &Server{src: src, opts: opts, log: log.Named("console"), guard: guard{token: opts.Token, proxyHeader: opts.AuthProxyHeader, sessionTTL: ttl},
 		model: newModel(opts.Limits), hub: newHub(opts.ClientBuffer)}, nil
 }
 

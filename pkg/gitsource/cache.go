@@ -23,7 +23,8 @@ type fetcher struct {
 	url     string // as given, credentials included: only for the transport
 	auth    transport.AuthMethod
 	timeout time.Duration
-	clone   string // the clone's directory
+	clone   string       // the clone's directory
+	policy  *fetchPolicy // Options.Allow for each request, nil: none
 
 	deadline time.Time // of the network part: set by the first fetch, shared by the others
 }
@@ -149,12 +150,24 @@ func (f *fetcher) fetch(ctx context.Context, r *git.Repository, specs []config.R
 	if isSSH(f.url) {
 		opts.ProxyOptions = deadlineProxy(f.deadline) // deadline.go: the handshake takes no ctx
 	}
-	err := r.FetchContext(ctx, opts)
+	installCheckedHTTP()
+	err := r.FetchContext(withPolicy(ctx, f.policy), opts)
+	closeIdleConnections()
+	if refused := f.policy.refusal(); err != nil && refused != nil {
+		// go-git's error would quote the refused redirect's URL in full.
+		return fmt.Errorf("fetch: %w", refused)
+	}
+	// go-git puts the body of a 401, 403 or 404 in its error: only the kind is kept, the
+	// server's words are not repeated.
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("fetch: authentication failed (check the credentials for this URL): %w", err)
+	case errors.Is(err, transport.ErrAuthenticationRequired):
+		return fmt.Errorf("fetch: authentication failed (check the credentials for this URL): %w", transport.ErrAuthenticationRequired)
+	case errors.Is(err, transport.ErrAuthorizationFailed):
+		return fmt.Errorf("fetch: authentication failed (check the credentials for this URL): %w", transport.ErrAuthorizationFailed)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return fmt.Errorf("fetch: %w (check the URL and the credentials for it)", transport.ErrRepositoryNotFound)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		return fmt.Errorf("fetch: timed out after %s: %w", f.timeout, err)
 	case sshError(err) != nil:

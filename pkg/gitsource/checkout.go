@@ -34,7 +34,8 @@ var ErrCommitNotFound = errors.New("commit not found")
 var ErrTooLarge = errors.New("checkout over the size limit")
 
 // ErrNotAllowed is wrapped by the errors for what a Checkout refuses: a URL scheme other
-// than https, http or ssh, a path with ".." or absolute, a symlink leaving the tree.
+// than https, http or ssh, a path with ".." or absolute, a symlink leaving the tree, a
+// URL or redirect Options.Allow refuses.
 var ErrNotAllowed = errors.New("not allowed")
 
 // Options configures Checkout; the zero value of a field is its default.
@@ -48,6 +49,11 @@ type Options struct {
 	MaxBytes int64
 	// Timeout bounds the network part (the fetches) of one Checkout; 0 is DefaultTimeout.
 	Timeout time.Duration
+	// Allow, when set, is asked about the repository URL (without credentials, scp-like
+	// ones as ssh://) and about every http(s) request a fetch makes, each redirect hop
+	// included: a request goes out only when Allow accepts its URL or a parent of it. A
+	// refusal fails the Checkout with ErrNotAllowed, naming the host and Allow's reason.
+	Allow func(location string) error
 }
 
 // Validate reports a missing CacheDir or a negative bound.
@@ -121,6 +127,13 @@ func checkout(ctx context.Context, req request, o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var policy *fetchPolicy
+	if o.Allow != nil {
+		if err := o.Allow(norm); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrNotAllowed, err)
+		}
+		policy = &fetchPolicy{allow: o.Allow}
+	}
 	auth, secrets, err := o.Credentials.auth(norm)
 	if err != nil {
 		return "", err
@@ -132,7 +145,7 @@ func checkout(ctx context.Context, req request, o Options) (string, error) {
 		p, _ := u.User.Password()
 		secrets = append(secrets, p)
 	}
-	f := &fetcher{url: req.url, auth: auth, timeout: o.Timeout, clone: filepath.Join(o.CacheDir, cacheKey(norm)+".git")}
+	f := &fetcher{url: req.url, auth: auth, timeout: o.Timeout, clone: filepath.Join(o.CacheDir, cacheKey(norm)+".git"), policy: policy}
 	out, err := f.checkout(ctx, sha, subpath, req.dir, o.MaxBytes)
 	return out, redact(err, secrets...)
 }

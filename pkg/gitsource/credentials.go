@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,7 +18,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// Credentials maps repository URL prefixes to secret files; the zero value is anonymous
+// Credentials maps repository URLs (and the paths below them) to secret files; the zero value is anonymous
 // access. Build it with LoadCredentials.
 type Credentials struct {
 	file    string
@@ -124,16 +125,56 @@ func isSSH(u string) bool {
 		(!strings.Contains(u, "://") && scpLike.MatchString(u))
 }
 
-// match is the entry whose url is the longest prefix of the normalized url, if any.
-func (c Credentials) match(url string) (credEntry, bool) {
+// match is the entry for the normalized url with the longest path, if any: an entry applies
+// to a URL of the same scheme, host and port (and user, when the entry names one) whose path
+// is the entry's or below it at a "/" boundary ("acme/app" also covers "acme/app.git"). A
+// plain string prefix would hand https://git.example.com's token to
+// https://git.example.com.evil.net, and acme/app's to acme/app-fork.
+func (c Credentials) match(rawURL string) (credEntry, bool) {
 	var best credEntry
-	found := false
+	bestLen, found := -1, false
 	for _, e := range c.entries {
-		if strings.HasPrefix(url, e.URL) && (!found || len(e.URL) > len(best.URL)) {
-			best, found = e, true
+		if n, ok := urlCovers(e.URL, rawURL); ok && n > bestLen {
+			best, bestLen, found = e, n, true
 		}
 	}
 	return best, found
+}
+
+// urlCovers says whether the entry URL covers target (both normalized) and how long the
+// entry's path is, for the longest match to win.
+func urlCovers(entry, target string) (int, bool) {
+	e, err := url.Parse(entry)
+	if err != nil {
+		return 0, false
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return 0, false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if !strings.EqualFold(e.Scheme, u.Scheme) || originOf(scheme, e) != originOf(scheme, u) {
+		return 0, false
+	}
+	if e.User != nil && e.User.Username() != "" && (u.User == nil || u.User.Username() != e.User.Username()) {
+		return 0, false
+	}
+	prefix := strings.TrimSuffix(e.Path, "/")
+	p := u.Path
+	switch {
+	case prefix == "", p == prefix, p == prefix+".git", strings.HasPrefix(p, prefix+"/"):
+		return len(prefix), true
+	}
+	return 0, false
+}
+
+// originOf is u's lowercase host and port, the scheme's default port filled in.
+func originOf(scheme string, u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80", "ssh": "22", "git+ssh": "22"}[scheme]
+	}
+	return strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // auth builds the transport authentication for url, reading the secret files now. It

@@ -155,3 +155,46 @@ func TestCheckoutWithoutCredentialsForSSH(t *testing.T) {
 		t.Errorf("err = %v, want one saying ssh needs a key and known hosts", err)
 	}
 }
+
+// TestCredentialsMatchOnURLBoundaries: an entry covers its own scheme, host and port and the
+// paths at or below its path at a "/" boundary, never a longer host name, another port or a
+// sibling path sharing its characters; the default port is the same as none.
+func TestCredentialsMatchOnURLBoundaries(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "tok", "host-token")
+	writeFile(t, dir, "app", "app-token")
+	file := writeFile(t, dir, "creds.yaml", `
+- url: https://git.example.com
+  tokenFile: `+filepath.Join(dir, "tok")+`
+- url: https://git.example.com/acme/app
+  tokenFile: `+filepath.Join(dir, "app")+`
+`)
+	c, err := LoadCredentials(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		"https://git.example.com/acme/app.git":          "app-token",
+		"https://git.example.com/acme/app/sub.git":      "app-token",
+		"https://git.example.com:443/acme/app.git":      "app-token",
+		"https://GIT.example.com/acme/app-fork.git":     "host-token",
+		"https://git.example.com/acme/application.git":  "host-token",
+		"https://git.example.com.evil.net/acme/app.git": "",
+		"https://git.example.com:8443/acme/app.git":     "",
+		"http://git.example.com/acme/app.git":           "",
+		"https://git.example.community/x.git":           "",
+	}
+	for url, want := range cases {
+		auth, _, err := c.auth(normalize(url))
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		got := ""
+		if b, ok := auth.(*githttp.BasicAuth); ok {
+			got = b.Password
+		}
+		if got != want {
+			t.Errorf("%s: token %q, want %q", url, got, want)
+		}
+	}
+}

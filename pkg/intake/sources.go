@@ -156,8 +156,10 @@ func redactLocation(location string) string {
 }
 
 // Allow says whether the remote location (a Helm repository URL, an oci:// reference without
-// tag, an archive URL, a dependency's repository) may be fetched; the error is the reason a
-// failed deploy carries: the source, the rule and what to do.
+// tag, an archive URL, a dependency's repository, a git remote) may be fetched; the error is
+// the reason a failed deploy carries: the source, the rule and what to do. pkg/chartsource and
+// pkg/gitsource also ask it about every URL they request, redirects included, accepting a URL
+// when it or one of its parents is allowed.
 func (p SourcePolicy) Allow(location string) error {
 	norm, err := Normalize(location)
 	if errors.Is(err, ErrLocalPath) {

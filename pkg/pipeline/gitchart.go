@@ -76,6 +76,9 @@ func (i Intake) gitOptions() gitsource.Options {
 	if o.Timeout <= 0 {
 		o.Timeout = i.fetchOptions().Timeout
 	}
+	if !i.Trusted {
+		o.Allow = i.Sources.Allow // every request and redirect of the fetch, not only the URL
+	}
 	return o
 }
 
@@ -157,9 +160,10 @@ func orDefault(s, d string) string {
 }
 
 // gitRefused says whether a git fetch failed for a reason retrying cannot fix: a commit the
-// repository does not have, a tree over the size limit.
+// repository does not have, a tree over the size limit, a URL or redirect not allowed.
 func gitRefused(err error) bool {
-	return errors.Is(err, gitsource.ErrCommitNotFound) || errors.Is(err, gitsource.ErrTooLarge)
+	return errors.Is(err, gitsource.ErrCommitNotFound) || errors.Is(err, gitsource.ErrTooLarge) ||
+		errors.Is(err, gitsource.ErrNotAllowed)
 }
 
 // insideTree lets a chart checked out into tree use the tree: the chart itself and file://

@@ -62,7 +62,8 @@ func IntakeFlagsFromEnv() IntakeFlags {
 // Usage texts of the intake flags, shared by `sealane serve` and the service binaries.
 const (
 	UsageAllowChartSource = "a remote chart source requests may name, as a URL glob (repeatable; default $" + AllowChartSourceEnv +
-		", comma-separated): e.g. oci://registry.example.com/charts/* or https://charts.example.com/*; none: only charts uploaded with the request"
+		", comma-separated): e.g. oci://registry.example.com/charts/* or https://charts.example.com/*; none: only charts uploaded with the request. " +
+		"Every URL fetched for a chart (index entries, dependencies, redirects, git) must match it or have a parent that does"
 	UsageClientKeys = "YAML file of client name → public nkey(s); when set, the renderer accepts only requests signed by one of them ($" +
 		ClientKeysEnv + ")"
 	UsageRequestMaxAge     = "how old a signed request may be when the renderer receives it ($" + RequestMaxAgeEnv + ")"
