@@ -37,19 +37,23 @@ const (
 // Sink is where the handler's decisions go: Start records a delivery and publishes its
 // deploys, Audit publishes one audit event. NATSSink is the production one.
 type Sink interface {
-	// Start records the delivery under sub.Key create-only and publishes its deploys; for a
-	// delivery recorded before it publishes nothing and returns the earlier deploy ids with
-	// duplicate set.
+	// Start records the delivery under sub.Key and sub.IDKey create-only and publishes its
+	// deploys; for a delivery recorded before under either key it publishes nothing and
+	// returns the earlier deploy ids with duplicate set.
 	Start(ctx context.Context, sub Submission) (started []Started, duplicate bool, err error)
 	// Audit publishes one audit event; a failure is logged by the sink, never answered.
 	Audit(ctx context.Context, a Audit)
 }
 
-// Submission is an accepted delivery: its deduplication key and the deploys it starts, with
+// Submission is an accepted delivery: its deduplication keys and the deploys it starts, with
 // their deterministic ids.
 type Submission struct {
 	Receiver *Receiver
-	Key      string
+	// Key is the digest of the signed content (githook.ContentDigest): a replay under a fresh
+	// delivery id has the same. The deploy ids derive from it.
+	Key string
+	// IDKey is the digest of the delivery id the sender gave, "" without one.
+	IDKey    string
 	Delivery githook.Delivery
 	Deploys  []Deploy
 	IDs      []string
@@ -247,11 +251,11 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, st *handlerStat
 		return rejected(http.StatusBadRequest, "malformed: "+err.Error())
 	}
 	req.data.DeliveryID, req.data.Event = d.ID, d.Event
-	return h.route(r.Context(), req, d, body)
+	return h.route(r.Context(), req, d, deliveryKeys(rcv.ID, d.ID, githook.ContentDigest(rcv.Type, greq, st.secrets[rcv.ID])))
 }
 
 // route picks the deploys of a verified delivery and submits them.
-func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, body []byte) reply {
+func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, keys Submission) reply {
 	rcv := req.rcv
 	if len(d.Pushes) > 0 {
 		p := d.Pushes[0]
@@ -263,7 +267,7 @@ func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, b
 	case d.Kind != githook.KindPush && d.Kind != githook.KindTagPush:
 		return ignored("event " + d.Event + " is not a push")
 	}
-	sub := Submission{Receiver: rcv, Key: deliveryKey(rcv.ID, d.ID, body), Delivery: d}
+	sub := Submission{Receiver: rcv, Key: keys.Key, IDKey: keys.IDKey, Delivery: d}
 	var why []string
 	for _, p := range d.Pushes {
 		deploys, reason, err := routePush(rcv, p)
@@ -375,14 +379,15 @@ func (h *Handler) audit(ctx context.Context, req *request, rep reply) {
 	}
 }
 
-// deliveryKey is the deduplication key of a delivery: the receiver and a digest of the
-// delivery id, or of the body when the provider sent no id.
-func deliveryKey(receiver, id string, body []byte) string {
-	sum := sha256.Sum256(body)
+// deliveryKeys are the deduplication keys of a delivery (Submission.Key and IDKey): the
+// receiver and the digest of the signed content, and of the delivery id when there is one.
+func deliveryKeys(receiver, id string, content [sha256.Size]byte) Submission {
+	keys := Submission{Key: receiver + ".c" + hex.EncodeToString(content[:16])}
 	if id != "" {
-		sum = sha256.Sum256([]byte("id\x00" + id))
+		sum := sha256.Sum256([]byte("id\x00" + id))
+		keys.IDKey = receiver + "." + hex.EncodeToString(sum[:16])
 	}
-	return receiver + "." + hex.EncodeToString(sum[:16])
+	return keys
 }
 
 // mediaType is the content type without parameters, lowercased.

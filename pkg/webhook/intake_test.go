@@ -74,6 +74,27 @@ const testConfig = `receivers:
       - repository: acme/*
         branches: ["*"]
         deploy: {cluster: c1, namespace: "review-{{ .Branch | slug }}", release: app}
+  - id: bb
+    type: bitbucket
+    secrets: [{file: %[1]s/hmac}]
+    routes:
+      - repository: acme/app
+        branches: [main]
+        deploy: {cluster: c1, namespace: app, release: bb}
+  - id: gen
+    type: generic-hmac
+    secrets: [{file: %[1]s/hmac}]
+    routes:
+      - repository: acme/shop
+        branches: [main]
+        deploy: {cluster: c1, namespace: shop, release: gen}
+  - id: gl
+    type: gitlab
+    secrets: [{env: TEST_SW_SECRET}]
+    routes:
+      - repository: acme/platform/app
+        branches: [main]
+        deploy: {cluster: c1, namespace: app, release: gl}
   - id: limited
     type: generic-hmac
     secrets:

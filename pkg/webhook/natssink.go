@@ -54,7 +54,8 @@ type delivery struct {
 	Started    []Started `json:"started"`
 }
 
-// Start records the delivery create-only, then publishes its requests; a failed publish
+// Start records the delivery create-only under its content key and its delivery id key, then
+// publishes its requests; a delivery either key names already is a duplicate. A failed publish
 // forgets the delivery again so that the sender's retry is not taken for a duplicate.
 func (s *NATSSink) Start(ctx context.Context, sub Submission) ([]Started, bool, error) {
 	rec := delivery{Receiver: sub.Receiver.ID, DeliveryID: sub.Delivery.ID, Time: time.Now().UTC()}
@@ -72,13 +73,31 @@ func (s *NATSSink) Start(ctx context.Context, sub Submission) ([]Started, bool, 
 	if err != nil {
 		return nil, false, fmt.Errorf("record delivery %s: %w", sub.Key, err)
 	}
+	recorded := map[string]uint64{sub.Key: rev}
+	forget := func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+		defer cancel()
+		for key, rev := range recorded {
+			if derr := s.Deliveries.Delete(fctx, key, rev); derr != nil {
+				s.Log.Warn("webhook delivery not forgotten after a failed publish", zap.String("key", key), zap.Error(derr))
+			}
+		}
+	}
+	if sub.IDKey != "" {
+		idRev, err := s.Deliveries.Create(ctx, sub.IDKey, raw)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			forget() // other signed content under a delivery id seen before: that delivery's
+			return s.earlier(ctx, sub.IDKey)
+		}
+		if err != nil {
+			forget()
+			return nil, false, fmt.Errorf("record delivery %s: %w", sub.IDKey, err)
+		}
+		recorded[sub.IDKey] = idRev
+	}
 	for i := range sub.Deploys {
 		if err := s.publishRequest(ctx, sub, i); err != nil {
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
-			defer cancel()
-			if derr := s.Deliveries.Delete(fctx, sub.Key, rev); derr != nil {
-				s.Log.Warn("webhook delivery not forgotten after a failed publish", zap.String("key", sub.Key), zap.Error(derr))
-			}
+			forget()
 			return nil, false, err
 		}
 	}
