@@ -9,6 +9,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -35,8 +36,9 @@ func DeployIDs(key string, n int) []string {
 	return ids
 }
 
-// NATSSink records deliveries in the delivery bucket (bus.Deliveries) and publishes deploy
-// requests and audit events to the deploy stream, signed with the bus's Signer when it has one.
+// NATSSink records deliveries in the delivery bucket (bus.Deliveries), publishes deploy
+// requests to the deploy stream, signed with the bus's Signer when it has one, and audit events
+// to the webhook stream (bus.WebhookAudit, which must exist).
 type NATSSink struct {
 	Bus        *bus.Bus
 	Deliveries *bus.KV
@@ -172,7 +174,13 @@ func requester(sub Submission) string {
 	return who
 }
 
-func source(receiver string) string { return "/sealane/webhook/" + receiver }
+// source is the CloudEvents source of a receiver's events; a refusal summary's is the intake's.
+func source(receiver string) string {
+	if receiver == "" {
+		return "/sealane/webhook"
+	}
+	return "/sealane/webhook/" + receiver
+}
 
 // Audit publishes one audit event, within auditTimeout even when the request is gone.
 func (s *NATSSink) Audit(ctx context.Context, a Audit) {
@@ -183,8 +191,12 @@ func (s *NATSSink) Audit(ctx context.Context, a Audit) {
 		id = events.StepID(a.DeployID, a.Type.Token()) // once per deploy, however often retried
 	}
 	ev, err := events.New(a.Type, events.Meta{ID: id, Source: source(a.Data.Receiver), Target: a.Target, CorrelationID: a.DeployID}, a.Data)
+	var msg *nats.Msg
 	if err == nil {
-		err = s.publish(ctx, ev)
+		msg, err = events.Encode(ev)
+	}
+	if err == nil {
+		_, err = s.Bus.PublishWebhook(ctx, msg, ev.ID())
 	}
 	if err != nil {
 		s.Log.Error("webhook audit event not published", zap.String("type", a.Type.Token()),
