@@ -47,7 +47,7 @@ type Limits struct {
 // DefaultLimits are the limits of a zero Limits field.
 var DefaultLimits = Limits{
 	SourceRate: 10, SourceBurst: 40, GlobalRate: 200, GlobalBurst: 400,
-	MaxBodies: 64, SourceBodies: 8, MaxConnections: 1024, SourceConnections: 64,
+	MaxBodies: 64, SourceBodies: 8, MaxConnections: 512, SourceConnections: 32,
 	AuditInterval: time.Minute, MaxSources: 10000,
 }
 
