@@ -468,8 +468,9 @@ type LogLinesData struct {
 }
 
 // WebhookData is the payload of the webhook audit events (WebhookAccepted, WebhookRejected,
-// WebhookIgnored, WebhookDuplicate): one per HTTP request to a receiver (one per deploy for an
-// accepted push). It never carries a secret or the request's body.
+// WebhookIgnored, WebhookDuplicate): one per signed request to a receiver (one per deploy for an
+// accepted push), and for refused requests one WebhookRejected per interval with Refused. It
+// never carries a secret or the request's body; every text in it is at most 256 bytes.
 type WebhookData struct {
 	Receiver string `json:"receiver"`
 	// Provider is the receiver's type: github, gitlab, bitbucket, generic-hmac,
@@ -493,4 +494,34 @@ type WebhookData struct {
 	DeployID string `json:"deployId,omitempty"`
 	// RemoteAddr is the client's address as the server saw it.
 	RemoteAddr string `json:"remoteAddr,omitempty"`
+	// Refused sums up the requests refused in one interval (a WebhookRejected summary).
+	Refused *WebhookRefused `json:"refused,omitempty"`
+}
+
+// WebhookRefused counts the requests the webhook intake refused in one interval, by receiver
+// and reason, with the sources that sent the most.
+type WebhookRefused struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// Total is every request refused in the interval.
+	Total int `json:"total"`
+	// Counts are by receiver ("(unknown)" for ids no receiver has) and reason; past a bound
+	// the rest is counted under receiver "(other)".
+	Counts []WebhookRefusedCount `json:"counts"`
+	// Sources are the client addresses that sent the most refused requests, most first.
+	Sources []WebhookSourceCount `json:"sources,omitempty"`
+}
+
+// WebhookRefusedCount is how many requests to one receiver were refused for one reason.
+type WebhookRefusedCount struct {
+	Receiver string `json:"receiver"`
+	Reason   string `json:"reason"`
+	Status   int    `json:"status"`
+	Count    int    `json:"count"`
+}
+
+// WebhookSourceCount is how many refused requests one client address sent.
+type WebhookSourceCount struct {
+	Addr  string `json:"addr"`
+	Count int    `json:"count"`
 }

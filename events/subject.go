@@ -14,6 +14,21 @@ const SubjectPrefix = "sealane.deploy"
 // events, and for a shorter time.
 const LogSubjectPrefix = "sealane.logs"
 
+// WebhookSubjectPrefix starts the subject of the webhook intake's audit events (WebhookAccepted,
+// WebhookRejected, WebhookIgnored, WebhookDuplicate): "sealane.webhook.<token>.<cluster>.<namespace>.<release>".
+// They are kept in a stream of their own, bounded in size, so that what anybody may send to a
+// receiver URL can never fill the deploy stream.
+const WebhookSubjectPrefix = "sealane.webhook"
+
+// Webhook reports whether t is a webhook audit event type (on WebhookSubjectPrefix).
+func (t Type) Webhook() bool {
+	switch t {
+	case WebhookAccepted, WebhookRejected, WebhookIgnored, WebhookDuplicate:
+		return true
+	}
+	return false
+}
+
 // Target names where a release lives: a cluster from the cluster registry, a namespace and a
 // release name.
 type Target struct {
@@ -56,7 +71,11 @@ func NATSSubject(t Type, target Target) string {
 	if t == LogLines {
 		return LogSubjectPrefix + "." + SubjectToken(target.Cluster) + "." + SubjectToken(target.Namespace) + "." + SubjectToken(target.Release)
 	}
-	return SubjectPrefix + "." + t.Token() + "." + SubjectToken(target.Cluster) + "." +
+	prefix := SubjectPrefix
+	if t.Webhook() {
+		prefix = WebhookSubjectPrefix
+	}
+	return prefix + "." + t.Token() + "." + SubjectToken(target.Cluster) + "." +
 		SubjectToken(target.Namespace) + "." + SubjectToken(target.Release)
 }
 
@@ -66,7 +85,8 @@ type Filter struct {
 	Cluster, Namespace, Release string
 }
 
-// Subject returns the filter as a NATS subject with wildcards (LogLines: on LogSubjectPrefix).
+// Subject returns the filter as a NATS subject with wildcards (LogLines: on LogSubjectPrefix,
+// the webhook audit types on WebhookSubjectPrefix).
 func (f Filter) Subject() string {
 	tok := func(s string) string {
 		if s == "" {
@@ -77,11 +97,14 @@ func (f Filter) Subject() string {
 	if f.Type == LogLines {
 		return LogSubjectPrefix + "." + tok(f.Cluster) + "." + tok(f.Namespace) + "." + tok(f.Release)
 	}
-	typ := "*"
+	typ, prefix := "*", SubjectPrefix
 	if f.Type != "" {
 		typ = f.Type.Token()
 	}
-	return SubjectPrefix + "." + typ + "." + tok(f.Cluster) + "." + tok(f.Namespace) + "." + tok(f.Release)
+	if f.Type.Webhook() {
+		prefix = WebhookSubjectPrefix
+	}
+	return prefix + "." + typ + "." + tok(f.Cluster) + "." + tok(f.Namespace) + "." + tok(f.Release)
 }
 
 // SubjectToken makes s safe as one NATS subject token: characters other than letters,

@@ -36,9 +36,11 @@ const (
 	LogLines Type = "dev.sealane.deploy.log_lines.v1"
 )
 
-// The audit events of the webhook intake (sealane serve webhook), one per request; an
-// accepted push has one per deploy it started, with that deploy's target and correlation id.
-// A request without a deploy target is published for NoTarget.
+// The audit events of the webhook intake (sealane serve webhook), on WebhookSubjectPrefix in a
+// stream of their own: one per signed request (an accepted push has one per deploy it started,
+// with that deploy's target and correlation id); refused requests are counted and summed up in
+// one WebhookRejected event per interval (WebhookData.Refused), never one each. An event
+// without a deploy target is published for NoTarget.
 const (
 	WebhookAccepted  Type = "dev.sealane.webhook.accepted.v1"
 	WebhookRejected  Type = "dev.sealane.webhook.rejected.v1"

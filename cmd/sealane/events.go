@@ -23,6 +23,7 @@ type eventsFlags struct {
 	since, until                string
 	output                      string
 	logs                        bool
+	webhook                     bool // the types are webhook audit types (their own stream)
 	deadLetters                 bool
 	redrive                     uint64
 }
@@ -85,11 +86,11 @@ func runEvents(ctx context.Context, g *globalFlags, f *eventsFlags, stdout, stde
 	}
 	defer node.Close()
 
-	opts := bus.FollowOptions{FilterSubjects: filters, DeliverAll: since.IsZero(), StartTime: since, Logs: f.logs}
+	opts := bus.FollowOptions{FilterSubjects: filters, DeliverAll: since.IsZero(), StartTime: since, Logs: f.logs, Webhook: f.webhook}
 	var last uint64
 	if !f.follow {
 		var lastTime time.Time
-		if last, lastTime, err = lastMatching(ctx, node.Bus, f.logs, filters); err != nil {
+		if last, lastTime, err = lastMatching(ctx, node.Bus, f.stream(node.Bus), filters); err != nil {
 			return err
 		}
 		if last == 0 || !since.IsZero() && lastTime.Before(since) {
@@ -160,18 +161,31 @@ func (f *eventsFlags) filters() ([]string, error) {
 		if t == events.LogLines {
 			f.logs = true
 		}
+		if t.Webhook() {
+			f.webhook = true
+		}
+		if f.webhook && !t.Webhook() {
+			return nil, errors.New("--type: the webhook audit types (webhook_*) are on the webhook stream: list them without other types")
+		}
 		filters = append(filters, events.Filter{Type: t, Cluster: f.cluster, Namespace: f.namespace, Release: f.release}.Subject())
 	}
 	return filters, nil
 }
 
-// lastMatching returns the stream sequence and time of the newest stored event matching any
-// filter, 0 when none does, so a non-following `events` call knows where to stop.
-func lastMatching(ctx context.Context, b *bus.Bus, logs bool, filters []string) (uint64, time.Time, error) {
-	name := b.Options().Stream
-	if logs {
-		name = b.Options().LogStream
+// stream is the stream the flags read: the deploy stream, or the log or webhook stream.
+func (f *eventsFlags) stream(b *bus.Bus) string {
+	switch {
+	case f.logs:
+		return b.Options().LogStream
+	case f.webhook:
+		return b.Options().WebhookStream
 	}
+	return b.Options().Stream
+}
+
+// lastMatching returns the stream sequence and time of the newest stored event matching any
+// filter in stream name, 0 when none does, so a non-following `events` call knows where to stop.
+func lastMatching(ctx context.Context, b *bus.Bus, name string, filters []string) (uint64, time.Time, error) {
 	var last uint64
 	var lastTime time.Time
 	for _, f := range filters {

@@ -32,6 +32,17 @@ const (
 	DefaultRolloutBucket    = "sealane-rollouts"           // fleet rollouts (pkg/coordinator)
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
 	DefaultLogStream        = "SEALANE_LOGS"
+	// DefaultWebhookStream holds the webhook intake's audit events (WebhookSubject), created
+	// by the intake (WebhookAudit).
+	DefaultWebhookStream = "SEALANE_WEBHOOK"
+	// WebhookSubject is what the webhook stream captures (events.WebhookSubjectPrefix).
+	WebhookSubject = "sealane.webhook.>"
+	// DefaultWebhookMaxBytes bounds the webhook stream: when full, its oldest events are
+	// dropped, so that its publishes never fail and it never takes the deploy stream's storage.
+	DefaultWebhookMaxBytes = 256 << 20
+	// maxWebhookMessage bounds one webhook audit event (an interval's refusal summary is the
+	// largest, a few KiB).
+	maxWebhookMessage = 64 << 10
 	// LogSubject is what the log stream captures: container log lines of tracked resources
 	// (events.LogLines, on events.LogSubjectPrefix).
 	LogSubject = "sealane.logs.>"
@@ -77,6 +88,10 @@ type Options struct {
 	LogStream   string
 	LogMaxAge   time.Duration
 	LogMaxBytes int64
+	// WebhookStream holds the webhook audit events on WebhookSubject, for MaxAge and at most
+	// WebhookMaxBytes (oldest dropped first).
+	WebhookStream   string
+	WebhookMaxBytes int64
 	// Signer signs the deploy requests a client publishes on this Bus (pkg/client): the user
 	// nkey it authenticates with, so that the renderer can tell who asked. Nil signs nothing
 	// (stages, the embedded pipeline). An nkeys.KeyPair is one.
@@ -125,6 +140,8 @@ func DefaultOptions() Options {
 		LogStream:        DefaultLogStream,
 		LogMaxAge:        DefaultLogMaxAge,
 		LogMaxBytes:      DefaultLogMaxBytes,
+		WebhookStream:    DefaultWebhookStream,
+		WebhookMaxBytes:  DefaultWebhookMaxBytes,
 	}
 }
 
@@ -176,6 +193,12 @@ func (o Options) WithDefaults() Options {
 	if o.LogMaxBytes == 0 {
 		o.LogMaxBytes = d.LogMaxBytes
 	}
+	if o.WebhookStream == "" {
+		o.WebhookStream = d.WebhookStream
+	}
+	if o.WebhookMaxBytes == 0 {
+		o.WebhookMaxBytes = d.WebhookMaxBytes
+	}
 	return o
 }
 
@@ -187,13 +210,20 @@ var (
 // Validate reports the first invalid field of o after defaults are applied.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	for _, s := range []string{o.Stream, o.DeadLetterStream, o.LogStream} {
+	streams := []string{o.Stream, o.DeadLetterStream, o.LogStream, o.WebhookStream}
+	for i, s := range streams {
 		if !streamNameRe.MatchString(s) {
 			return fmt.Errorf("bus options: invalid stream name %q", s)
 		}
+		for _, other := range streams[:i] {
+			if s == other {
+				return fmt.Errorf("bus options: the deploy (%s), dead-letter (%s), log (%s) and webhook (%s) streams must differ",
+					o.Stream, o.DeadLetterStream, o.LogStream, o.WebhookStream)
+			}
+		}
 	}
-	if o.Stream == o.DeadLetterStream || o.Stream == o.LogStream || o.LogStream == o.DeadLetterStream {
-		return fmt.Errorf("bus options: the deploy (%s), dead-letter (%s) and log (%s) streams must differ", o.Stream, o.DeadLetterStream, o.LogStream)
+	if o.WebhookMaxBytes < 0 {
+		return fmt.Errorf("bus options: negative webhook stream size %d", o.WebhookMaxBytes)
 	}
 	if o.LogMaxAge < 0 || o.LogMaxBytes < 0 {
 		return fmt.Errorf("bus options: negative log retention (max age %s, max bytes %d)", o.LogMaxAge, o.LogMaxBytes)
@@ -207,6 +237,9 @@ func (o Options) Validate() error {
 		}
 		if subjectsOverlap(s, LogSubject) {
 			return fmt.Errorf("bus options: subject %q overlaps the log stream's %s", s, LogSubject)
+		}
+		if subjectsOverlap(s, WebhookSubject) {
+			return fmt.Errorf("bus options: subject %q overlaps the webhook stream's %s", s, WebhookSubject)
 		}
 	}
 	for _, b := range []string{o.StateBucket, o.BlobBucket, o.LeaseBucket, o.ClusterBucket, o.DeliveryBucket, o.RolloutBucket} {

@@ -28,6 +28,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"duplicate window below 2m", func(o *Options) { o.Duplicates = time.Minute }, true},
 		{"duplicate window above max age", func(o *Options) { o.MaxAge = 3 * time.Minute; o.Duplicates = 5 * time.Minute }, true},
 		{"three replicas", func(o *Options) { o.Replicas = 3 }, false},
+		{"same webhook stream", func(o *Options) { o.WebhookStream = o.LogStream }, true},
+		{"subject overlaps the webhook stream", func(o *Options) { o.Subjects = []string{"sealane.webhook.x"} }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

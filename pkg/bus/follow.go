@@ -28,11 +28,16 @@ type FollowOptions struct {
 	HeadersOnly bool
 	// Logs follows the log stream instead of the deploy stream.
 	Logs bool
+	// Webhook follows the webhook audit stream instead of the deploy stream.
+	Webhook bool
 }
 
 func (b *Bus) followed(o FollowOptions) string {
-	if o.Logs {
+	switch {
+	case o.Logs:
 		return b.opts.LogStream
+	case o.Webhook:
+		return b.opts.WebhookStream
 	}
 	return b.opts.Stream
 }

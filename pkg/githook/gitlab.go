@@ -32,11 +32,16 @@ type gitlabPayload struct {
 	} `json:"repository"`
 }
 
-// parseGitLab reads a GitLab delivery; only Push Hook and Tag Push Hook are pushes.
+// parseGitLab reads a GitLab delivery; only Push Hook and Tag Push Hook are pushes. A delivery
+// signed the Standard Webhooks way is identified by its signed webhook-id, any other by its
+// Idempotency-Key (the same for GitLab's retries), webhook-id or X-Gitlab-Event-UUID.
 func parseGitLab(req Request) (Delivery, error) {
 	d := Delivery{
 		ID:    firstHeader(req.Header, "Idempotency-Key", standardIDHeader, "X-Gitlab-Event-UUID"),
 		Event: req.Header.Get("X-Gitlab-Event"),
+	}
+	if req.Header.Get(standardSignatureHeader) != "" && singleHeader(req.Header, standardIDHeader) != "" {
+		d.ID = singleHeader(req.Header, standardIDHeader) // signed: never the unsigned Idempotency-Key
 	}
 	var objectKind string
 	switch d.Event {

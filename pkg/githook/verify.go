@@ -55,7 +55,7 @@ func verifyHexHMAC(h http.Header, name string, body []byte, secrets []Secret) bo
 // verifyGitLab checks a Standard Webhooks signature when a standard secret is configured and
 // the request carries one; otherwise the X-Gitlab-Token against the plain secrets.
 func verifyGitLab(req Request, secrets []Secret) bool {
-	if len(keys(secrets, true)) > 0 && req.Header.Get(standardSignatureHeader) != "" {
+	if gitlabStandard(req, secrets) {
 		return verifyStandard(req, secrets)
 	}
 	token := singleHeader(req.Header, gitlabTokenHeader)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
@@ -192,6 +193,9 @@ func (p Printer) Print(e cloudevents.Event) {
 // webhookLine words a webhook audit event: what the receiver got and what it did with it.
 func webhookLine(verb string) func(events.WebhookData) string {
 	return func(d events.WebhookData) string {
+		if r := d.Refused; r != nil {
+			return refusedLine(r)
+		}
 		line := fmt.Sprintf("webhook %s: %s receiver %s, HTTP %d", verb, d.Provider, d.Receiver, d.Status)
 		if d.Repository != "" {
 			line += fmt.Sprintf(", %s %s at %s", d.Repository, d.Ref, shortSHA(d.Commit))
@@ -210,6 +214,23 @@ func webhookLine(verb string) func(events.WebhookData) string {
 		}
 		return line
 	}
+}
+
+// refusedLine words a summary of refused webhook requests: the total over the interval and
+// its counts, most first.
+func refusedLine(r *events.WebhookRefused) string {
+	line := fmt.Sprintf("webhook refused %d request(s) in %s", r.Total, r.Until.Sub(r.Since).Round(time.Second))
+	for i, c := range r.Counts {
+		sep := ": "
+		if i > 0 {
+			sep = ", "
+		}
+		line += fmt.Sprintf("%s%s %s %d×%d", sep, c.Receiver, c.Reason, c.Count, c.Status)
+	}
+	if len(r.Sources) > 0 {
+		line += fmt.Sprintf("; most from %s (%d)", r.Sources[0].Addr, r.Sources[0].Count)
+	}
+	return line
 }
 
 // shortSHA is a commit's first 7 hex digits, as git shows it.

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sealane/sealane/events"
 )
@@ -52,6 +53,11 @@ func TestLine(t *testing.T) {
 			"webhook accepted: github receiver shop, HTTP 202, acme/shop refs/heads/main at 0123456 by alice, delivery d-1 → deploy u-1"},
 		{"webhook rejected", events.WebhookRejected, events.WebhookData{Receiver: "shop", Provider: "github", Status: 401, Reason: "signature"},
 			"webhook rejected: github receiver shop, HTTP 401: signature"},
+		{"webhook refusals summed up", events.WebhookRejected, events.WebhookData{Refused: &events.WebhookRefused{
+			Since: time.Unix(0, 0), Until: time.Unix(60, 0), Total: 12,
+			Counts:  []events.WebhookRefusedCount{{Receiver: "shop", Reason: "signature", Status: 401, Count: 10}, {Receiver: "(unknown)", Reason: "unknown receiver", Status: 404, Count: 2}},
+			Sources: []events.WebhookSourceCount{{Addr: "203.0.113.9", Count: 11}}}},
+			"webhook refused 12 request(s) in 1m0s: shop signature 10×401, (unknown) unknown receiver 2×404; most from 203.0.113.9 (11)"},
 		{"git chart requested", events.DeployRequested, events.RequestedData{Chart: events.ChartSource{Git: &events.GitChart{URL: "https://git.example.com/acme/shop.git",
 			Commit: "0123456789abcdef0123456789abcdef01234567"}}, Target: events.Target{Cluster: "c", Namespace: "n", Release: "r"}},
 			"requested: chart . in https://git.example.com/acme/shop.git at 0123456 → release r, namespace n, cluster c"},

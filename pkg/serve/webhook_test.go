@@ -67,6 +67,7 @@ func TestWebhookReloadKeepsServing(t *testing.T) {
 	addr := make(chan string, 1)
 	o := WebhookOptionsFromEnv()
 	o.Config, o.Addr, o.ReloadInterval = cfg, "127.0.0.1:0", 20*time.Millisecond
+	o.Handler.Limits.SourceRate, o.Handler.Limits.GlobalRate = 1e6, 1e6 // one client, pushing without pause
 	o.Listening = func(a string) { addr <- "http://" + a }
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

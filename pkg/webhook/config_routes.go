@@ -198,7 +198,7 @@ func (d *decoder) pairs(n *yaml.Node, field string) ([]string, []templateText) {
 			d.Addf(node, fld, "%q is not key=value: write it as for --set, e.g. image.tag={{ .ShortCommit }}", s)
 			continue
 		}
-		t, err := parseTemplate(fld, s, false)
+		t, err := parsePairTemplate(fld, s)
 		if err != nil {
 			d.Addf(node, fld, "%v", err)
 			continue

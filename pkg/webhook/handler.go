@@ -30,26 +30,28 @@ const HookPrefix = "/hooks/"
 const (
 	DefaultBodyTimeout = 10 * time.Second
 	DefaultBodyBudget  = 4 << 20
-	// smallBody is the largest body that needs no share of the budget.
-	smallBody = 64 << 10
 )
 
 // Sink is where the handler's decisions go: Start records a delivery and publishes its
 // deploys, Audit publishes one audit event. NATSSink is the production one.
 type Sink interface {
-	// Start records the delivery under sub.Key create-only and publishes its deploys; for a
-	// delivery recorded before it publishes nothing and returns the earlier deploy ids with
-	// duplicate set.
+	// Start records the delivery under sub.Key and sub.IDKey create-only and publishes its
+	// deploys; for a delivery recorded before under either key it publishes nothing and
+	// returns the earlier deploy ids with duplicate set.
 	Start(ctx context.Context, sub Submission) (started []Started, duplicate bool, err error)
 	// Audit publishes one audit event; a failure is logged by the sink, never answered.
 	Audit(ctx context.Context, a Audit)
 }
 
-// Submission is an accepted delivery: its deduplication key and the deploys it starts, with
+// Submission is an accepted delivery: its deduplication keys and the deploys it starts, with
 // their deterministic ids.
 type Submission struct {
 	Receiver *Receiver
-	Key      string
+	// Key is the digest of the signed content (githook.ContentDigest): a replay under a fresh
+	// delivery id has the same. The deploy ids derive from it.
+	Key string
+	// IDKey is the digest of the delivery id the sender gave, "" without one.
+	IDKey    string
 	Delivery githook.Delivery
 	Deploys  []Deploy
 	IDs      []string
@@ -81,19 +83,30 @@ type HandlerOptions struct {
 	Now func() time.Time
 	// Metrics, if set, counts the requests by provider and outcome and the deploys requested.
 	Metrics *metrics.Metrics
+	// Limits bound unauthenticated requests: per client address and in all, before anything
+	// is read (zero fields: DefaultLimits).
+	Limits Limits
 }
 
-// Handler serves /hooks/<id>: it checks each request in the documented order (method,
-// content type, size, signature, rate, payload), routes its pushes and hands the deploys to
-// its Sink. The configuration may be replaced at any time with Apply.
+// Handler serves /hooks/<id>: it checks each request in the documented order (client and
+// global rate, method, receiver, content type, size, signature, receiver rate, payload),
+// routes its pushes and hands the deploys to its Sink. The configuration may be replaced at
+// any time with Apply.
 type Handler struct {
 	sink   Sink
 	log    *zap.Logger
 	opts   HandlerOptions
 	budget *semaphore.Weighted
-	state  atomic.Pointer[handlerState]
-	// unknown limits the audit events of requests to unknown receivers, which anybody can send.
-	unknown *rate.Limiter
+	// bodies bounds the bodies being read at once; sources the requests and bodies of each
+	// client address, global those of all.
+	bodies  *semaphore.Weighted
+	sources *sources
+	global  *rate.Limiter
+	// refused sums up refused requests in one audit event per interval.
+	refused *refusals
+	// readingBodies counts the bodies holding a slot, peakBodies its highest value (tests).
+	readingBodies, peakBodies atomic.Int64
+	state                     atomic.Pointer[handlerState]
 	// inflight counts requests being handled (Wait).
 	inflight sync.WaitGroup
 }
@@ -116,8 +129,15 @@ func NewHandler(cfg *Config, sink Sink, log *zap.Logger, opts HandlerOptions) (*
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if err := opts.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	opts.Limits = opts.Limits.withDefaults()
+	l := opts.Limits
 	h := &Handler{sink: sink, log: log, opts: opts, budget: semaphore.NewWeighted(opts.BodyBudget),
-		unknown: rate.NewLimiter(1, 10)}
+		bodies: semaphore.NewWeighted(int64(l.MaxBodies)), sources: newSources(l),
+		global: rate.NewLimiter(rate.Limit(l.GlobalRate), l.GlobalBurst)}
+	h.refused = newRefusals(l.AuditInterval, opts.Now, sink.Audit)
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -155,37 +175,56 @@ func (h *Handler) Apply(cfg *Config) error {
 	return nil
 }
 
-// Wait blocks until every request being handled has been answered.
-func (h *Handler) Wait() { h.inflight.Wait() }
+// Wait blocks until every request being handled has been answered, then publishes the
+// summary of the requests refused so far.
+func (h *Handler) Wait() {
+	h.inflight.Wait()
+	h.refused.Flush()
+}
+
+// Limits are the handler's limits, defaults filled in.
+func (h *Handler) Limits() Limits { return h.opts.Limits }
 
 // reply is how a request was answered: status, the body's status word and reason, and the
 // audit event type (none for an accepted or duplicate delivery, whose events the sink path
 // publishes per deploy).
 type reply struct {
-	status  int
-	word    string // accepted, duplicate, ignored, rejected
-	reason  string
+	status int
+	word   string // accepted, duplicate, ignored, rejected
+	reason string
+	// why is a refusal's reason as the audit summary counts it: one short word, never text
+	// from the request (reason may say more to the sender).
+	why     string
 	started []Started
 	retry   time.Duration
 	unread  bool // the body was not read to its end
 }
 
-func rejected(status int, reason string) reply {
-	return reply{status: status, word: "rejected", reason: reason}
+// rejected is a refusal: why is its audit reason (a word), detail what the answer adds.
+func rejected(status int, why, detail string) reply {
+	reason := why
+	if detail != "" {
+		reason += ": " + detail
+	}
+	return reply{status: status, word: "rejected", reason: reason, why: why}
 }
 
 // unreadBody is a refusal that leaves the body unread.
-func unreadBody(status int, reason string) reply {
-	return reply{status: status, word: "rejected", reason: reason, unread: true}
+func unreadBody(status int, why, detail string) reply {
+	rep := rejected(status, why, detail)
+	rep.unread = true
+	return rep
 }
 
 func ignored(reason string) reply {
 	return reply{status: http.StatusOK, word: "ignored", reason: reason}
 }
 
-// request is one request being handled: what the audit event says about it.
+// request is one request being handled: its receiver (nil: unknown), client address, and
+// what the audit event says about it.
 type request struct {
 	rcv  *Receiver
+	addr string
 	data events.WebhookData
 }
 
@@ -195,22 +234,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.inflight.Done()
 	st := h.state.Load()
 	id := strings.TrimPrefix(r.URL.Path, HookPrefix)
-	req := &request{data: events.WebhookData{Receiver: auditableID(id), RemoteAddr: remoteHost(r)}}
-	rcv, ok := st.cfg.Receiver(id)
-	if !ok {
-		http.NotFound(w, r)
-		h.opts.Metrics.WebhookRequest("unknown", "rejected")
-		if h.unknown.Allow() {
-			req.data.Status, req.data.Reason = http.StatusNotFound, "unknown receiver"
-			h.sink.Audit(r.Context(), Audit{Type: events.WebhookRejected, Target: events.NoTarget, Data: req.data})
-		}
-		return
+	addr := h.opts.Limits.clientAddr(r)
+	req := &request{addr: addr, data: events.WebhookData{Receiver: auditableID(id), RemoteAddr: addr}}
+	rcv, known := st.cfg.Receiver(id)
+	provider := "unknown"
+	if known {
+		req.rcv, req.data.Provider, provider = rcv, rcv.Type, rcv.Type
 	}
-	req.rcv = rcv
-	req.data.Provider = rcv.Type
-	rep := h.handle(w, r, st, req)
+	rep := h.admit(r, addr)
+	if rep.status == 0 {
+		rep = h.handle(w, r, st, req)
+	}
 	h.answer(w, rep)
-	h.opts.Metrics.WebhookRequest(rcv.Type, rep.word)
+	h.opts.Metrics.WebhookRequest(provider, rep.word)
 	if rep.word == "accepted" { // a duplicate names the deploys its first delivery requested
 		h.opts.Metrics.WebhookDeploys(rcv.Type, len(rep.started))
 	}
@@ -218,57 +254,81 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.audit(r.Context(), req, rep)
 }
 
+// admit applies the limits of the client's address and of all clients, before anything
+// else: a refusal leaves the body unread.
+func (h *Handler) admit(r *http.Request, addr string) reply {
+	now := h.opts.Now()
+	if ok, wait := h.sources.allow(addr, now); !ok {
+		rep := unreadBody(http.StatusTooManyRequests, "source rate", "too many requests from your address")
+		rep.retry = wait
+		return rep
+	}
+	if res := h.global.ReserveN(now, 1); res.DelayFrom(now) > 0 {
+		res.CancelAt(now)
+		rep := unreadBody(http.StatusTooManyRequests, "global rate", "too many requests; retry later")
+		rep.retry = time.Second
+		return rep
+	}
+	return reply{}
+}
+
 // handle runs the checks and, for a delivery that passes them, routes and submits it.
+// Unknown and known receivers answer a method other than POST alike.
 func (h *Handler) handle(w http.ResponseWriter, r *http.Request, st *handlerState, req *request) reply {
-	rcv := req.rcv
 	if r.Method != http.MethodPost {
-		return unreadBody(http.StatusMethodNotAllowed, "method "+r.Method+": only POST")
+		return unreadBody(http.StatusMethodNotAllowed, "method", "only POST")
+	}
+	rcv := req.rcv
+	if rcv == nil {
+		rep := unreadBody(http.StatusNotFound, "unknown receiver", "")
+		rep.reason = "" // a plain 404
+		return rep
 	}
 	if !githook.AcceptsContentType(rcv.Type, mediaType(r.Header.Get("Content-Type"))) {
-		return unreadBody(http.StatusUnsupportedMediaType, "content type: want application/json")
+		return unreadBody(http.StatusUnsupportedMediaType, "content type", "want application/json")
 	}
-	body, release, rep, ok := h.readBody(w, r, rcv.MaxBodySize) // body.go
+	body, release, rep, ok := h.readBody(w, r, req.addr, rcv.MaxBodySize) // body.go
 	if !ok {
 		return rep
 	}
 	defer release()
 	greq := githook.Request{Header: r.Header, Body: body, Now: h.opts.Now()}
 	if err := githook.Verify(rcv.Type, greq, st.secrets[rcv.ID]); err != nil {
-		return rejected(http.StatusUnauthorized, "signature")
+		return rejected(http.StatusUnauthorized, "signature", "")
 	}
 	if res := st.limiters[rcv.ID].Reserve(); res.Delay() > 0 {
 		res.Cancel()
-		rep := rejected(http.StatusTooManyRequests, "rate")
+		rep := rejected(http.StatusTooManyRequests, "rate", "")
 		rep.retry = res.Delay()
 		return rep
 	}
 	d, err := githook.Parse(rcv.Type, greq)
 	if err != nil {
-		return rejected(http.StatusBadRequest, "malformed: "+err.Error())
+		return rejected(http.StatusBadRequest, "malformed", bounded(err.Error()))
 	}
-	req.data.DeliveryID, req.data.Event = d.ID, d.Event
-	return h.route(r.Context(), req, d, body)
+	req.data.DeliveryID, req.data.Event = bounded(d.ID), bounded(d.Event)
+	return h.route(r.Context(), req, d, deliveryKeys(rcv.ID, d.ID, githook.ContentDigest(rcv.Type, greq, st.secrets[rcv.ID])))
 }
 
 // route picks the deploys of a verified delivery and submits them.
-func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, body []byte) reply {
+func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, keys Submission) reply {
 	rcv := req.rcv
 	if len(d.Pushes) > 0 {
 		p := d.Pushes[0]
-		req.data.Repository, req.data.Ref, req.data.Commit, req.data.Sender = p.Repository, p.Ref, p.Commit, p.Sender
+		req.data.Repository, req.data.Ref, req.data.Commit, req.data.Sender = bounded(p.Repository), bounded(p.Ref), bounded(p.Commit), bounded(p.Sender)
 	}
 	switch {
 	case d.Kind == githook.KindPing:
 		return ignored("ping")
 	case d.Kind != githook.KindPush && d.Kind != githook.KindTagPush:
-		return ignored("event " + d.Event + " is not a push")
+		return ignored("event " + bounded(d.Event) + " is not a push")
 	}
-	sub := Submission{Receiver: rcv, Key: deliveryKey(rcv.ID, d.ID, body), Delivery: d}
+	sub := Submission{Receiver: rcv, Key: keys.Key, IDKey: keys.IDKey, Delivery: d}
 	var why []string
 	for _, p := range d.Pushes {
 		deploys, reason, err := routePush(rcv, p)
 		if err != nil {
-			return rejected(http.StatusUnprocessableEntity, err.Error())
+			return rejected(http.StatusUnprocessableEntity, "route", bounded(err.Error()))
 		}
 		if reason != "" {
 			why = append(why, reason)
@@ -276,13 +336,13 @@ func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, b
 		sub.Deploys = append(sub.Deploys, deploys...)
 	}
 	if len(sub.Deploys) == 0 {
-		return ignored(strings.Join(why, "; "))
+		return ignored(bounded(strings.Join(why, "; ")))
 	}
 	sub.IDs = DeployIDs(sub.Key, len(sub.Deploys))
 	started, dup, err := h.sink.Start(ctx, sub)
 	if err != nil {
-		h.log.Error("webhook delivery not submitted", zap.String("receiver", rcv.ID), zap.String("delivery", d.ID), zap.Error(err))
-		rep := rejected(http.StatusServiceUnavailable, "unavailable: the deploy request could not be stored; retry")
+		h.log.Error("webhook delivery not submitted", zap.String("receiver", rcv.ID), zap.String("delivery", bounded(d.ID)), zap.Error(err))
+		rep := rejected(http.StatusServiceUnavailable, "unavailable", "the deploy request could not be stored; retry")
 		rep.retry = 5 * time.Second
 		return rep
 	}
@@ -356,8 +416,16 @@ func (h *Handler) answer(w http.ResponseWriter, rep reply) {
 }
 
 // audit publishes the request's audit events: one per deploy for an accepted or duplicate
-// delivery, else one.
+// delivery, one for an ignored one; a refusal is only counted, for the interval's summary.
 func (h *Handler) audit(ctx context.Context, req *request, rep reply) {
+	if rep.word == "rejected" {
+		receiver := unknownReceiver
+		if req.rcv != nil {
+			receiver = req.rcv.ID
+		}
+		h.refused.add(receiver, rep.why, rep.status, req.addr)
+		return
+	}
 	data := req.data
 	data.Status, data.Reason = rep.status, rep.reason
 	typ := map[string]events.Type{"accepted": events.WebhookAccepted, "duplicate": events.WebhookDuplicate,
@@ -375,14 +443,15 @@ func (h *Handler) audit(ctx context.Context, req *request, rep reply) {
 	}
 }
 
-// deliveryKey is the deduplication key of a delivery: the receiver and a digest of the
-// delivery id, or of the body when the provider sent no id.
-func deliveryKey(receiver, id string, body []byte) string {
-	sum := sha256.Sum256(body)
+// deliveryKeys are the deduplication keys of a delivery (Submission.Key and IDKey): the
+// receiver and the digest of the signed content, and of the delivery id when there is one.
+func deliveryKeys(receiver, id string, content [sha256.Size]byte) Submission {
+	keys := Submission{Key: receiver + ".c" + hex.EncodeToString(content[:16])}
 	if id != "" {
-		sum = sha256.Sum256([]byte("id\x00" + id))
+		sum := sha256.Sum256([]byte("id\x00" + id))
+		keys.IDKey = receiver + "." + hex.EncodeToString(sum[:16])
 	}
-	return receiver + "." + hex.EncodeToString(sum[:16])
+	return keys
 }
 
 // mediaType is the content type without parameters, lowercased.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
@@ -34,6 +35,7 @@ type intake struct {
 	bus     *bus.Bus
 	dir     string
 	metrics *metrics.Metrics
+	h       *Handler
 }
 
 const (
@@ -74,6 +76,27 @@ const testConfig = `receivers:
       - repository: acme/*
         branches: ["*"]
         deploy: {cluster: c1, namespace: "review-{{ .Branch | slug }}", release: app}
+  - id: bb
+    type: bitbucket
+    secrets: [{file: %[1]s/hmac}]
+    routes:
+      - repository: acme/app
+        branches: [main]
+        deploy: {cluster: c1, namespace: app, release: bb}
+  - id: gen
+    type: generic-hmac
+    secrets: [{file: %[1]s/hmac}]
+    routes:
+      - repository: acme/shop
+        branches: [main]
+        deploy: {cluster: c1, namespace: shop, release: gen}
+  - id: gl
+    type: gitlab
+    secrets: [{env: TEST_SW_SECRET}]
+    routes:
+      - repository: acme/platform/app
+        branches: [main]
+        deploy: {cluster: c1, namespace: app, release: gl}
   - id: limited
     type: generic-hmac
     secrets:
@@ -87,7 +110,7 @@ const testConfig = `receivers:
 
 // newIntake starts an intake whose deploy stream drops duplicate message ids for only one
 // second, so that a test can replay a delivery after JetStream's window.
-func newIntake(t *testing.T) *intake {
+func newIntake(t *testing.T, options ...func(*HandlerOptions)) *intake {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	dir := t.TempDir()
@@ -133,8 +156,15 @@ func newIntake(t *testing.T) *intake {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := b.WebhookAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
 	m := metrics.New()
-	h, err := NewHandler(cfg, &NATSSink{Bus: b, Deliveries: deliveries, Log: log}, log, HandlerOptions{BodyTimeout: 700 * time.Millisecond, Metrics: m})
+	opts := HandlerOptions{BodyTimeout: 700 * time.Millisecond, Metrics: m, Limits: Limits{AuditInterval: 200 * time.Millisecond}}
+	for _, o := range options {
+		o(&opts)
+	}
+	h, err := NewHandler(cfg, &NATSSink{Bus: b, Deliveries: deliveries, Log: log}, log, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +181,7 @@ func newIntake(t *testing.T) *intake {
 		}
 		http.DefaultClient.CloseIdleConnections()
 	})
-	return &intake{base: "http://" + s.Addr().String(), bus: b, dir: dir, metrics: m}
+	return &intake{base: "http://" + s.Addr().String(), bus: b, dir: dir, metrics: m, h: h}
 }
 
 // send posts body to receiver id with headers and returns the status, the decoded answer and
@@ -183,22 +213,24 @@ type answer struct {
 	DeployIDs []string `json:"deployIds"`
 }
 
-// counts returns how many events of each type token the deploy stream holds.
+// counts returns how many events of each type token the deploy and webhook streams hold.
 func (in *intake) counts(t *testing.T) map[string]int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := in.bus.JetStream().Stream(ctx, bus.DefaultStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter("sealane.deploy.>"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int{}
-	for subj, n := range info.State.Subjects {
-		out[strings.Split(subj, ".")[2]] += int(n)
+	for stream, subjects := range map[string]string{bus.DefaultStream: "sealane.deploy.>", bus.DefaultWebhookStream: bus.WebhookSubject} {
+		s, err := in.bus.JetStream().Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subjects))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for subj, n := range info.State.Subjects {
+			out[strings.Split(subj, ".")[2]] += int(n)
+		}
 	}
 	return out
 }
@@ -236,7 +268,11 @@ func (in *intake) messages(t *testing.T, typ events.Type) []jetstream.Msg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := in.bus.JetStream().OrderedConsumer(ctx, bus.DefaultStream, jetstream.OrderedConsumerConfig{
+	stream := bus.DefaultStream
+	if typ.Webhook() {
+		stream = bus.DefaultWebhookStream
+	}
+	c, err := in.bus.JetStream().OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{events.Filter{Type: typ}.Subject()}})
 	if err != nil {
 		t.Fatal(err)
@@ -430,16 +466,29 @@ func TestIntakeRefuses(t *testing.T) {
 	if code != http.StatusTooManyRequests || retry == "" {
 		t.Fatalf("second limited delivery: %d, Retry-After %q; want 429 with Retry-After", code, retry)
 	}
-	c := in.countsWhen(t, func(c map[string]int) bool { return c["webhook_rejected"] >= 12 && c["webhook_ignored"] >= 2 })
-	if c["requested"] != 1 || c["webhook_accepted"] != 1 || c["webhook_rejected"] != 12 || c["webhook_ignored"] != 2 {
-		t.Errorf("stream holds %v, want the one accepted request and an audit event per refused request (12 rejected, 2 ignored)", c)
+	in.h.refused.Flush()
+	c := in.countsWhen(t, func(c map[string]int) bool { return c["webhook_rejected"] >= 1 && c["webhook_ignored"] >= 2 })
+	if c["requested"] != 1 || c["webhook_accepted"] != 1 || c["webhook_ignored"] != 2 {
+		t.Errorf("streams hold %v, want the one accepted request and an audit event per ignored request (2)", c)
 	}
+	want := map[string]int{"gh signature": 3, "sw signature": 2, "gh size": 1, "gh content type": 1, "gh malformed": 1,
+		"(unknown) unknown receiver": 1, "gh method": 1, "gh timeout": 1, "limited rate": 1}
+	got := map[string]int{}
 	for _, raw := range in.events(t, events.WebhookRejected) {
 		var d events.WebhookData
 		_ = json.Unmarshal(raw, &d)
-		if d.Reason == "" || d.Status < 400 {
-			t.Errorf("rejected audit event %s has no reason or status", raw)
+		if d.Refused == nil {
+			t.Fatalf("rejected audit event %s is no summary: refusals are summed up per interval", raw)
 		}
+		for _, n := range d.Refused.Counts {
+			if n.Status < 400 {
+				t.Errorf("refusal count %+v has no status", n)
+			}
+			got[n.Receiver+" "+n.Reason] += n.Count
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refusals summed up (-want +got):\n%s", diff)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -35,8 +36,9 @@ func DeployIDs(key string, n int) []string {
 	return ids
 }
 
-// NATSSink records deliveries in the delivery bucket (bus.Deliveries) and publishes deploy
-// requests and audit events to the deploy stream, signed with the bus's Signer when it has one.
+// NATSSink records deliveries in the delivery bucket (bus.Deliveries), publishes deploy
+// requests to the deploy stream, signed with the bus's Signer when it has one, and audit events
+// to the webhook stream (bus.WebhookAudit, which must exist).
 type NATSSink struct {
 	Bus        *bus.Bus
 	Deliveries *bus.KV
@@ -54,7 +56,8 @@ type delivery struct {
 	Started    []Started `json:"started"`
 }
 
-// Start records the delivery create-only, then publishes its requests; a failed publish
+// Start records the delivery create-only under its content key and its delivery id key, then
+// publishes its requests; a delivery either key names already is a duplicate. A failed publish
 // forgets the delivery again so that the sender's retry is not taken for a duplicate.
 func (s *NATSSink) Start(ctx context.Context, sub Submission) ([]Started, bool, error) {
 	rec := delivery{Receiver: sub.Receiver.ID, DeliveryID: sub.Delivery.ID, Time: time.Now().UTC()}
@@ -72,13 +75,31 @@ func (s *NATSSink) Start(ctx context.Context, sub Submission) ([]Started, bool, 
 	if err != nil {
 		return nil, false, fmt.Errorf("record delivery %s: %w", sub.Key, err)
 	}
+	recorded := map[string]uint64{sub.Key: rev}
+	forget := func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+		defer cancel()
+		for key, rev := range recorded {
+			if derr := s.Deliveries.Delete(fctx, key, rev); derr != nil {
+				s.Log.Warn("webhook delivery not forgotten after a failed publish", zap.String("key", key), zap.Error(derr))
+			}
+		}
+	}
+	if sub.IDKey != "" {
+		idRev, err := s.Deliveries.Create(ctx, sub.IDKey, raw)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			forget() // other signed content under a delivery id seen before: that delivery's
+			return s.earlier(ctx, sub.IDKey)
+		}
+		if err != nil {
+			forget()
+			return nil, false, fmt.Errorf("record delivery %s: %w", sub.IDKey, err)
+		}
+		recorded[sub.IDKey] = idRev
+	}
 	for i := range sub.Deploys {
 		if err := s.publishRequest(ctx, sub, i); err != nil {
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
-			defer cancel()
-			if derr := s.Deliveries.Delete(fctx, sub.Key, rev); derr != nil {
-				s.Log.Warn("webhook delivery not forgotten after a failed publish", zap.String("key", sub.Key), zap.Error(derr))
-			}
+			forget()
 			return nil, false, err
 		}
 	}
@@ -153,7 +174,13 @@ func requester(sub Submission) string {
 	return who
 }
 
-func source(receiver string) string { return "/sealane/webhook/" + receiver }
+// source is the CloudEvents source of a receiver's events; a refusal summary's is the intake's.
+func source(receiver string) string {
+	if receiver == "" {
+		return "/sealane/webhook"
+	}
+	return "/sealane/webhook/" + receiver
+}
 
 // Audit publishes one audit event, within auditTimeout even when the request is gone.
 func (s *NATSSink) Audit(ctx context.Context, a Audit) {
@@ -164,8 +191,12 @@ func (s *NATSSink) Audit(ctx context.Context, a Audit) {
 		id = events.StepID(a.DeployID, a.Type.Token()) // once per deploy, however often retried
 	}
 	ev, err := events.New(a.Type, events.Meta{ID: id, Source: source(a.Data.Receiver), Target: a.Target, CorrelationID: a.DeployID}, a.Data)
+	var msg *nats.Msg
 	if err == nil {
-		err = s.publish(ctx, ev)
+		msg, err = events.Encode(ev)
+	}
+	if err == nil {
+		_, err = s.Bus.PublishWebhook(ctx, msg, ev.ID())
 	}
 	if err != nil {
 		s.Log.Error("webhook audit event not published", zap.String("type", a.Type.Token()),

@@ -86,6 +86,10 @@ func renderName(tmpl templateText, data map[string]string, field string, release
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
 	}
+	if tmpl.slugs && tooLong(name, release) {
+		// "review-{{ .Branch | slug }}" of a long branch: trimmed with a hash, as werf's slug does
+		name = slugName(name, release)
+	}
 	switch {
 	case name == "":
 		return "", fmt.Errorf("%s %q renders empty for this push (ref %s): use fields the push has, or a default", field, tmpl.text, data["Ref"])
@@ -102,7 +106,7 @@ func renderPairs(tmpls []templateText, data map[string]string, field string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
-		if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+		if k, _, ok := cutPair(s); !ok || k == "" {
 			return nil, fmt.Errorf("%s[%d] %q renders %q, not key=value", field, i, t.text, s)
 		}
 		out = append(out, s)

@@ -21,8 +21,8 @@ const (
 	IdleTimeout       = 90 * time.Second
 	// ShutdownGrace is how long a stopping server lets requests being handled finish.
 	ShutdownGrace = 15 * time.Second
-	// maxHeaderBytes bounds a request's headers.
-	maxHeaderBytes = 64 << 10
+	// maxHeaderBytes bounds a request's headers: a git host's are a few KiB.
+	maxHeaderBytes = 16 << 10
 )
 
 // ServerOptions say where the intake listens.
@@ -88,7 +88,9 @@ func Listen(h *Handler, o ServerOptions, log *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook intake: listen on %s: %w", o.Addr, err)
 	}
-	s.ln = ln
+	cl := newConnLimiter(ln, h.Limits(), log)
+	cl.refuse = func(addr string) { h.refused.add(connectionsReceiver, "connections", 0, addr) }
+	s.ln = cl
 	return s, nil
 }
 

@@ -333,6 +333,15 @@ func TestWebhookDeploysPushedCommit(t *testing.T) {
 	for _, e := range streamEvents(t, in.natsURL, "wh-github") {
 		counts[events.Type(e.Type).Token()]++
 	}
+	// the audit events are on the webhook stream
+	r := run(t, time.Minute, sealaneBin, "events", "--nats", in.natsURL, "--release", "wh-github",
+		"--type", "webhook_accepted", "--type", "webhook_duplicate", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("sealane events --type webhook_*: exit %d:\n%s", r.code, r.out)
+	}
+	for _, e := range streamEventsOf(t, r.out) {
+		counts[events.Type(e.Type).Token()]++
+	}
 	if counts["requested"] != 1 || counts["webhook_accepted"] != 1 || counts["webhook_duplicate"] != 1 {
 		t.Errorf("wh-github events %v, want one request, one webhook_accepted, one webhook_duplicate", counts)
 	}

@@ -75,6 +75,7 @@ func startWebhook(ctx context.Context, t *testing.T, e *natsEnv) string {
 	go func() {
 		o := serve.WebhookOptionsFromEnv()
 		o.Config, o.Addr = config, "127.0.0.1:0"
+		o.Handler.Limits.AuditInterval = 200 * time.Millisecond // refusals summed up quickly
 		o.Listening = func(addr string) { listening <- addr }
 		done <- serve.RunWebhook(ctx, node, o, log)
 	}()
@@ -121,7 +122,11 @@ func postGitHub(ctx context.Context, t *testing.T, url, event, delivery, sig str
 // streamCount is how many messages the deploy stream holds on subjects matching filter.
 func streamCount(ctx context.Context, t *testing.T, js jetstream.JetStream, filter string) uint64 {
 	t.Helper()
-	s, err := js.Stream(ctx, bus.DefaultStream)
+	stream := bus.DefaultStream
+	if strings.HasPrefix(filter, "sealane.webhook.") {
+		stream = bus.DefaultWebhookStream
+	}
+	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +183,11 @@ func TestWebhookIntakeOnItsOwnUser(t *testing.T) {
 	audit := jsAs(t, e, "audit")
 	for filter, want := range map[string]uint64{
 		"sealane.deploy.requested.sandbox.team-a.app": 1,
-		"sealane.deploy.webhook_accepted.>":           1,
-		"sealane.deploy.webhook_duplicate.>":          1,
-		"sealane.deploy.webhook_ignored.>":            1,
-		"sealane.deploy.webhook_rejected.>":           1,
+		"sealane.webhook.webhook_accepted.>":          1,
+		"sealane.webhook.webhook_duplicate.>":         1,
+		"sealane.webhook.webhook_ignored.>":           1,
+		"sealane.webhook.webhook_rejected.>":          1, // the interval's summary
+		"sealane.deploy.webhook_rejected.>":           0, // never in the deploy stream
 	} {
 		// the intake answers before it publishes the request's audit event: wait for it
 		n := streamCount(ctx, t, audit, filter)
@@ -201,8 +207,9 @@ func TestWebhookIntakeOnItsOwnUser(t *testing.T) {
 	if _, err := blobs.GetInfo(ctx, "inputs/"+accepted.DeployIDs[0]); err != nil {
 		t.Errorf("the accepted push's inputs: %v", err)
 	}
-	if s, err := webhook.Stream(ctx, "KV_"+bus.DefaultDeliveryBucket); err != nil || s.CachedInfo().State.Msgs != 1 {
-		t.Errorf("delivery bucket: %v, want the one delivery", err)
+	// two keys: the signed content's digest and the delivery id's
+	if s, err := webhook.Stream(ctx, "KV_"+bus.DefaultDeliveryBucket); err != nil || s.CachedInfo().State.Msgs != 2 {
+		t.Errorf("delivery bucket: %v, want the one delivery under its two keys", err)
 	}
 	for _, v := range e.takeViolations() {
 		t.Errorf("permission violation while the webhook intake worked: %s", v)

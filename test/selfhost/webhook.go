@@ -162,14 +162,19 @@ func checkWebhook(t *testing.T, base, secret string, objs *podrun.Objects, natsU
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.Stream(ctx, "SEALANE_DEPLOY")
-	if err != nil {
-		t.Fatal(err)
-	}
 	target := "." + cluster + "." + team + ".hooked"
-	// the request names the pushed commit, the audit event the deploy the answer named
+	// the request names the pushed commit, the audit event (on the webhook stream) the deploy
+	// the answer named
 	for subject, want := range map[string]string{"sealane.deploy.requested" + target: commit,
-		"sealane.deploy.webhook_accepted" + target: accepted.DeployIDs[0]} {
+		"sealane.webhook.webhook_accepted" + target: accepted.DeployIDs[0]} {
+		name := "SEALANE_DEPLOY"
+		if strings.HasPrefix(subject, "sealane.webhook.") {
+			name = "SEALANE_WEBHOOK"
+		}
+		stream, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for {
 			m, err := stream.GetLastMsgForSubject(ctx, subject)
 			if err == nil {
