@@ -268,6 +268,8 @@ type Bus struct {
 	private map[string]bool                  // durables of the private pipeline, for Forget
 	inputs  map[string]jetstream.ObjectStore // input buckets bound so far (inputs.go)
 	pubKey  publicKeyCache                   // the published public payload key (pubkey.go)
+	// ephemeral says Sealer is a random key of this Bus (Options.Sealer was nil).
+	ephemeral bool
 }
 
 // publishAsyncTimeout bounds the wait for one asynchronous publish's ack.
@@ -297,12 +299,13 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 	if err != nil {
 		return nil, fmt.Errorf("new bus: %w", err)
 	}
-	if opts.Sealer == nil {
+	ephemeral := opts.Sealer == nil
+	if ephemeral {
 		if opts.Sealer, err = payload.Ephemeral(); err != nil {
 			return nil, fmt.Errorf("new bus: %w", err)
 		}
 	}
-	b := &Bus{nc: nc, link: newLink(nc), js: js, opts: opts, log: log, created: time.Now(), private: map[string]bool{}, inputs: map[string]jetstream.ObjectStore{}}
+	b := &Bus{nc: nc, link: newLink(nc), js: js, opts: opts, log: log, created: time.Now(), private: map[string]bool{}, inputs: map[string]jetstream.ObjectStore{}, ephemeral: ephemeral}
 	for _, step := range b.topologySteps() {
 		if err := retrySetup(ctx, step); err != nil {
 			return nil, fmt.Errorf("new bus: %w", err)

@@ -55,10 +55,14 @@ func (b *Bus) uploader(ctx context.Context) (*payload.PublicKey, error) {
 	if b.opts.PublicKey != nil {
 		return b.opts.PublicKey, nil
 	}
-	if k, ok := b.opts.Sealer.(*payload.Key); ok && k != nil {
+	k, keyed := b.opts.Sealer.(*payload.Key)
+	if keyed && k != nil && !b.ephemeral {
 		return k.PublicKey(), nil
 	}
 	pub, err := b.publishedPublicKey(ctx)
+	if err != nil && keyed && k != nil {
+		return k.PublicKey(), nil // a Bus of its own (tests): its random key
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: uploads are sealed to the pipeline's public payload key; set $%s (`sealane payload public-key` prints it where the payload key is), or %w",
 			payload.ErrNoKey, payload.EnvPublicKey, err)

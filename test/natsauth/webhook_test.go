@@ -195,18 +195,18 @@ func TestWebhookIntakeOnItsOwnUser(t *testing.T) {
 	}
 	// The request's --set values are in the input bucket, by digest; the delivery is remembered.
 	webhook := jsAs(t, e, "webhook")
+	if s, err := webhook.Stream(ctx, "KV_"+bus.DefaultDeliveryBucket); err != nil || s.CachedInfo().State.Msgs != 1 {
+		t.Errorf("delivery bucket: %v, want the one delivery", err)
+	}
+	for _, v := range e.takeViolations() {
+		t.Errorf("permission violation while the webhook intake worked: %s", v)
+	}
 	var rd events.RequestedData
 	if err := events.DecodeData(decodeEvent(t, nextEvent(ctx, t, e, "sealane.deploy.requested.>")), &rd); err != nil {
 		t.Fatal(err)
 	}
 	if bucket, name, err := bus.ParseBlobRef(rd.InputsRef); err != nil || bucket != bus.DefaultInputBucket || len(name) != len("inputs/")+64 {
 		t.Errorf("the accepted push's inputs %q (%v): want %s/inputs/<digest>", rd.InputsRef, err, bus.DefaultInputBucket)
-	}
-	if s, err := webhook.Stream(ctx, "KV_"+bus.DefaultDeliveryBucket); err != nil || s.CachedInfo().State.Msgs != 1 {
-		t.Errorf("delivery bucket: %v, want the one delivery", err)
-	}
-	for _, v := range e.takeViolations() {
-		t.Errorf("permission violation while the webhook intake worked: %s", v)
 	}
 
 	// What the webhook user may not do.
