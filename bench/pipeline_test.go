@@ -55,6 +55,8 @@ func (m *memBlobs) PutBlob(_ context.Context, name string, data []byte) (string,
 	return bus.BlobRef("mem", name), nil
 }
 
+func (m *memBlobs) RefOf(name string) string { return bus.BlobRef("mem", name) }
+
 func (m *memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

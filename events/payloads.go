@@ -206,11 +206,14 @@ type RenderedData struct {
 	IsUpgrade bool   `json:"isUpgrade"`
 	// PreviousRevision is the release's last deployed revision before this deploy (0: none);
 	// a fleet rollout reverts to it.
-	PreviousRevision int           `json:"previousRevision,omitempty"`
-	Chart            ChartSource   `json:"chart"`
-	RenderRef        string        `json:"renderRef"` // dataref of the render (manifest, hooks, values, notes)
-	Resources        []ResourceRef `json:"resources"`
-	Timeout          Duration      `json:"timeout"`
+	PreviousRevision int         `json:"previousRevision,omitempty"`
+	Chart            ChartSource `json:"chart"`
+	RenderRef        string      `json:"renderRef"` // dataref of the render (manifest, hooks, values, notes)
+	// NotesRef is the requester's copy of the render's notes, in its input bucket, sealed with
+	// the reply key it sent in its inputs (empty: no notes, or no reply key).
+	NotesRef  string        `json:"notesRef,omitempty"`
+	Resources []ResourceRef `json:"resources"`
+	Timeout   Duration      `json:"timeout"`
 	// Warnings are validation problems that do not stop the deploy, one line each naming the
 	// template, line, resource and field (never a value).
 	Warnings []string `json:"warnings,omitempty"`
@@ -421,8 +424,11 @@ type PlannedData struct {
 	Phases   int `json:"phases"`
 	// PlanRef is the dataref of the full report (phases, masked diffs); it may quote values,
 	// so it only travels by reference.
-	PlanRef string          `json:"planRef"`
-	Changes []PlannedChange `json:"changes"`
+	PlanRef string `json:"planRef"`
+	// ReplyRef is the requester's copy of the report, in its input bucket, sealed with the
+	// reply key it sent in its inputs (empty: no reply key).
+	ReplyRef string          `json:"replyRef,omitempty"`
+	Changes  []PlannedChange `json:"changes"`
 	// HasChanges says a deploy would change the cluster (a change other than unchanged, or the
 	// release namespace or record would be created).
 	HasChanges bool `json:"hasChanges"`

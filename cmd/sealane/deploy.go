@@ -20,6 +20,7 @@ import (
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/clusters"
+	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/progress"
 	"github.com/sealane/sealane/pkg/render"
@@ -82,6 +83,9 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 			req.RequestedBy = whoami()
 			req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
 			req.Supersede = f.supersede
+			if req.ReplyKey, err = s.replyKey(g); err != nil {
+				return client.Result{}, err
+			}
 			req.ReleaseStorage = storage
 			if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
 				s.log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
@@ -222,6 +226,25 @@ type session struct {
 	cluster   string
 	onEvent   func(cloudevents.Event)
 	renderRef string
+	// reply is the key the renderer seals its replies with (a shared pipeline's), notesRef
+	// the notes it sealed.
+	reply    string
+	notesRef string
+}
+
+// replyKey makes the key a shared pipeline's renderer seals its replies to this request with,
+// so that a client without the payload key reads its notes; "" for the embedded pipeline,
+// whose notes this process reads from its own render.
+func (s *session) replyKey(g *globalFlags) (string, error) {
+	if g.natsURL == "" {
+		return "", nil
+	}
+	k, err := payload.GenerateKey()
+	if err != nil {
+		return "", err
+	}
+	s.reply = k
+	return k, nil
 }
 
 // runOperation opens the pipeline, runs start (which publishes a request and follows it) and
@@ -259,7 +282,7 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 		if events.Type(e.Type()) == events.DeployRendered {
 			var d events.RenderedData
 			if events.DecodeData(e, &d) == nil {
-				s.renderRef = d.RenderRef
+				s.renderRef, s.notesRef = d.RenderRef, d.NotesRef
 			}
 		}
 		show(e)
@@ -284,18 +307,31 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 			return nil
 		}
 		fmt.Printf("release %s (namespace %s) revision %d deployed\n", res.Target.Release, res.Target.Namespace, res.Revision)
-		printNotes(waitCtx, node.Bus, p.bundles, s.renderRef, log)
+		printNotes(waitCtx, node, p.bundles, s, log)
 	}
 	return nil
 }
 
 // printNotes prints the chart's rendered NOTES.txt after a successful deploy, as helm does. The
-// notes may hold values, so they are read from the Object Store, never from an event.
-func printNotes(ctx context.Context, blobs pipeline.Blobs, bundles *pipeline.BundleCache, renderRef string, log *zap.Logger) {
-	if renderRef == "" {
+// notes may hold values, so they are read from the Object Store, never from an event: the
+// renderer's reply sealed with this request's reply key, else (the embedded pipeline, or a
+// client holding the payload key) the render itself.
+func printNotes(ctx context.Context, node *serve.Node, bundles *pipeline.BundleCache, s *session, log *zap.Logger) {
+	var notes string
+	var err error
+	switch {
+	case s.notesRef != "" && s.reply != "":
+		var key *payload.Key
+		if key, err = payload.ParseKey(s.reply); err == nil {
+			var raw []byte
+			raw, err = node.Bus.GetReply(ctx, s.notesRef, key)
+			notes = string(raw)
+		}
+	case s.renderRef != "" && (bundles != nil || node.PayloadKey() != nil):
+		notes, err = pipeline.Notes(ctx, node.Bus, bundles, s.renderRef)
+	default:
 		return
 	}
-	notes, err := pipeline.Notes(ctx, blobs, bundles, renderRef)
 	if err != nil {
 		log.Warn("could not read the chart's notes", zap.Error(err))
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/sealane/sealane/pkg/diff"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
@@ -165,6 +166,11 @@ func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, char
 	req.RequestedBy = whoami()
 	req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
 	req.Operation, req.DiffContextLines = events.OperationPlan, f.diffContextLines()
+	if g.natsURL != "" {
+		if req.ReplyKey, err = payload.GenerateKey(); err != nil {
+			return nil, err
+		}
+	}
 	if req.ReleaseStorage, err = f.storage.value(); err != nil {
 		return nil, err
 	}
@@ -194,6 +200,9 @@ func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, char
 	}
 	if planned == nil {
 		return nil, fmt.Errorf("plan of release %s: the pipeline answered without a plan (is its renderer older than this CLI?)", res.Target.Release)
+	}
+	if planned.ReplyRef != "" && req.ReplyKey != "" {
+		return pipeline.LoadPlanReply(waitCtx, p.node.Bus, planned.ReplyRef, req.ReplyKey)
 	}
 	return pipeline.LoadPlanReport(waitCtx, p.node.Bus, planned.PlanRef)
 }

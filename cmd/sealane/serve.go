@@ -115,6 +115,9 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 		return err
 	}
 	defer stopClusters()
+	if err := node.PublishPublicKey(cmd.Context()); err != nil {
+		return err
+	}
 	log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
 	runner := node.Runner(log)
 	runner.AckWait = f.ackWait

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,8 +24,32 @@ var ErrBlobConflict = errors.New("blob exists with different content")
 // BlobRef returns the reference "nats-obj://<bucket>/<name>".
 func BlobRef(bucket, name string) string { return BlobScheme + bucket + "/" + name }
 
-// ParseBlobRef splits "nats-obj://<bucket>/<name>" into bucket and name.
+// RefOf is the reference of blob name of the blob bucket, as PutBlob returns it.
+func (b *Bus) RefOf(name string) string { return BlobRef(b.opts.BlobBucket, name) }
+
+// digestMark starts the digest a blob reference may carry: "<ref>#sha256=<hex>". PutBlob's
+// references carry the SHA-256 of the content, so that what a stage wrote travels with its
+// digest in the stage's event and state, and GetBlob refuses other content under the name.
+const digestMark = "#sha256="
+
+// withDigest returns ref carrying the digest of data.
+func withDigest(ref string, data []byte) string {
+	sum := sha256.Sum256(data)
+	return ref + digestMark + hex.EncodeToString(sum[:])
+}
+
+// splitDigest splits a reference into the plain reference and its digest ("" when none).
+func splitDigest(ref string) (plain, digest string) {
+	plain, digest, _ = strings.Cut(ref, digestMark)
+	return plain, digest
+}
+
+// ErrDigestMismatch means a blob's content is not what its reference's digest says.
+var ErrDigestMismatch = errors.New("blob content does not match the digest its reference carries")
+
+// ParseBlobRef splits "nats-obj://<bucket>/<name>[#sha256=<hex>]" into bucket and name.
 func ParseBlobRef(ref string) (bucket, name string, err error) {
+	ref, _ = splitDigest(ref)
 	rest, ok := strings.CutPrefix(ref, BlobScheme)
 	if !ok {
 		return "", "", fmt.Errorf("blob ref %q: want scheme %s", ref, BlobScheme)
@@ -48,7 +73,8 @@ type Sealer interface {
 }
 
 // PutBlob encrypts data with the bus's Sealer, stores it under name in the blob bucket and
-// returns its reference. Blobs are write-once: storing the same content again is a no-op,
+// returns its reference, which carries the content's digest (GetBlob checks it). Blobs are
+// write-once: storing the same content again is a no-op,
 // different content is ErrBlobConflict. A blob stored in clear text or with another payload key
 // (before a key rotation) is replaced.
 func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string, err error) {
@@ -69,25 +95,25 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 	switch {
 	case err == nil:
 		if info.Digest == digest && info.Size == uint64(len(sealed)) {
-			return ref, nil
+			return withDigest(ref, data), nil
 		}
 		same, err := b.storedBlobMatches(ctx, ref, name, data)
 		if err != nil {
 			return "", err
 		}
 		if same {
-			return ref, nil
+			return withDigest(ref, data), nil
 		}
 	case !errors.Is(err, jetstream.ErrObjectNotFound):
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
 	// A put tried again after a lost answer stores the same bytes again: harmless.
 	if _, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, b.putObject(ctx, name, sealed) // objput.go
+		return struct{}{}, b.putObject(ctx, b.blobs, b.opts.BlobBucket, name, sealed) // objput.go
 	}); err != nil {
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
-	return ref, nil
+	return withDigest(ref, data), nil
 }
 
 // storedBlobMatches decides about a stored blob whose bytes differ from what PutBlob would
@@ -115,7 +141,8 @@ func (b *Bus) storedBlobMatches(ctx context.Context, ref, name string, data []by
 	return false, fmt.Errorf("put blob %s: %w (stored blob)", ref, err)
 }
 
-// GetBlob returns the decrypted content of the blob ref. A missing blob wraps
+// GetBlob returns the decrypted content of the blob ref, checked against the digest the ref
+// carries (ErrDigestMismatch, Permanent), if any. A missing blob wraps
 // jetstream.ErrObjectNotFound; a ref to another bucket than this bus's blob bucket is an error.
 // A blob that fails decryption (another payload key, modified, or stored in clear text) is a
 // Permanent error: the payload package's error says which.
@@ -124,21 +151,32 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get blob: %w", err)
 	}
-	if bucket != b.opts.BlobBucket {
-		return nil, fmt.Errorf("get blob %s: bucket %q is not the blob bucket %q", ref, bucket, b.opts.BlobBucket)
+	var sealed []byte
+	switch {
+	case bucket == b.opts.BlobBucket:
+		sealed, err = b.getBlob(ctx, name)
+	case IsInputBucket(bucket):
+		sealed, err = b.getDirect(ctx, bucket, name) // inputs.go
+	default:
+		return nil, fmt.Errorf("get blob %s: bucket %q is neither the blob bucket %q nor an input bucket (%s-…)", ref, bucket, b.opts.BlobBucket, InputBucketPrefix)
 	}
-	sealed, err := b.getBlob(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("get blob %s: %w", ref, err)
 	}
-	data, err := b.opts.Sealer.Open(ref, sealed)
+	plain, digest := splitDigest(ref)
+	data, err := b.opts.Sealer.Open(plain, sealed)
 	if err != nil {
 		return nil, Permanent(err)
+	}
+	if digest != "" {
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != digest {
+			return nil, Permanent(fmt.Errorf("get blob %s: %w: it was replaced after it was written", plain, ErrDigestMismatch))
+		}
 	}
 	return data, nil
 }
 
-// getBlob reads the stored bytes of a blob under the call rule.
+// getBlob reads the stored bytes of a blob of the blob bucket under the call rule.
 func (b *Bus) getBlob(ctx context.Context, name string) ([]byte, error) {
 	return callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) ([]byte, error) { return b.blobs.GetBytes(ctx, name) })
 }

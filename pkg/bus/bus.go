@@ -26,6 +26,7 @@ const (
 	DefaultDuplicates       = 2 * time.Minute
 	DefaultStateBucket      = "sealane-deploys"
 	DefaultBlobBucket       = "sealane-blobs"
+	DefaultInputBucket      = InputBucketPrefix
 	DefaultLeaseBucket      = "sealane-leases"             // release leases and their queues (pkg/lease)
 	DefaultClusterBucket    = "sealane-clusters"           // cluster reachability and versions (pkg/clusters)
 	DefaultDeliveryBucket   = "sealane-webhook-deliveries" // webhook deliveries seen (pkg/webhook)
@@ -102,6 +103,12 @@ type Options struct {
 	// Sealer encrypts blobs at rest (a *payload.Key). Nil seals with a random key that only
 	// this Bus knows: for tests, since no other process can read such blobs.
 	Sealer Sealer
+	// InputBucket is the Object Store bucket this client uploads its charts and values to
+	// (IsInputBucket; default DefaultInputBucket): a tenant's own, TenantInputBucket.
+	InputBucket string
+	// PublicKey seals uploads (PutInput) when the process holds no payload key: a client's or
+	// the webhook's. Nil uses the public half of Sealer's key.
+	PublicKey *payload.PublicKey
 	// Topology says whether New creates, checks or only binds to the streams and buckets
 	// (see Topology); the zero value creates or updates them.
 	Topology Topology
@@ -132,6 +139,7 @@ func DefaultOptions() Options {
 		Duplicates:       DefaultDuplicates,
 		StateBucket:      DefaultStateBucket,
 		BlobBucket:       DefaultBlobBucket,
+		InputBucket:      DefaultInputBucket,
 		LeaseBucket:      DefaultLeaseBucket,
 		ClusterBucket:    DefaultClusterBucket,
 		DeliveryBucket:   DefaultDeliveryBucket,
@@ -168,6 +176,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.BlobBucket == "" {
 		o.BlobBucket = d.BlobBucket
+	}
+	if o.InputBucket == "" {
+		o.InputBucket = d.InputBucket
 	}
 	if o.DeadLetterStream == "" {
 		o.DeadLetterStream = d.DeadLetterStream
@@ -247,6 +258,9 @@ func (o Options) Validate() error {
 			return fmt.Errorf("bus options: invalid bucket name %q", b)
 		}
 	}
+	if !IsInputBucket(o.InputBucket) {
+		return fmt.Errorf("bus options: input bucket %q: want %s or %s-<name> (letters, digits, '-', '_')", o.InputBucket, InputBucketPrefix, InputBucketPrefix)
+	}
 	if o.Pipeline != "" && (!validName(o.Pipeline) || len(o.Pipeline) > 64) {
 		return fmt.Errorf("bus options: invalid pipeline name %q", o.Pipeline)
 	}
@@ -284,7 +298,11 @@ type Bus struct {
 	created time.Time
 
 	mu      sync.Mutex
-	private map[string]bool // durables of the private pipeline, for Forget
+	private map[string]bool                  // durables of the private pipeline, for Forget
+	inputs  map[string]jetstream.ObjectStore // input buckets bound so far (inputs.go)
+	pubKey  publicKeyCache                   // the published public payload key (pubkey.go)
+	// ephemeral says Sealer is a random key of this Bus (Options.Sealer was nil).
+	ephemeral bool
 }
 
 // publishAsyncTimeout bounds the wait for one asynchronous publish's ack.
@@ -314,12 +332,13 @@ func New(ctx context.Context, nc *nats.Conn, opts Options, log *zap.Logger) (*Bu
 	if err != nil {
 		return nil, fmt.Errorf("new bus: %w", err)
 	}
-	if opts.Sealer == nil {
+	ephemeral := opts.Sealer == nil
+	if ephemeral {
 		if opts.Sealer, err = payload.Ephemeral(); err != nil {
 			return nil, fmt.Errorf("new bus: %w", err)
 		}
 	}
-	b := &Bus{nc: nc, link: newLink(nc), js: js, opts: opts, log: log, created: time.Now(), private: map[string]bool{}}
+	b := &Bus{nc: nc, link: newLink(nc), js: js, opts: opts, log: log, created: time.Now(), private: map[string]bool{}, inputs: map[string]jetstream.ObjectStore{}, ephemeral: ephemeral}
 	for _, step := range b.topologySteps() {
 		if err := retrySetup(ctx, step); err != nil {
 			return nil, fmt.Errorf("new bus: %w", err)

@@ -17,17 +17,22 @@ import (
 // objectChunkSize is the Object Store's default chunk size, which putObject keeps.
 const objectChunkSize = 128 << 10
 
-// putObject stores data as object name of the blob bucket exactly as the Object Store lays it
+// putObject stores data as object name of bucket (whose store is store) exactly as the Object Store lays it
 // out — chunks on $O.<bucket>.C.<nuid>, then the object's info on $O.<bucket>.M.<name> as a
 // subject rollup, then the chunks of the object it replaced purged — so jetstream's Get reads
 // it. It publishes synchronously: jetstream's ObjectStore.Put (nats.go v1.55) starts a
 // goroutine per call that it may leave blocked forever, when the put ends before that
 // goroutine first runs.
-func (b *Bus) putObject(ctx context.Context, name string, data []byte) error {
-	bucket := b.opts.BlobBucket
-	old, err := b.blobs.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
-	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return err
+//
+// A nil store means name is new (a reply): nothing is looked up or replaced.
+func (b *Bus) putObject(ctx context.Context, store jetstream.ObjectStore, bucket, name string, data []byte) error {
+	var old *jetstream.ObjectInfo
+	var err error
+	if store != nil {
+		old, err = store.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
+		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return err
+		}
 	}
 	stream := "OBJ_" + bucket
 	info := &jetstream.ObjectInfo{Bucket: bucket, NUID: nuid.Next(),

@@ -38,6 +38,10 @@ type Inputs struct {
 	SetJSON      []string     `json:"setJSON,omitempty"`
 	SetFile      []FileValue  `json:"setFile,omitempty"`
 	SetLiteral   []string     `json:"setLiteral,omitempty"`
+	// ReplyKey is a payload key (64 hex characters) the requester made for this request: the
+	// renderer seals what it returns to the requester (notes, a plan report) with it. It
+	// travels only inside the sealed inputs and is no value.
+	ReplyKey string `json:"replyKey,omitempty"`
 }
 
 // UserValues merges in like Helm's values.Options.MergeValues, with werf's secret values

@@ -67,6 +67,10 @@ type DeployRequest struct {
 	// ReleaseStorage is where the release records are kept (--release-storage,
 	// --release-storage-namespace, --history-max); zero: Secrets in the release namespace.
 	ReleaseStorage events.ReleaseStorage
+	// ReplyKey is a payload key (payload.GenerateKey) the renderer seals its replies to this
+	// request with — the notes, a plan report — so that a client holding only the pipeline's
+	// public key reads them; "" asks for none.
+	ReplyKey string
 }
 
 // Result is how a deploy ended, from its release_recorded event.
@@ -342,14 +346,16 @@ func (w *logWaiter) wait(ctx context.Context) {
 	}
 }
 
-// Blobs is where Prepare stores the chart and the values.
-type Blobs interface {
-	PutBlob(ctx context.Context, name string, data []byte) (string, error)
+// Uploads is where a client stores the chart and the values: its own input bucket, sealed to
+// the pipeline's public payload key. *bus.Bus is one.
+type Uploads interface {
+	OwnInputBucket() (string, error)
+	PutInput(ctx context.Context, bucket, name string, data []byte) (string, error)
 }
 
 // Prepare checks the request, stores the packed chart and the values in blobs and returns the
 // deploy.requested event (not yet published). Bad input fails here, before anything is sent.
-func Prepare(ctx context.Context, blobs Blobs, req DeployRequest) (cloudevents.Event, error) {
+func Prepare(ctx context.Context, blobs Uploads, req DeployRequest) (cloudevents.Event, error) {
 	data, deployID, err := prepare(ctx, blobs, req)
 	if err != nil {
 		return cloudevents.Event{}, err
@@ -360,7 +366,7 @@ func Prepare(ctx context.Context, blobs Blobs, req DeployRequest) (cloudevents.E
 	}, data)
 }
 
-func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedData, string, error) {
+func prepare(ctx context.Context, b Uploads, req DeployRequest) (events.RequestedData, string, error) {
 	local, err := Load(ctx, req)
 	if err != nil {
 		return events.RequestedData{}, "", err
@@ -369,26 +375,33 @@ func prepare(ctx context.Context, b Blobs, req DeployRequest) (events.RequestedD
 		return events.RequestedData{}, "", err
 	}
 	deployID := uuid.NewString()
-	out, err := local.Store(ctx, b, deployID)
+	out, err := local.Store(ctx, b, req.ReplyKey)
 	return out, deployID, err
 }
 
-// Store stores the packed chart and the values in b (the values under inputs/<id>) and
-// returns the request data referring to them.
-func (l Local) Store(ctx context.Context, b Blobs, id string) (events.RequestedData, error) {
+// Store stores the packed chart (charts/<digest>) and the values (inputs/<digest>, with
+// replyKey, the key the renderer seals its replies with; "" for none) in the client's input
+// bucket and returns the request data referring to them.
+func (l Local) Store(ctx context.Context, b Uploads, replyKey string) (events.RequestedData, error) {
 	out := l.Requested
+	bucket, err := b.OwnInputBucket()
+	if err != nil {
+		return events.RequestedData{}, err
+	}
 	if l.Archive != nil {
-		chartRef, err := b.PutBlob(ctx, "charts/"+l.Digest, l.Archive)
+		chartRef, err := b.PutInput(ctx, bucket, "charts/"+l.Digest, l.Archive)
 		if err != nil {
 			return events.RequestedData{}, err
 		}
 		out.Chart.Ref = chartRef
 	}
-	raw, err := json.Marshal(l.Inputs)
+	inputs := l.Inputs
+	inputs.ReplyKey = replyKey
+	raw, err := json.Marshal(inputs)
 	if err != nil {
 		return events.RequestedData{}, fmt.Errorf("encode values: %w", err)
 	}
-	if out.InputsRef, err = b.PutBlob(ctx, "inputs/"+id, raw); err != nil {
+	if out.InputsRef, err = b.PutInput(ctx, bucket, bus.InputsName(raw), raw); err != nil {
 		return events.RequestedData{}, err
 	}
 	return out, nil

@@ -26,7 +26,7 @@ type RolloutRequest struct {
 
 // PrepareRollout checks the request, stores the chart and the values once for every cluster
 // and returns the rollout.requested payload (not yet published).
-func PrepareRollout(ctx context.Context, blobs Blobs, req RolloutRequest) (events.RolloutRequestedData, error) {
+func PrepareRollout(ctx context.Context, blobs Uploads, req RolloutRequest) (events.RolloutRequestedData, error) {
 	id := NewRolloutID()
 	s := req.Spec
 	spec, err := json.Marshal(s)
@@ -47,7 +47,7 @@ func PrepareRollout(ctx context.Context, blobs Blobs, req RolloutRequest) (event
 	if _, err := chart.UserValues(local.Inputs); err != nil {
 		return events.RolloutRequestedData{}, err
 	}
-	data, err := local.Store(ctx, blobs, "rollout-"+id)
+	data, err := local.Store(ctx, blobs, "")
 	if err != nil {
 		return events.RolloutRequestedData{}, err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/rollout"
 	"github.com/sealane/sealane/pkg/tracing"
 )
@@ -68,21 +67,9 @@ func target(t rollout.Target) events.Target {
 func (r *Record) queueDeploy(a rollout.Deploy, now time.Time) error {
 	req := r.Request
 	req.Target, req.Supersede = target(a.Target), false
-	if req.InputsRef != "" {
-		bucket, _, err := bus.ParseBlobRef(req.InputsRef)
-		if err != nil {
-			return fmt.Errorf("rollout %s: values: %w", r.State.ID, err)
-		}
-		req.InputsRef = bus.BlobRef(bucket, "inputs/"+DeployID(a))
-	}
-	if err := r.queueRequest(a, req, DeployRef{Cluster: a.Target.Cluster, Attempt: a.Attempt}, now); err != nil {
-		return err
-	}
-	if req.InputsRef != "" {
-		o := &r.Outbox[len(r.Outbox)-1]
-		o.InputsFrom, o.InputsName = r.Request.InputsRef, "inputs/"+DeployID(a)
-	}
-	return nil
+	// The values stay where the client stored them (inputs/<digest>): every cluster's request
+	// names them, and the coordinator, which holds no payload key, never reads them.
+	return r.queueRequest(a, req, DeployRef{Cluster: a.Target.Cluster, Attempt: a.Attempt}, now)
 }
 
 func (r *Record) queueRevert(a rollout.Revert, now time.Time) error {
@@ -201,15 +188,6 @@ func (c *Coordinator) publishOutgoing(ctx context.Context, o Outgoing) error {
 	var ev cloudevents.Event
 	if err := json.Unmarshal(o.Event, &ev); err != nil {
 		return fmt.Errorf("outbox event %s: %w", o.ID, err)
-	}
-	if o.InputsFrom != "" {
-		values, err := c.Bus.GetBlob(ctx, o.InputsFrom)
-		if err != nil {
-			return fmt.Errorf("values of %s: %w", o.ID, err)
-		}
-		if _, err := c.Bus.PutBlob(ctx, o.InputsName, values); err != nil {
-			return fmt.Errorf("values of %s: %w", o.ID, err)
-		}
 	}
 	if o.Request {
 		return c.publishRequest(tracing.LinkTo(ctx, o.Link), ev)

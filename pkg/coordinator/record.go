@@ -43,11 +43,6 @@ type Outgoing struct {
 	// Link is the rollout's trace context, which a request's trace links to.
 	Link  string          `json:"link,omitempty"`
 	Event json.RawMessage `json:"event"`
-	// InputsFrom and InputsName: before a deploy request is published, the rollout's values
-	// (the blob InputsFrom) are stored again as InputsName, inputs/<its deploy id>, where the
-	// renderer expects a request's values.
-	InputsFrom string `json:"inputsFrom,omitempty"`
-	InputsName string `json:"inputsName,omitempty"`
 }
 
 // DeployRef is what a deploy id stands for in a rollout.

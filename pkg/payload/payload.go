@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ecdh"
 	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
@@ -97,6 +98,9 @@ type Key struct {
 	aead     cipher.AEAD
 	nonceKey []byte
 	id       [idSize]byte
+	// private and public are the key's X25519 pair (public.go): uploads are sealed to public.
+	private *ecdh.PrivateKey
+	public  *PublicKey
 }
 
 // NewKey makes a Key from 32 raw bytes.
@@ -120,7 +124,15 @@ func NewKey(raw []byte) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("payload cipher: %w", err)
 	}
-	k := &Key{aead: aead, nonceKey: nonceKey}
+	private, err := x25519Of(raw)
+	if err != nil {
+		return nil, err
+	}
+	public, err := NewPublicKey(private.PublicKey().Bytes())
+	if err != nil {
+		return nil, err
+	}
+	k := &Key{aead: aead, nonceKey: nonceKey, private: private, public: public}
 	sum := sha256.Sum256(raw)
 	copy(k.id[:], sum[:idSize])
 	return k, nil
@@ -199,8 +211,12 @@ func (k *Key) Open(ref string, sealed []byte) ([]byte, error) {
 		return nil, fmt.Errorf("payload %s: %w (stored in clear text before payload encryption, or not written by sealane); "+
 			"refusing it because clear text cannot be authenticated: deploy again to store it encrypted", ref, ErrNotSealed)
 	}
-	if v := sealed[len(magic)]; v != version {
-		return nil, fmt.Errorf("payload %s: %w: format version %d, this sealane reads version %d", ref, ErrNotSealed, v, version)
+	switch v := sealed[len(magic)]; v {
+	case version:
+	case sealedToVersion:
+		return k.openSealedTo(ref, sealed)
+	default:
+		return nil, fmt.Errorf("payload %s: %w: format version %d, this sealane reads versions %d and %d", ref, ErrNotSealed, v, version, sealedToVersion)
 	}
 	if id := sealed[len(magic)+1 : headerSize]; !bytes.Equal(id, k.id[:]) {
 		return nil, &KeyMismatchError{Ref: ref, Stored: hex.EncodeToString(id), Have: k.ID()}

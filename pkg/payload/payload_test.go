@@ -151,7 +151,7 @@ func TestLegacyClearTextIsRefused(t *testing.T) {
 		}
 	}
 	future, _ := k.Seal(ref, []byte("x"))
-	future[len(magic)] = version + 1
+	future[len(magic)] = sealedToVersion + 1
 	if _, err := k.Open(ref, future); !errors.Is(err, ErrNotSealed) || !strings.Contains(err.Error(), "version") {
 		t.Errorf("Open of a future version: %v, want ErrNotSealed naming the version", err)
 	}

@@ -26,6 +26,8 @@ func (m memBlobs) PutBlob(_ context.Context, name string, data []byte) (string, 
 	return bus.BlobRef("mem", name), nil
 }
 
+func (m memBlobs) RefOf(name string) string { return bus.BlobRef("mem", name) }
+
 func (m memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
 	data, ok := m[strings.TrimPrefix(ref, bus.BlobRef("mem", ""))]
 	if !ok {

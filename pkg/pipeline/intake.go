@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -132,13 +135,41 @@ func (g *intakeRenderer) check(in stage.Input, req events.RequestedData, handed 
 			return client, err
 		}
 	}
-	if err := g.Intake.Verifier.Keys.Scope(client).CheckRequest(client, req); err != nil { // tenant.go
+	scope := g.Intake.Verifier.Keys.Scope(client)
+	if err := scope.CheckRequest(client, req); err != nil { // tenant.go
 		return client, err
 	}
-	if err := checkInputsRef(req.InputsRef, in.DeployID); err != nil {
+	own := "" // a tenant names only its own uploads
+	if scope != nil {
+		own = bus.TenantInputBucket(client)
+	}
+	if err := checkInputsRef(req.InputsRef, own); err != nil {
+		return client, err
+	}
+	if err := checkUploadBucket("chart "+req.Chart.Name, req.Chart.Ref, own); err != nil {
 		return client, err
 	}
 	return client, g.Intake.checkChart(req.Chart)
+}
+
+// checkUploadBucket refuses an upload that is not in an input bucket (the blob bucket is the
+// stages' own), or not in own when the client is limited to its own uploads (own not empty).
+func checkUploadBucket(what, ref, own string) error {
+	if ref == "" {
+		return nil
+	}
+	bucket, _, err := bus.ParseBlobRef(ref)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !bus.IsInputBucket(bucket) {
+		return fmt.Errorf("%s: %s is not in an input bucket: a request names only what its client uploaded (%s…)", what, ref, bus.BlobRef(bus.InputBucketPrefix, ""))
+	}
+	if own != "" && bucket != own {
+		return fmt.Errorf("%s: %s is not this client's upload: its requests name only what it stored in its own input bucket %s (set $%s=%s)",
+			what, ref, own, bus.EnvInputBucket, own)
+	}
+	return nil
 }
 
 // chartDigest is a chart digest as the client computes it: SHA-256, lowercase hex.
@@ -169,16 +200,21 @@ func (i Intake) checkChart(ch events.ChartSource) error {
 	return nil
 }
 
-// checkInputsRef refuses values stored for another deploy: a request's values are
-// inputs/<its deploy id>, so that no client can render with another deploy's values.
-func checkInputsRef(ref, deployID string) error {
+// inputsName is the name of a request's values: inputs/<SHA-256 of the content, hex>. The
+// request's signature covers the name, so the renderer, which checks the digest, renders
+// exactly the values the client signed for.
+var inputsName = regexp.MustCompile(`^inputs/[0-9a-f]{64}$`)
+
+// checkInputsRef refuses values not stored by their digest, or, for a client limited to its
+// own uploads, stored by another client.
+func checkInputsRef(ref, own string) error {
 	if ref == "" {
 		return nil
 	}
-	if _, name, err := bus.ParseBlobRef(ref); err != nil || name != "inputs/"+deployID {
-		return fmt.Errorf("values %s: a request's values are stored as inputs/<its deploy id> (inputs/%s)", ref, deployID)
+	if _, name, err := bus.ParseBlobRef(ref); err != nil || !inputsName.MatchString(name) {
+		return fmt.Errorf("values %s: a request's values are stored as inputs/<SHA-256 of the values, hex> in its client's input bucket", ref)
 	}
-	return nil
+	return checkUploadBucket("values", ref, own)
 }
 
 // fetchRefused says whether a remote chart fetch failed for a reason retrying cannot fix, and
@@ -195,4 +231,19 @@ func (i Intake) fetchRefused(ctx context.Context, err error) (string, bool) {
 		return fmt.Sprintf("%v; the chart took longer than the renderer's --chart-fetch-timeout (%s) to download", err, opts.Timeout), true
 	}
 	return "", false
+}
+
+// checkInputsDigest refuses values whose content is not what their name (inputs/<digest>), and
+// so the request's signature, says: replaced after the client stored them.
+func checkInputsDigest(ref string, raw []byte) error {
+	_, name, err := bus.ParseBlobRef(ref)
+	if err != nil {
+		return fmt.Errorf("values %s: %w", ref, err)
+	}
+	sum := sha256.Sum256(raw)
+	if want := strings.TrimPrefix(name, "inputs/"); want != hex.EncodeToString(sum[:]) {
+		return fmt.Errorf("values %s: the stored content's digest is %x, not the one its name and the signed request give: "+
+			"it was replaced after the client stored it; deploy again", ref, sum[:8])
+	}
+	return nil
 }

@@ -26,6 +26,8 @@ import (
 type Blobs interface {
 	PutBlob(ctx context.Context, name string, data []byte) (string, error)
 	GetBlob(ctx context.Context, ref string) ([]byte, error)
+	// RefOf is the reference PutBlob gives name.
+	RefOf(name string) string
 }
 
 // Clusters resolves a cluster name from an event to clients.

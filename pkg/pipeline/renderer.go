@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
@@ -73,6 +74,10 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	if err != nil {
 		return stage.Output{}, err
 	}
+	reply, err := replyOf(req.InputsRef, &inputs.ReplyKey)
+	if err != nil {
+		return stage.Output{}, refuse("%v", err)
+	}
 	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
@@ -91,7 +96,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 		if h.deployed != nil {
 			q.Deployed = h.deployed.Version
 		}
-		return r.planned(ctx, in, cluster, q, warnings)
+		return r.planned(ctx, in, cluster, q, warnings, reply)
 	}
 	if h.deployed != nil {
 		same, err := recordsMatch(h.deployed, loaded.Chart.Metadata.Version, &bundle)
@@ -113,7 +118,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	}
 	return r.rendered(ctx, in, req, renderedRelease{
 		revision: h.revision, isUpgrade: h.deployed != nil, previous: versionOf(h.deployed), chart: req.Chart,
-		objects: res.objects, warnings: warnings, bundle: bundle, prepared: prepared,
+		objects: res.objects, warnings: warnings, bundle: bundle, prepared: prepared, reply: reply,
 	})
 }
 
@@ -161,6 +166,9 @@ func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*c
 		raw, err := r.Blobs.GetBlob(ctx, req.InputsRef)
 		if err != nil {
 			return nil, inputs, err
+		}
+		if err := checkInputsDigest(req.InputsRef, raw); err != nil {
+			return nil, inputs, refuse("%v", err)
 		}
 		if err := json.Unmarshal(raw, &inputs); err != nil {
 			return nil, inputs, refuse("values %s: %v", req.InputsRef, err)
@@ -342,6 +350,8 @@ type renderedRelease struct {
 	prepared    *Prepared
 	warnings    []string
 	description string
+	// reply is where the requester's copy of the notes goes (nil: none).
+	reply *replyTo
 }
 
 // rendered stores the bundle and emits deploy.rendered with the deploy's state.
@@ -358,6 +368,12 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 		return stage.Output{}, err
 	}
 	r.Bundles.put(ref, &rr.bundle, in.Target, rr.prepared)
+	var notesRef string
+	if rr.bundle.Notes != "" {
+		if notesRef, err = rr.reply.put(ctx, r.Blobs, in.DeployID, replyNotes, []byte(rr.bundle.Notes)); err != nil {
+			return stage.Output{}, err
+		}
+	}
 	resources := make([]events.ResourceRef, 0, len(rr.objects))
 	for _, o := range rr.objects {
 		ref := manifest.RefOf(o.Obj)
@@ -386,7 +402,7 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 		Emits: []stage.Emit{{
 			Type: events.DeployRendered, Step: "rendered", DataRef: ref,
 			Data: events.RenderedData{Target: in.Target, Revision: rr.revision, IsUpgrade: rr.isUpgrade, Chart: rr.chart,
-				RenderRef: ref, Resources: resources, Timeout: events.Duration(timeout), Warnings: rr.warnings, PreviousRevision: rr.previous,
+				RenderRef: ref, NotesRef: notesRef, Resources: resources, Timeout: events.Duration(timeout), Warnings: rr.warnings, PreviousRevision: rr.previous,
 				Operation: req.Operation, Description: rr.description, RequestedBy: by, RequestedByVerified: verified},
 		}},
 	}, nil
@@ -406,7 +422,7 @@ func namespacedGuess(kind string) bool {
 
 // planned answers a plan request: it dry-runs the deploy, stores the report (its diffs may
 // quote values) and emits deploy.planned; the recorder closes the request without a record.
-func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, warnings []string) (stage.Output, error) {
+func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, warnings []string, reply *replyTo) (stage.Output, error) {
 	cluster, err := r.tenantCluster(ctx, cluster) // tenant.go: the dry runs as the tenant
 	if err != nil {
 		return stage.Output{}, err
@@ -423,9 +439,32 @@ func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cl
 	if err != nil {
 		return stage.Output{}, err
 	}
+	replyRef, err := reply.put(ctx, r.Blobs, in.DeployID, replyPlan, raw)
+	if err != nil {
+		return stage.Output{}, err
+	}
+	data := report.Planned(in.Target, ref, warnings)
+	data.ReplyRef = replyRef
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Operation: events.OperationPlan}
-	return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeployPlanned, Step: "planned", DataRef: ref,
-		Data: report.Planned(in.Target, ref, warnings)}}}, nil
+	return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeployPlanned, Step: "planned", DataRef: ref, Data: data}}}, nil
+}
+
+// LoadPlanReply reads the requester's copy of a plan report (PlannedData.ReplyRef), sealed
+// with the reply key (hex) the request carried.
+func LoadPlanReply(ctx context.Context, r ReplyReader, ref, replyKey string) (*PlanReport, error) {
+	key, err := payload.ParseKey(replyKey)
+	if err != nil {
+		return nil, fmt.Errorf("plan report %s: reply key: %w", ref, err)
+	}
+	raw, err := r.GetReply(ctx, ref, key)
+	if err != nil {
+		return nil, fmt.Errorf("plan report: %w", err)
+	}
+	var report PlanReport
+	if err := json.Unmarshal(raw, &report); err != nil {
+		return nil, fmt.Errorf("plan report %s: %w", ref, err)
+	}
+	return &report, nil
 }
 
 // LoadPlanReport reads the report a deploy.planned event points to.

@@ -143,14 +143,13 @@ func (r *Renderer) renderFresh(req render.Request, key string) (*renderOutput, e
 	return outputOf(key, res), nil
 }
 
-// loadRender reads the render stored under name (in the bucket of chartRef, where the chart
-// is); false when it is missing or unusable, which is logged.
+// loadRender reads the render stored under name; false when it is missing or unusable, which
+// is logged. A chart outside the Object Store (tests) is rendered in memory only.
 func (r *Renderer) loadRender(ctx context.Context, chartRef, name, key string) (*renderOutput, bool) {
-	bucket, _, err := bus.ParseBlobRef(chartRef)
-	if err != nil {
-		return nil, false // a chart outside the Object Store (tests): memory only
+	if _, _, err := bus.ParseBlobRef(chartRef); err != nil {
+		return nil, false
 	}
-	raw, err := r.Blobs.GetBlob(ctx, bus.BlobRef(bucket, name))
+	raw, err := r.Blobs.GetBlob(ctx, r.Blobs.RefOf(name))
 	if err != nil {
 		r.log().Debug("no stored render, rendering", zap.String("render", name), zap.Error(err))
 		return nil, false

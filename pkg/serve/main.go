@@ -87,6 +87,9 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 	if err != nil {
 		return err
 	}
+	if err := node.PublishPublicKey(ctx); err != nil {
+		return err
+	}
 	f.clusters.Kubeconfig = f.kubeconfig
 	registry, stopClusters, err := StartClusters(ctx, node, f.clusters, log)
 	if err != nil {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -47,6 +48,16 @@ func (o Options) payloadSealer() (bus.Sealer, *payload.Key, error) {
 // PayloadKey is the key that seals this node's blobs, or nil for a remote node opened without
 // one (then every blob operation fails, saying how to configure the key).
 func (n *Node) PayloadKey() *payload.Key { return n.payloadKey }
+
+// PublishPublicKey publishes the public half of the node's payload key for clients and the
+// webhook (bus.KeyBucket), what a stage service does when it starts; a node without a payload
+// key publishes nothing.
+func (n *Node) PublishPublicKey(ctx context.Context) error {
+	if n.payloadKey == nil {
+		return nil
+	}
+	return n.Bus.PublishPublicKey(ctx, n.payloadKey)
+}
 
 // requirePayloadKey fails unless the node has a payload key: stages read and write blobs.
 func (n *Node) requirePayloadKey() error {

@@ -168,6 +168,11 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	if busOpts.PublicKey, err = payload.PublicKeyFromEnv(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	busOpts.InputBucket = os.Getenv(bus.EnvInputBucket)
 	n.Bus, err = bus.New(ctx, n.conn, busOpts, o.Log)
 	if err != nil {
 		n.Close()

@@ -133,7 +133,11 @@ func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) (e
 		if err != nil {
 			return err
 		}
-		if data.InputsRef, err = s.Bus.PutBlob(ctx, "inputs/"+id, raw); err != nil {
+		bucket, err := s.Bus.OwnInputBucket()
+		if err != nil {
+			return err
+		}
+		if data.InputsRef, err = s.Bus.PutInput(ctx, bucket, bus.InputsName(raw), raw); err != nil {
 			return fmt.Errorf("store values of deploy %s: %w", id, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/githook"
 	"github.com/sealane/sealane/pkg/payload"
@@ -198,15 +199,8 @@ func TestWebhookIntakeOnItsOwnUser(t *testing.T) {
 			t.Errorf("the deploy stream holds %d messages on %s, want %d", n, filter, want)
 		}
 	}
-	// The request's --set values are in the blob store; the delivery is remembered.
+	// The request's --set values are in the input bucket, by digest; the delivery is remembered.
 	webhook := jsAs(t, e, "webhook")
-	blobs, err := jsAs(t, e, "renderer").ObjectStore(ctx, bus.DefaultBlobBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := blobs.GetInfo(ctx, "inputs/"+accepted.DeployIDs[0]); err != nil {
-		t.Errorf("the accepted push's inputs: %v", err)
-	}
 	// two keys: the signed content's digest and the delivery id's
 	if s, err := webhook.Stream(ctx, "KV_"+bus.DefaultDeliveryBucket); err != nil || s.CachedInfo().State.Msgs != 2 {
 		t.Errorf("delivery bucket: %v, want the one delivery under its two keys", err)
@@ -214,10 +208,17 @@ func TestWebhookIntakeOnItsOwnUser(t *testing.T) {
 	for _, v := range e.takeViolations() {
 		t.Errorf("permission violation while the webhook intake worked: %s", v)
 	}
+	var rd events.RequestedData
+	if err := events.DecodeData(decodeEvent(t, nextEvent(ctx, t, e, "sealane.deploy.requested.>")), &rd); err != nil {
+		t.Fatal(err)
+	}
+	if bucket, name, err := bus.ParseBlobRef(rd.InputsRef); err != nil || bucket != bus.DefaultInputBucket || len(name) != len("inputs/")+64 {
+		t.Errorf("the accepted push's inputs %q (%v): want %s/inputs/<digest>", rd.InputsRef, err, bus.DefaultInputBucket)
+	}
 
 	// What the webhook user may not do.
 	const succeeded = "sealane.deploy.succeeded.x.y.z"
-	_, err = webhook.Publish(short(ctx, t), succeeded, []byte("{}"))
+	_, err := webhook.Publish(short(ctx, t), succeeded, []byte("{}"))
 	refused(t, e, "webhook publishes deploy.succeeded", err, succeeded)
 	const rendered = "sealane.deploy.rendered.sandbox.team-a.app"
 	_, err = webhook.Publish(short(ctx, t), rendered, []byte("{}"))
