@@ -5,7 +5,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -346,13 +345,6 @@ func (w *logWaiter) wait(ctx context.Context) {
 	}
 }
 
-// Uploads is where a client stores the chart and the values: its own input bucket, sealed to
-// the pipeline's public payload key. *bus.Bus is one.
-type Uploads interface {
-	OwnInputBucket() (string, error)
-	PutInput(ctx context.Context, bucket, name string, data []byte) (string, error)
-}
-
 // Prepare checks the request, stores the packed chart and the values in blobs and returns the
 // deploy.requested event (not yet published). Bad input fails here, before anything is sent.
 func Prepare(ctx context.Context, blobs Uploads, req DeployRequest) (cloudevents.Event, error) {
@@ -377,34 +369,6 @@ func prepare(ctx context.Context, b Uploads, req DeployRequest) (events.Requeste
 	deployID := uuid.NewString()
 	out, err := local.Store(ctx, b, req.ReplyKey)
 	return out, deployID, err
-}
-
-// Store stores the packed chart (charts/<digest>) and the values (inputs/<digest>, with
-// replyKey, the key the renderer seals its replies with; "" for none) in the client's input
-// bucket and returns the request data referring to them.
-func (l Local) Store(ctx context.Context, b Uploads, replyKey string) (events.RequestedData, error) {
-	out := l.Requested
-	bucket, err := b.OwnInputBucket()
-	if err != nil {
-		return events.RequestedData{}, err
-	}
-	if l.Archive != nil {
-		chartRef, err := b.PutInput(ctx, bucket, "charts/"+l.Digest, l.Archive)
-		if err != nil {
-			return events.RequestedData{}, err
-		}
-		out.Chart.Ref = chartRef
-	}
-	inputs := l.Inputs
-	inputs.ReplyKey = replyKey
-	raw, err := json.Marshal(inputs)
-	if err != nil {
-		return events.RequestedData{}, fmt.Errorf("encode values: %w", err)
-	}
-	if out.InputsRef, err = b.PutInput(ctx, bucket, bus.InputsName(raw), raw); err != nil {
-		return events.RequestedData{}, err
-	}
-	return out, nil
 }
 
 // Local is a deploy request read from the local disk and checked: the packed chart, the

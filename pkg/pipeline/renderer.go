@@ -96,7 +96,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 		if h.deployed != nil {
 			q.Deployed = h.deployed.Version
 		}
-		return r.planned(ctx, in, cluster, q, warnings, reply)
+		return r.planned(ctx, in, cluster, q, requester{warnings: warnings, reply: reply})
 	}
 	if h.deployed != nil {
 		same, err := recordsMatch(h.deployed, loaded.Chart.Metadata.Version, &bundle)
@@ -420,9 +420,16 @@ func namespacedGuess(kind string) bool {
 	return true
 }
 
+// requester is what goes back to whoever asked for a plan: the render's warnings, in the event,
+// and the report, sealed with the request's reply key.
+type requester struct {
+	warnings []string
+	reply    *replyTo
+}
+
 // planned answers a plan request: it dry-runs the deploy, stores the report (its diffs may
 // quote values) and emits deploy.planned; the recorder closes the request without a record.
-func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, warnings []string, reply *replyTo) (stage.Output, error) {
+func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, to requester) (stage.Output, error) {
 	cluster, err := r.tenantCluster(ctx, cluster) // tenant.go: the dry runs as the tenant
 	if err != nil {
 		return stage.Output{}, err
@@ -439,11 +446,11 @@ func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cl
 	if err != nil {
 		return stage.Output{}, err
 	}
-	replyRef, err := reply.put(ctx, r.Blobs, in.DeployID, replyPlan, raw)
+	replyRef, err := to.reply.put(ctx, r.Blobs, in.DeployID, replyPlan, raw)
 	if err != nil {
 		return stage.Output{}, err
 	}
-	data := report.Planned(in.Target, ref, warnings)
+	data := report.Planned(in.Target, ref, to.warnings)
 	data.ReplyRef = replyRef
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Operation: events.OperationPlan}
 	return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeployPlanned, Step: "planned", DataRef: ref, Data: data}}}, nil
