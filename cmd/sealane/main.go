@@ -110,6 +110,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRolloutCmd(g))
 	root.AddCommand(newPoolsCmd(g))   // pools.go
 	root.AddCommand(newConsoleCmd(g)) // console.go
+	root.AddCommand(newPayloadCmd(g)) // payload.go
 	return root
 }
 
