@@ -57,6 +57,16 @@ func (m *memBlobs) PutBlob(_ context.Context, name string, data []byte) (string,
 
 func (m *memBlobs) RefOf(name string) string { return bus.BlobRef("mem", name) }
 
+// OwnInputBucket and PutInput make memBlobs the client's uploads too (unsealed, in memory).
+func (m *memBlobs) OwnInputBucket() (string, error) { return bus.DefaultInputBucket, nil }
+
+func (m *memBlobs) PutInput(_ context.Context, bucket, name string, data []byte) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[name] = data
+	return bus.BlobRef(bucket, name), nil
+}
+
 func (m *memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
