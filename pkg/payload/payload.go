@@ -80,11 +80,18 @@ var (
 // ErrKeyMismatch with errors.Is.
 type KeyMismatchError struct {
 	Ref    string // the payload's reference
-	Stored string // id of the key the payload was sealed with
+	Stored string // id of the key the payload was sealed with (of the public key, for an upload)
 	Have   string // id of this process's key
+	// HavePublic is the id of this process's public key when the payload is an upload, sealed
+	// to a public key (format version 2); empty otherwise.
+	HavePublic string
 }
 
 func (e *KeyMismatchError) Error() string {
+	if e.HavePublic != "" {
+		return fmt.Sprintf("payload %s was sealed to public key %s, the public key of this process's key %s is %s: "+
+			"give every stage the same %s, and clients its public key (the one the stages publish)", e.Ref, e.Stored, e.Have, e.HavePublic, EnvKey)
+	}
 	return fmt.Sprintf("payload %s was encrypted with key %s, this process has key %s: give every stage and the CLI the same %s",
 		e.Ref, e.Stored, e.Have, EnvKey)
 }

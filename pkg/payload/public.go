@@ -176,7 +176,7 @@ func (k *Key) PublicKey() *PublicKey {
 // openSealedTo opens a version-2 payload with the key's X25519 private key.
 func (k *Key) openSealedTo(ref string, sealed []byte) ([]byte, error) {
 	if id := sealed[len(magic)+1 : headerSize]; !bytes.Equal(id, k.public.id[:]) {
-		return nil, &KeyMismatchError{Ref: ref, Stored: hex.EncodeToString(id), Have: k.public.ID()}
+		return nil, &KeyMismatchError{Ref: ref, Stored: hex.EncodeToString(id), Have: k.ID(), HavePublic: k.public.ID()}
 	}
 	if len(sealed) < SealedToOverhead {
 		return nil, fmt.Errorf("payload %s failed authentication: %w (truncated to %d bytes)", ref, ErrAuthentication, len(sealed))

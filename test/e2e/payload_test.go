@@ -184,9 +184,10 @@ func TestPayloadEmbeddedGeneratedKey(t *testing.T) {
 }
 
 // TestPayloadSeparateProcesses runs the stages as two `sealane serve` processes against one
-// nats-server. With the same $SEALANE_PAYLOAD_KEY everywhere the deploy succeeds and nothing in
-// the object store is clear text; a CLI without the key is refused before anything is stored;
-// a renderer with another key fails the deploy with an error naming both key ids.
+// nats-server with the same $SEALANE_PAYLOAD_KEY. A CLI without the key deploys: it seals its
+// uploads to the public key the stages published, cannot open them, and prints the notes the
+// renderer returned sealed with its request's own key; nothing in the object stores is clear
+// text. A renderer with another key fails the deploy with an error naming both keys.
 func TestPayloadSeparateProcesses(t *testing.T) {
 	hexKey, err := payload.GenerateKey()
 	if err != nil {
@@ -204,18 +205,23 @@ func TestPayloadSeparateProcesses(t *testing.T) {
 		startEnv(t, "serve tracker recorder", withKey, "serve", "tracker", "recorder", "--nats", url, "--kubeconfig", kubeconfig, "--log-level", "info")
 		ns := namespace(t)
 
-		// No key on the CLI: refused with how to give one, and nothing stored in clear.
-		r := runEnv(t, 2*time.Minute, payloadEnv(), werfDeployArgs(t, "shared", ns, "--nats", url)...)
-		if r.code == 0 {
-			t.Fatalf("deploy without a payload key against %s succeeded:\n%s", url, r.out)
+		// No key on the CLI: its uploads are sealed to the stages' public key, its notes come
+		// back sealed with its request's key.
+		args := werfDeployArgs(t, "shared", ns, "--nats", url)
+		notes := filepath.Join(args[1], ".helm", "templates", "NOTES.txt")
+		if err := os.WriteFile(notes, []byte("shop {{ .Values.werf.env }} is deployed\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		for _, want := range []string{"no payload key", "$" + payload.EnvKey, "--payload-key-file"} {
-			if !strings.Contains(r.out, want) {
-				t.Errorf("output without a key lacks %q:\n%s", want, r.out)
-			}
+		r := runEnv(t, 5*time.Minute, payloadEnv(), args...)
+		if r.code != 0 {
+			t.Fatalf("deploy without a payload key against %s: exit %d\n%s", url, r.code, r.out)
 		}
+		if !strings.Contains(r.out, "NOTES:\nshop staging is deployed") {
+			t.Errorf("the keyless client printed no notes:\n%s", r.out)
+		}
+		checkStoredInputs(t, connectJS(t, url), key)
 
-		r = runEnv(t, 5*time.Minute, withKey, werfDeployArgs(t, "shared", ns, "--nats", url)...)
+		r = runEnv(t, 5*time.Minute, withKey, args...)
 		if r.code != 0 {
 			t.Fatalf("deploy with the shared key exit %d:\n%s", r.code, r.out)
 		}
@@ -245,7 +251,7 @@ func TestPayloadSeparateProcesses(t *testing.T) {
 		if r.code == 0 {
 			t.Fatalf("deploy with a renderer on another key succeeded:\n%s", r.out)
 		}
-		want := fmt.Sprintf("was encrypted with key %s, this process has key %s: give every stage and the CLI the same %s", key.ID(), other.ID(), payload.EnvKey)
+		want := fmt.Sprintf("was sealed to public key %s, the public key of this process's key %s is %s", key.PublicKey().ID(), other.ID(), other.PublicKey().ID())
 		if !strings.Contains(r.out, want) {
 			t.Errorf("the failure does not say %q:\n%s", want, r.out)
 		}
@@ -256,6 +262,39 @@ func TestPayloadSeparateProcesses(t *testing.T) {
 			t.Errorf("helm list = %+v, want no release", rels)
 		}
 	})
+}
+
+// checkStoredInputs reads every object of the shared input bucket raw: each is sealed to key's
+// public key (format version 2) and holds no secret in clear.
+func checkStoredInputs(t *testing.T, js jetstream.JetStream, key *payload.Key) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	obs, err := js.ObjectStore(ctx, bus.DefaultInputBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(ctx)
+	if err != nil || len(infos) == 0 {
+		t.Fatalf("input bucket: %d objects, %v", len(infos), err)
+	}
+	for _, info := range infos {
+		raw, err := obs.GetBytes(ctx, info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, form := range secretForms() {
+			if bytes.Contains(raw, form) {
+				t.Errorf("stored upload %s contains the secret in clear", info.Name)
+			}
+		}
+		if strings.HasPrefix(info.Name, "replies/") {
+			continue // sealed with the request's own key
+		}
+		if id, ok := payload.KeyIDOf(raw); !ok || id != key.PublicKey().ID() {
+			t.Errorf("stored upload %s: key id %q (sealed %v), want the public key's %s", info.Name, id, ok, key.PublicKey().ID())
+		}
+	}
 }
 
 // startNATS starts a standalone nats-server with JetStream and returns its URL.
