@@ -118,7 +118,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globalFlags, args []string) erro
 	if err := node.PublishPublicKey(cmd.Context()); err != nil {
 		return err
 	}
-	log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
+	log.Info("serving", zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()), zap.Stringer("publicKey", node.PayloadKey().PublicKey()))
 	runner := node.Runner(log)
 	runner.AckWait = f.ackWait
 	if err := serve.InstallPools(runner, node, deps.Clusters, f.pools, log); err != nil { // pools.go

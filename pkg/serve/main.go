@@ -103,7 +103,7 @@ func run(ctx context.Context, name events.Stage, f serviceFlags, log *zap.Logger
 		}
 		LogIntake(log, deps.Intake)
 	}
-	log.Info("serving", zap.String("nats", bus.RedactURL(f.natsURL)), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()))
+	log.Info("serving", zap.String("nats", bus.RedactURL(f.natsURL)), zap.Stringer("secretKey", deps.Secrets.Key), zap.Stringer("payloadKey", node.PayloadKey()), zap.Stringer("publicKey", node.PayloadKey().PublicKey()))
 	runner := node.Runner(log)
 	if v := os.Getenv("SEALANE_ACK_WAIT"); v != "" {
 		if runner.AckWait, err = time.ParseDuration(v); err != nil || runner.AckWait <= 0 {
