@@ -28,8 +28,19 @@ func (m memBlobs) PutBlob(_ context.Context, name string, data []byte) (string, 
 
 func (m memBlobs) RefOf(name string) string { return bus.BlobRef("mem", name) }
 
+// upload stores data as a client's upload, name in the input bucket bucket, and returns its
+// reference (objects are kept by name, whatever their bucket).
+func (m memBlobs) upload(bucket, name string, data []byte) string {
+	m[name] = data
+	return bus.BlobRef(bucket, name)
+}
+
 func (m memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
-	data, ok := m[strings.TrimPrefix(ref, bus.BlobRef("mem", ""))]
+	_, name, err := bus.ParseBlobRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := m[name]
 	if !ok {
 		return nil, fmt.Errorf("no blob %s", ref)
 	}

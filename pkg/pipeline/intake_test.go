@@ -159,10 +159,14 @@ func TestIntakeRefuses(t *testing.T) {
 		{name: "uploaded chart not stored by its digest", req: func(_ *testing.T, ch events.ChartSource) events.RequestedData {
 			ch.Ref = bus.BlobRef("mem", "renders/other-deploy")
 			return events.RequestedData{Target: leaseTarget, Chart: ch}
-		}, reason: []string{"an uploaded chart is referenced as nats-obj://<bucket>/charts/<digest>", "renders/other-deploy"}},
+		}, reason: []string{"is not in an input bucket", "renders/other-deploy"}},
+		{name: "uploaded chart not by its digest", req: func(_ *testing.T, ch events.ChartSource) events.RequestedData {
+			ch.Ref = bus.BlobRef(bus.DefaultInputBucket, "charts/web")
+			return events.RequestedData{Target: leaseTarget, Chart: ch}
+		}, reason: []string{"an uploaded chart is referenced as nats-obj://<bucket>/charts/<digest>"}},
 		{name: "values of another deploy", req: func(_ *testing.T, ch events.ChartSource) events.RequestedData {
 			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: bus.BlobRef("mem", "inputs/other-deploy")}
-		}, reason: []string{"values nats-obj://mem/inputs/other-deploy", "inputs/a"}},
+		}, reason: []string{"values nats-obj://mem/inputs/other-deploy", "inputs/<SHA-256 of the values, hex>"}},
 		{name: "payload targets another namespace than its subject", req: func(_ *testing.T, ch events.ChartSource) events.RequestedData {
 			return events.RequestedData{Target: events.Target{Cluster: "kind", Namespace: "team-b", Release: "web"}, Chart: ch}
 		}, reason: []string{"payload targets clusters/kind/namespaces/team-b/releases/web", "published on sealane.deploy.requested.kind.shop.web"}},

@@ -23,7 +23,7 @@ func rendererEnv(t *testing.T) (*leaseEnv, *Renderer, events.ChartSource) {
 	e.typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
 	fakeDiscovery(e).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
 	archive := chartArchive(t)
-	ref, _ := e.blobs.PutBlob(testContext(t), "charts/"+chart.Digest(archive), archive)
+	ref := e.blobs.upload(bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
 	d := e.deps()
 	d.Charts, d.Schemas = chart.NewCache(4), NewSchemaCache(schemaTTL, nil)
 	return e, &Renderer{Deps: d}, events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
@@ -81,6 +81,7 @@ func TestRendererOutcomes(t *testing.T) {
 			t.Errorf("rendered = revision %d, %q; want the last revision, 1, with Helm's \"Uninstallation complete\"", d.Revision, d.Description)
 		}
 	})
+	notJSON := []byte("{not json")
 	for _, tt := range []struct {
 		name   string
 		req    func(ch events.ChartSource) events.RequestedData
@@ -101,8 +102,8 @@ func TestRendererOutcomes(t *testing.T) {
 			return events.RequestedData{Target: leaseTarget, Chart: ch}
 		}, "does not match the expected"},
 		{"values that are not JSON", func(ch events.ChartSource) events.RequestedData {
-			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: bus.BlobRef("mem", "inputs/bad")}
-		}, "values nats-obj://mem/inputs/bad:"},
+			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: bus.BlobRef(bus.DefaultInputBucket, bus.InputsName(notJSON))}
+		}, "values nats-obj://sealane-inputs/inputs/"},
 		{"rollback of a release with no revisions", func(events.ChartSource) events.RequestedData {
 			return events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback}
 		}, "rollback: release web has no revisions in namespace shop"},
@@ -115,7 +116,7 @@ func TestRendererOutcomes(t *testing.T) {
 	} {
 		t.Run("refused: "+tt.name, func(t *testing.T) {
 			e, r, ch := rendererEnv(t)
-			_, _ = e.blobs.PutBlob(testContext(t), "inputs/bad", []byte("{not json"))
+			e.blobs.upload(bus.DefaultInputBucket, bus.InputsName(notJSON), notJSON)
 			req := tt.req(ch)
 			in := input(t, events.DeployRequested, "a", req, nil)
 			in.Target = req.Target

@@ -85,7 +85,7 @@ func newRenderFleet(t *testing.T, template string, clusters fleetClusters) *rend
 		t.Fatal(err)
 	}
 	f := &renderFleet{t: t, blobs: memBlobs{}}
-	ref, _ := f.blobs.PutBlob(testContext(t), "charts/"+chart.Digest(archive), archive)
+	ref := f.blobs.upload(bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
 	f.chart = events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
 	f.r = f.replica(clusters)
 	return f
@@ -113,7 +113,7 @@ func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		req.InputsRef, _ = f.blobs.PutBlob(testContext(f.t), "inputs/"+id, raw)
+		req.InputsRef = f.blobs.upload(bus.DefaultInputBucket, bus.InputsName(raw), raw)
 	}
 	in := input(f.t, events.DeployRequested, id, req, nil)
 	in.Target = req.Target
