@@ -65,22 +65,20 @@ func secretForms() [][]byte {
 	return [][]byte{[]byte(canaries[0]), []byte(base64.StdEncoding.EncodeToString([]byte(canaries[0]))), []byte(canaries[1])}
 }
 
-// checkStoredRenders reads every renders/ object of the blob bucket raw: none may contain the
-// decrypted secret in any form, and each must be sealed with key and, opened, contain it
-// (so the check is not vacuous). It returns how many renders it checked.
-func checkStoredRenders(t *testing.T, js jetstream.JetStream, key *payload.Key) int {
+// storedObjects calls fn with the name and raw bytes of every object of bucket, after checking
+// that none holds the decrypted secret in any form; it fails the test when bucket is empty.
+func storedObjects(t *testing.T, js jetstream.JetStream, bucket string, fn func(name string, raw []byte)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	obs, err := js.ObjectStore(ctx, bus.DefaultBlobBucket)
+	obs, err := js.ObjectStore(ctx, bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	infos, err := obs.List(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(infos) == 0 {
+		t.Fatalf("bucket %s: %d objects, %v", bucket, len(infos), err)
 	}
-	renders := 0
 	for _, info := range infos {
 		raw, err := obs.GetBytes(ctx, info.Name)
 		if err != nil {
@@ -88,28 +86,39 @@ func checkStoredRenders(t *testing.T, js jetstream.JetStream, key *payload.Key) 
 		}
 		for _, form := range secretForms() {
 			if bytes.Contains(raw, form) {
-				t.Errorf("stored object %s contains the secret in clear", info.Name)
+				t.Errorf("stored object %s/%s contains the secret in clear", bucket, info.Name)
 			}
 		}
+		fn(info.Name, raw)
+	}
+}
+
+// checkStoredRenders reads every object of the blob bucket raw: none may contain the decrypted
+// secret in any form, each must be sealed with key and a render, opened, contain it (so the
+// check is not vacuous). It returns how many renders it checked.
+func checkStoredRenders(t *testing.T, js jetstream.JetStream, key *payload.Key) int {
+	t.Helper()
+	renders := 0
+	storedObjects(t, js, bus.DefaultBlobBucket, func(name string, raw []byte) {
 		if id, ok := payload.KeyIDOf(raw); !ok || id != key.ID() {
-			t.Errorf("stored object %s: key id %q (sealed %v), want %s", info.Name, id, ok, key.ID())
+			t.Errorf("stored object %s: key id %q (sealed %v), want %s", name, id, ok, key.ID())
 		}
-		if !strings.HasPrefix(info.Name, "renders/") {
-			continue
+		if !strings.HasPrefix(name, "renders/") {
+			return
 		}
 		renders++
-		plain, err := key.Open(bus.BlobRef(bus.DefaultBlobBucket, info.Name), raw)
+		plain, err := key.Open(bus.BlobRef(bus.DefaultBlobBucket, name), raw)
 		if err != nil {
-			t.Fatalf("open %s with the pipeline's key: %v", info.Name, err)
+			t.Fatalf("open %s with the pipeline's key: %v", name, err)
 		}
 		found := false
 		for _, form := range secretForms() {
 			found = found || bytes.Contains(plain, form)
 		}
 		if !found {
-			t.Errorf("render %s does not hold the decrypted secret at all: the check proves nothing", info.Name)
+			t.Errorf("render %s does not hold the decrypted secret at all: the check proves nothing", name)
 		}
-	}
+	})
 	return renders
 }
 
@@ -264,37 +273,18 @@ func TestPayloadSeparateProcesses(t *testing.T) {
 	})
 }
 
-// checkStoredInputs reads every object of the shared input bucket raw: each is sealed to key's
-// public key (format version 2) and holds no secret in clear.
+// checkStoredInputs reads every object of the shared input bucket raw: each upload is sealed
+// to key's public key (format version 2), and nothing holds the secret in clear.
 func checkStoredInputs(t *testing.T, js jetstream.JetStream, key *payload.Key) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	obs, err := js.ObjectStore(ctx, bus.DefaultInputBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	infos, err := obs.List(ctx)
-	if err != nil || len(infos) == 0 {
-		t.Fatalf("input bucket: %d objects, %v", len(infos), err)
-	}
-	for _, info := range infos {
-		raw, err := obs.GetBytes(ctx, info.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, form := range secretForms() {
-			if bytes.Contains(raw, form) {
-				t.Errorf("stored upload %s contains the secret in clear", info.Name)
-			}
-		}
-		if strings.HasPrefix(info.Name, "replies/") {
-			continue // sealed with the request's own key
+	storedObjects(t, js, bus.DefaultInputBucket, func(name string, raw []byte) {
+		if strings.HasPrefix(name, "replies/") {
+			return // sealed with the request's own key
 		}
 		if id, ok := payload.KeyIDOf(raw); !ok || id != key.PublicKey().ID() {
-			t.Errorf("stored upload %s: key id %q (sealed %v), want the public key's %s", info.Name, id, ok, key.PublicKey().ID())
+			t.Errorf("stored upload %s: key id %q (sealed %v), want the public key's %s", name, id, ok, key.PublicKey().ID())
 		}
-	}
+	})
 }
 
 // startNATS starts a standalone nats-server with JetStream and returns its URL.
