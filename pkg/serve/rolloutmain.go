@@ -25,7 +25,6 @@ type rolloutFlags struct {
 	natsURL        string
 	auth           bus.Auth
 	kubeconfig     string
-	payloadKeyFile string
 	httpAddr       string
 	signingKey     string
 	clusters       ClusterOptions
@@ -48,8 +47,6 @@ func RolloutMain() {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig whose contexts are clusters (optional: see --in-cluster-name, --cluster-secrets-namespace)")
 	f.clusters.RegisterFlags(fs)
 	level := fs.String("log-level", envOr("SEALANE_LOG_LEVEL", "info"), "log level ($SEALANE_LOG_LEVEL)")
-	fs.StringVar(&f.payloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv),
-		"file with the key that encrypts payloads at rest, 64 hex characters ($"+PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
 	fs.StringVar(&f.httpAddr, "http-addr", os.Getenv(HTTPAddrEnv), "address for /healthz, /readyz and /metrics, e.g. :8080 ($"+HTTPAddrEnv+"; empty: none)")
 	fs.StringVar(&f.signingKey, "rollout-signing-key", os.Getenv(RolloutSigningKeyEnv), RolloutSigningKeyUsage)
 	_ = fs.Parse(os.Args[1:])
@@ -76,21 +73,20 @@ func RolloutMain() {
 // coordinator behind the probes until ctx ends.
 func runRolloutService(ctx context.Context, f rolloutFlags, log *zap.Logger) error {
 	node, err := Open(ctx, Options{NATSURL: f.natsURL, Auth: f.auth, Name: "sealane-rollout", Log: log,
-		PayloadKeyFile: f.payloadKeyFile, SigningKeyFile: f.signingKey, Metrics: f.httpAddr != ""})
+		SigningKeyFile: f.signingKey, Metrics: f.httpAddr != ""})
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	if err := node.requirePayloadKey(); err != nil {
-		return err
-	}
+	// No payload key: each deploy names the rollout's values as the client stored them, sealed
+	// to the stages' public key; the coordinator reads no payload.
 	f.clusters.Kubeconfig = f.kubeconfig
 	registry, stopClusters, err := StartClusters(ctx, node, f.clusters, log)
 	if err != nil {
 		return err
 	}
 	defer stopClusters()
-	log.Info("serving", zap.String("nats", bus.RedactURL(f.natsURL)), zap.Stringer("payloadKey", node.PayloadKey()),
+	log.Info("serving", zap.String("nats", bus.RedactURL(f.natsURL)),
 		zap.Bool("signed", node.Bus.Options().Signer != nil))
 	return node.WithProbes(ctx, f.httpAddr, func(ctx context.Context) error { return RunRollout(ctx, node, registry, log) })
 }

@@ -218,14 +218,14 @@ func TestPayloadSeparateProcesses(t *testing.T) {
 		// back sealed with its request's key.
 		args := werfDeployArgs(t, "shared", ns, "--nats", url)
 		notes := filepath.Join(args[1], ".helm", "templates", "NOTES.txt")
-		if err := os.WriteFile(notes, []byte("shop {{ .Values.werf.env }} is deployed\n"), 0o644); err != nil {
+		if err := os.WriteFile(notes, []byte("shop {{ .Release.Name }} is deployed\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r := runEnv(t, 5*time.Minute, payloadEnv(), args...)
 		if r.code != 0 {
 			t.Fatalf("deploy without a payload key against %s: exit %d\n%s", url, r.code, r.out)
 		}
-		if !strings.Contains(r.out, "NOTES:\nshop staging is deployed") {
+		if !strings.Contains(r.out, "NOTES:\nshop shared is deployed") {
 			t.Errorf("the keyless client printed no notes:\n%s", r.out)
 		}
 		checkStoredInputs(t, connectJS(t, url), key)

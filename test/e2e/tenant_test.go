@@ -15,12 +15,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/test/harness"
 )
 
-// tenantClient is a client key of TestTenantBounds: its seed file, for SEALANE_NATS_NKEY.
+// tenantClient is a client key of TestTenantBounds: its seed file, for SEALANE_NATS_NKEY, and
+// the input bucket it uploads to ($SEALANE_INPUTS_BUCKET).
 type tenantClient struct {
-	pub, seedFile string
+	pub, seedFile, bucket string
 }
 
 func newTenantClient(t *testing.T, dir, name string) tenantClient {
@@ -35,7 +37,7 @@ func newTenantClient(t *testing.T, dir, name string) tenantClient {
 	if err := os.WriteFile(f, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return tenantClient{pub: pub, seedFile: f}
+	return tenantClient{pub: pub, seedFile: f, bucket: bus.TenantInputBucket(name)}
 }
 
 // tenantNamespace creates team-a's namespace with ServiceAccount deployer, which may do
@@ -126,7 +128,7 @@ authorization { users: [ {nkey: %s}, {nkey: %s}, {user: serve, password: %s}, {u
 		for _, s := range set {
 			args = append(args, "--set", s)
 		}
-		return runWithEnv(t, 5*time.Minute, []string{"SEALANE_NATS_NKEY=" + who.seedFile}, sealaneBin, args...)
+		return runWithEnv(t, 5*time.Minute, []string{"SEALANE_NATS_NKEY=" + who.seedFile, bus.EnvInputBucket + "=" + who.bucket}, sealaneBin, args...)
 	}
 	refused := func(what string, r result, want ...string) {
 		t.Helper()
