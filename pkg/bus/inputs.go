@@ -158,16 +158,31 @@ func (b *Bus) inputStore(ctx context.Context, bucket string, create bool) (jetst
 	if ok {
 		return store, nil
 	}
-	store, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
-		return b.js.ObjectStore(ctx, bucket)
+	// A user the NATS server does not allow this bucket gets no answer at all: the refusal is
+	// recognised (refusedPublish) instead of retried until the caller's deadline.
+	refused := func(err error, api string) error {
+		if r := refusedPublish(b.nc, "$JS.API.STREAM."+api+".OBJ_"+bucket); r != nil {
+			return fmt.Errorf("%w; a client uploads to its own input bucket: set $%s to the one its NATS user may use (sealane-inputs-<client>)", r, EnvInputBucket)
+		}
+		return err
+	}
+	store, err := call(ctx, b.link, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		s, err := b.js.ObjectStore(ctx, bucket)
+		if err != nil {
+			err = refused(err, "INFO")
+		}
+		return s, err
 	})
 	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
 		cfg := jetstream.ObjectStoreConfig{Bucket: bucket, Description: "sealane uploads of one client, sealed to the pipeline's public payload key",
 			TTL: b.opts.MaxAge, Storage: jetstream.FileStorage, Replicas: b.opts.Replicas}
-		store, err = callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		store, err = call(ctx, b.link, func(ctx context.Context) (jetstream.ObjectStore, error) {
 			s, err := b.js.CreateObjectStore(ctx, cfg)
 			if errors.Is(err, jetstream.ErrBucketExists) {
 				return b.js.ObjectStore(ctx, bucket)
+			}
+			if err != nil {
+				err = refused(err, "CREATE")
 			}
 			return s, err
 		})

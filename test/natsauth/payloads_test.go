@@ -50,6 +50,13 @@ func TestTenantPayloads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("team-a uploads to its bucket: %v", err)
 	}
+	// Uploading to a bucket its user may not use fails at once, saying what to set.
+	start := time.Now()
+	_, err = teamA.PutInput(ctx, bus.DefaultInputBucket, bus.InputsName([]byte("b")), []byte("b"))
+	if !errors.Is(err, bus.ErrPublishRefused) || !strings.Contains(err.Error(), bus.EnvInputBucket) || time.Since(start) > 20*time.Second {
+		t.Errorf("team-a uploads to the shared bucket: %v after %s, want refused at once naming $%s", err, time.Since(start), bus.EnvInputBucket)
+	}
+	e.takeViolations()
 	// The operator client uploads secret values to the shared bucket.
 	operator := bindAs(ctx, t, e, "client")
 	values := []byte(`{"set":["password=team-b-secret"]}`)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/test/harness"
 )
@@ -76,7 +77,9 @@ func TestChartServices(t *testing.T) {
 	StartRollout(t, run)
 
 	sealane(nil, "cluster", "add", cluster, "--kubeconfig", env.Kubeconfig, "--home-kubeconfig", env.Kubeconfig, "--sealane-namespace", ns)
-	client := []string{"SEALANE_NATS_NKEY=" + seedFile, "SEALANE_PAYLOAD_KEY=" + objs.Secret("sealane-payload-key", "key")}
+	// The client holds no payload key: it seals its uploads to the key the stages published,
+	// in the input bucket its NATS user has (scoped-client.conf's).
+	client := []string{"SEALANE_NATS_NKEY=" + seedFile, bus.EnvInputBucket + "=" + bus.TenantInputBucket("team-a")}
 	sealane(client, "deploy", smallChart(t), "--release", "web", "--namespace", team, "--nats", URLs(nodes), "--cluster", cluster,
 		"--kubeconfig", env.Kubeconfig, "--timeout", "2m")
 	out, err := exec.Command(env.Helm, "status", "web", "-n", team, "--kubeconfig", env.Kubeconfig).CombinedOutput()
