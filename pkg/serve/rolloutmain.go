@@ -22,12 +22,12 @@ const RolloutSigningKeyUsage = "file with a user nkey seed (SU…) that signs th
 
 // rolloutFlags are the flags of the rollout coordinator's service binary.
 type rolloutFlags struct {
-	natsURL        string
-	auth           bus.Auth
-	kubeconfig     string
-	httpAddr       string
-	signingKey     string
-	clusters       ClusterOptions
+	natsURL    string
+	auth       bus.Auth
+	kubeconfig string
+	httpAddr   string
+	signingKey string
+	clusters   ClusterOptions
 }
 
 // RolloutMain is the whole main function of the rollout coordinator's service binary
