@@ -55,7 +55,8 @@ func TestComposeServices(t *testing.T) {
 	})
 	deploy := exec.CommandContext(ctx, env.Sealane, "deploy", smallChart(t), "--release", "web", "--namespace", ns,
 		"--nats", fmt.Sprintf("nats://127.0.0.1:%d", natsPort), "--kubeconfig", env.Kubeconfig, "--kube-context", "sandbox", "--timeout", "2m")
-	deploy.Env = append(os.Environ(), "SEALANE_PAYLOAD_KEY="+payloadKey)
+	// The client holds no payload key: it seals its uploads to the one the stages published.
+	deploy.Env = withoutPayloadKey(os.Environ())
 	if out, err := deploy.CombinedOutput(); err != nil {
 		t.Fatalf("sealane deploy --nats through the compose services: %v\n%s", err, out)
 	}
@@ -63,6 +64,17 @@ func TestComposeServices(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "STATUS: deployed") {
 		t.Fatalf("helm status: %v\n%s", err, out)
 	}
+}
+
+// withoutPayloadKey is env without the payload key settings.
+func withoutPayloadKey(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SEALANE_PAYLOAD_KEY=") && !strings.HasPrefix(kv, "SEALANE_PAYLOAD_KEY_FILE=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // smallChart writes a chart of one ConfigMap and one Deployment.
