@@ -136,7 +136,10 @@ func (p *planner) deploy(ctx context.Context, o manifest.Object) (Change, error)
 			return ch, err
 		}
 	}
-	result, err := p.dryRunUpdate(ctx, obj, prev, live, oc)
+	live, result, err := p.consistent(ctx, ch.Ref, live, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		return p.dryRunUpdate(ctx, obj, prev, live, oc)
+	})
+	st.live = live
 	beforeCreation := hasDeletePolicy(obj, resource.DeleteBeforeCreation)
 	switch fields := apply.ImmutableFields(err); {
 	case fields != nil:
@@ -235,16 +238,14 @@ func (p *planner) clientSideFields(live *unstructured.Unstructured) bool {
 // drift dry-runs the previous revision's object over live (the repair patch) and records
 // whether the result differs from live.
 func (p *planner) drift(ctx context.Context, ch *Change, st objectState) error {
-	live := st.live
-	last := p.asLastApplied(st.prev, live, manifest.RefOf(live))
-	var result *unstructured.Unstructured
-	var err error
-	if p.opts.Method == apply.ThreeWayMerge || p.clientSideFields(live) {
-		result, err = p.dryRunThreeWay(ctx, last, last, live, st.oc)
-	} else {
+	live, result, err := p.consistent(ctx, manifest.RefOf(st.live), st.live, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		last := p.asLastApplied(st.prev, live, manifest.RefOf(live))
+		if p.opts.Method == apply.ThreeWayMerge || p.clientSideFields(live) {
+			return p.dryRunThreeWay(ctx, last, last, live, st.oc)
+		}
 		body, _ := apply.ServerSideUpdate(last, live, p.opts.FieldManager, st.oc)
-		result, err = p.c.dryRunApply(ctx, body, p.opts.FieldManager)
-	}
+		return p.c.dryRunApply(ctx, body, p.opts.FieldManager)
+	})
 	if err != nil {
 		return err
 	}
@@ -254,6 +255,37 @@ func (p *planner) drift(ctx context.Context, ch *Change, st objectState) error {
 	ch.Drift = true
 	ch.DriftDiff, err = p.text(live, result, st.sens, toLastApplied)
 	return err
+}
+
+// consistentReads bounds how often consistent reads the live object again.
+const consistentReads = 3
+
+// consistent runs dry over live and returns both, reading live again while the dry run's
+// result is of another resourceVersion than live: another writer (the deployment controller
+// setting its revision annotation) changed the object between the read and the dry run, and
+// comparing the two would show that writer's change as this deploy's. After consistentReads
+// tries, or when the object is gone meanwhile, the last pair is returned as it is.
+func (p *planner) consistent(ctx context.Context, ref manifest.Ref, live *unstructured.Unstructured,
+	dry func(live *unstructured.Unstructured) (*unstructured.Unstructured, error)) (*unstructured.Unstructured, *unstructured.Unstructured, error) {
+	result, err := dry(live)
+	for i := 0; err == nil && i < consistentReads && stale(live, result); i++ {
+		fresh, gerr := p.c.get(ctx, ref)
+		if gerr != nil || fresh == nil {
+			break
+		}
+		live = fresh
+		result, err = dry(live)
+	}
+	return live, result, err
+}
+
+// stale says whether result, a dry run over live, saw a newer version of the object than live.
+func stale(live, result *unstructured.Unstructured) bool {
+	if live == nil || result == nil {
+		return false
+	}
+	a, b := live.GetResourceVersion(), result.GetResourceVersion()
+	return a != "" && b != "" && a != b
 }
 
 // asLastApplied returns prev ready to be dry-run over live as the object ref names: the same
