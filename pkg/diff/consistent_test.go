@@ -51,9 +51,9 @@ func (v *versions) dryRunDelete(context.Context, manifest.Ref, types.UID, metav1
 // are compared at one version; a writer that never stops is given up on after consistentReads.
 func TestConsistentReadsLiveAgain(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		bumps      int // how many dry runs see a newer version than the live read before them
-		gets       int // how often live is read again
+		name  string
+		bumps int // how many dry runs see a newer version than the live read before them
+		gets  int // how often live is read again
 	}{
 		{"nothing in between", 0, 0},
 		{"one write in between", 1, 1},
