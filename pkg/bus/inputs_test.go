@@ -101,3 +101,24 @@ func TestRepliesSealedWithRequestKey(t *testing.T) {
 		t.Fatal("PutInput to a bucket that is no input bucket succeeded")
 	}
 }
+
+// TestUploadWaitsForStartingStages: a client that finds the streams but no published public key
+// yet (stages starting) waits for it instead of failing.
+func TestUploadWaitsForStartingStages(t *testing.T) {
+	e := newServerEnv(t)
+	ctx := harness.Context(t, 20*time.Second)
+	key, _ := payload.Ephemeral()
+	stage := keyedBus(t, e, ctx, "stage", key, nil, "")
+	client := keyedBus(t, e, ctx, "client", nil, nil, DefaultInputBucket)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = stage.PublishPublicKey(ctx, key)
+	}()
+	ref, err := client.PutInput(ctx, DefaultInputBucket, InputsName([]byte("v")), []byte("v"))
+	if err != nil {
+		t.Fatalf("upload while the stages start: %v", err)
+	}
+	if got, err := stage.GetBlob(ctx, ref); err != nil || string(got) != "v" {
+		t.Fatalf("the stage reads %q, %v", got, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -15,6 +16,9 @@ import (
 // that clients and the webhook seal their uploads to it without holding the payload key. Only
 // stage roles may write it (deployments/nats/permissions.conf).
 const KeyBucket = "sealane-keys"
+
+// publicKeyWait bounds how long a client waits for starting stages to publish the public key.
+const publicKeyWait = 30 * time.Second
 
 // publicKeyEntry is the key of the public payload key in KeyBucket.
 const publicKeyEntry = "payload-public"
@@ -65,17 +69,32 @@ func (b *Bus) publishedPublicKey(ctx context.Context) (*payload.PublicKey, error
 	if b.pubKey.key != nil {
 		return b.pubKey.key, nil
 	}
-	raw, err := callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) ([]byte, error) {
-		kv, err := b.js.KeyValue(ctx, KeyBucket)
-		if err != nil {
-			return nil, err
+	// Stages that are starting create the streams before they publish the key: a client that
+	// finds the streams but no key yet waits for it, up to publicKeyWait.
+	wctx, cancel := context.WithTimeout(ctx, publicKeyWait)
+	defer cancel()
+	bo := callBackoff()
+	var raw []byte
+	var err error
+	for {
+		raw, err = callWithin(wctx, b.link, CallTimeout, func(ctx context.Context) ([]byte, error) {
+			kv, err := b.js.KeyValue(ctx, KeyBucket)
+			if err != nil {
+				return nil, err
+			}
+			e, err := kv.Get(ctx, publicKeyEntry)
+			if err != nil {
+				return nil, err
+			}
+			return e.Value(), nil
+		})
+		if err == nil || !(errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrKeyNotFound)) {
+			break
 		}
-		e, err := kv.Get(ctx, publicKeyEntry)
-		if err != nil {
-			return nil, err
+		if serr := sleepCtx(wctx, bo.next()); serr != nil {
+			break
 		}
-		return e.Value(), nil
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the pipeline's public payload key from KV bucket %s (do its stages run?): %w", KeyBucket, err)
 	}
