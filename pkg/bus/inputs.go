@@ -59,7 +59,7 @@ func (b *Bus) uploader(ctx context.Context) (*payload.PublicKey, error) {
 	if keyed && k != nil && !b.ephemeral {
 		return k.PublicKey(), nil
 	}
-	pub, err := b.publishedPublicKey(ctx)
+	pub, err := b.publishedPublicKey(ctx, !keyed || k == nil) // with a key of its own: no waiting
 	if err != nil && keyed && k != nil {
 		return k.PublicKey(), nil // a Bus of its own (tests): its random key
 	}

@@ -62,8 +62,9 @@ func (b *Bus) PublishPublicKey(ctx context.Context, key *payload.Key) error {
 	return nil
 }
 
-// publishedPublicKey reads the public payload key the stages published (cached once read).
-func (b *Bus) publishedPublicKey(ctx context.Context) (*payload.PublicKey, error) {
+// publishedPublicKey reads the public payload key the stages published (cached once read),
+// waiting up to publicKeyWait for it when wait is set.
+func (b *Bus) publishedPublicKey(ctx context.Context, wait bool) (*payload.PublicKey, error) {
 	b.pubKey.mu.Lock()
 	defer b.pubKey.mu.Unlock()
 	if b.pubKey.key != nil {
@@ -88,7 +89,7 @@ func (b *Bus) publishedPublicKey(ctx context.Context) (*payload.PublicKey, error
 			}
 			return e.Value(), nil
 		})
-		if err == nil || !(errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrKeyNotFound)) {
+		if err == nil || !wait || !(errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrKeyNotFound)) {
 			break
 		}
 		if serr := sleepCtx(wctx, bo.next()); serr != nil {
