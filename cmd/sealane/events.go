@@ -172,7 +172,9 @@ func (f *eventsFlags) filters() ([]string, error) {
 	return filters, nil
 }
 
-// stream is the stream the flags read: the deploy stream, or the log or webhook stream.
+// stream is the stream whose last matching event ends a non-following read: the deploy
+// stream (Follow reads its mirror, which keeps its sequences, until it has copied that one),
+// or the log or webhook stream.
 func (f *eventsFlags) stream(b *bus.Bus) string {
 	switch {
 	case f.logs:

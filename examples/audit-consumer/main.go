@@ -24,8 +24,13 @@ import (
 	"github.com/sealane/sealane/events"
 )
 
-// stream is the JetStream stream sealane keeps every deploy event in.
-const stream = "SEALANE_DEPLOY"
+// stream is the mirror of the deploy stream (origin) that readers follow: every deploy event,
+// with the origin's sequences, and no right needed on the origin's consumers, which are the
+// stages' work.
+const (
+	stream = "SEALANE_DEPLOY_MIRROR"
+	origin = "SEALANE_DEPLOY"
+)
 
 // maxPending bounds the requests remembered while their deploy runs.
 const maxPending = 10000
@@ -74,9 +79,10 @@ func run(ctx context.Context, nc *nats.Conn, since string, follow bool, out io.W
 	if err != nil {
 		return err
 	}
-	s, err := js.Stream(ctx, stream)
+	// Where a non-following run stops: the origin's last event (the mirror may lag behind it).
+	s, err := js.Stream(ctx, origin)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", stream, err)
+		return fmt.Errorf("stream %s: %w", origin, err)
 	}
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{events.SubjectPrefix + ".>"},

@@ -32,7 +32,11 @@ const (
 	DefaultDeliveryBucket   = "sealane-webhook-deliveries" // webhook deliveries seen (pkg/webhook)
 	DefaultRolloutBucket    = "sealane-rollouts"           // fleet rollouts (pkg/coordinator)
 	DefaultDeadLetterStream = "SEALANE_DEADLETTER"
-	DefaultLogStream        = "SEALANE_LOGS"
+	// DefaultMirrorStream is the read-only mirror of the deploy stream that readers follow
+	// (Follow: the CLI, the console, audit consumers), so that no reader needs a right on the
+	// deploy stream's consumers, which are the stages' work queues.
+	DefaultMirrorStream = "SEALANE_DEPLOY_MIRROR"
+	DefaultLogStream    = "SEALANE_LOGS"
 	// DefaultWebhookStream holds the webhook intake's audit events (WebhookSubject), created
 	// by the intake (WebhookAudit).
 	DefaultWebhookStream = "SEALANE_WEBHOOK"
@@ -65,6 +69,8 @@ type Options struct {
 	Stream string
 	// Subjects bound to Stream.
 	Subjects []string
+	// MirrorStream mirrors Stream (same replicas and retention) for readers: Follow reads it.
+	MirrorStream string
 	// Replicas for the streams and buckets; 3 on a production cluster.
 	Replicas int
 	// MaxAge of events, dead letters and blobs.
@@ -134,6 +140,7 @@ func DefaultOptions() Options {
 	return Options{
 		Stream:           DefaultStream,
 		Subjects:         []string{DefaultSubject},
+		MirrorStream:     DefaultMirrorStream,
 		Replicas:         1,
 		MaxAge:           DefaultMaxAge,
 		Duplicates:       DefaultDuplicates,
@@ -161,6 +168,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if len(o.Subjects) == 0 {
 		o.Subjects = d.Subjects
+	}
+	if o.MirrorStream == "" {
+		o.MirrorStream = d.MirrorStream
 	}
 	if o.Replicas == 0 {
 		o.Replicas = d.Replicas
@@ -221,15 +231,15 @@ var (
 // Validate reports the first invalid field of o after defaults are applied.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	streams := []string{o.Stream, o.DeadLetterStream, o.LogStream, o.WebhookStream}
+	streams := []string{o.Stream, o.MirrorStream, o.DeadLetterStream, o.LogStream, o.WebhookStream}
 	for i, s := range streams {
 		if !streamNameRe.MatchString(s) {
 			return fmt.Errorf("bus options: invalid stream name %q", s)
 		}
 		for _, other := range streams[:i] {
 			if s == other {
-				return fmt.Errorf("bus options: the deploy (%s), dead-letter (%s), log (%s) and webhook (%s) streams must differ",
-					o.Stream, o.DeadLetterStream, o.LogStream, o.WebhookStream)
+				return fmt.Errorf("bus options: the deploy (%s), mirror (%s), dead-letter (%s), log (%s) and webhook (%s) streams must differ",
+					o.Stream, o.MirrorStream, o.DeadLetterStream, o.LogStream, o.WebhookStream)
 			}
 		}
 	}

@@ -32,14 +32,17 @@ type FollowOptions struct {
 	Webhook bool
 }
 
-func (b *Bus) followed(o FollowOptions) string {
+// followed returns the stream Follow reads and the one whose last sequence "only new" pins
+// to: the deploy stream's mirror keeps the deploy stream's sequences, and the deploy stream is
+// ahead of it, so that nothing published before Follow came through a lagging mirror.
+func (b *Bus) followed(o FollowOptions) (read, pin string) {
 	switch {
 	case o.Logs:
-		return b.opts.LogStream
+		return b.opts.LogStream, b.opts.LogStream
 	case o.Webhook:
-		return b.opts.WebhookStream
+		return b.opts.WebhookStream, b.opts.WebhookStream
 	}
-	return b.opts.Stream
+	return b.opts.MirrorStream, b.opts.Stream
 }
 
 // followIdle is how long a follower waits for a message before it recreates its ordered
@@ -52,11 +55,12 @@ var followIdle = 15 * time.Second
 // errFollowIdle ends a follower's run after followIdle without a message.
 var errFollowIdle = errors.New("no message for a while")
 
-// Follow delivers deploy stream messages in order to fn through an ephemeral ordered consumer
+// Follow delivers deploy stream messages (read from its mirror, MirrorStream) in order to fn through an ephemeral ordered consumer
 // (no acks, no durable state) until ctx is done (nil), fn returns ErrStop (nil) or another
 // error (returned). Lost or silent consumers are recreated from the last delivered message.
 func (b *Bus) Follow(ctx context.Context, opts FollowOptions, fn func(jetstream.Msg) error) error {
-	f := &follower{js: b.js, link: b.link, stream: b.followed(opts), opts: opts, fn: fn, log: b.log}
+	read, pin := b.followed(opts)
+	f := &follower{js: b.js, link: b.link, stream: read, pin: pin, opts: opts, fn: fn, log: b.log}
 	return f.follow(ctx)
 }
 
@@ -125,6 +129,7 @@ type follower struct {
 	js      jetstream.JetStream
 	link    *link
 	stream  string
+	pin     string // the stream pinNew reads the last sequence of
 	opts    FollowOptions
 	fn      func(jetstream.Msg) error
 	log     *zap.Logger
@@ -134,7 +139,7 @@ type follower struct {
 // pinNew makes the follower start after the stream's current last message (from the first
 // message when the stream is empty).
 func (f *follower) pinNew(ctx context.Context) error {
-	info, err := streamInfo(ctx, f.link, f.js, f.stream)
+	info, err := streamInfo(ctx, f.link, f.js, f.pin)
 	if err != nil {
 		return err
 	}
@@ -163,6 +168,13 @@ func (f *follower) config() jetstream.OrderedConsumerConfig {
 		cfg.OptStartTime = &t
 	}
 	return cfg
+}
+
+// early reports a message stored before StartTime: a mirror that lagged when the consumer
+// was created resolved StartTime against what it held then, so later-copied older messages
+// come too (the mirror keeps their original times).
+func (f *follower) early(stored time.Time) bool {
+	return !f.opts.DeliverAll && !f.opts.StartTime.IsZero() && stored.Before(f.opts.StartTime)
 }
 
 // run follows with one ordered consumer until an error; it reports whether any message
@@ -198,6 +210,9 @@ func (f *follower) run(ctx context.Context) (progressed bool, err error) {
 		if md, err := msg.Metadata(); err == nil {
 			// Before fn: if fn stops us, a resume would not repeat this message anyway.
 			f.lastSeq = md.Sequence.Stream
+			if f.early(md.Timestamp) {
+				continue
+			}
 		}
 		progressed = true
 		if err := f.fn(msg); err != nil {

@@ -134,7 +134,7 @@ func (k *KV) Keys(ctx context.Context, filter string) ([]string, error) {
 func (k *KV) Watch(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry) error) error {
 	bucket := k.Bucket()
 	prefix := "$KV." + bucket + "."
-	f := &follower{js: k.js, link: k.link, stream: "KV_" + bucket, opts: FollowOptions{FilterSubjects: []string{prefix + filter}},
+	f := &follower{js: k.js, link: k.link, stream: "KV_" + bucket, pin: "KV_" + bucket, opts: FollowOptions{FilterSubjects: []string{prefix + filter}},
 		fn: func(m jetstream.Msg) error { return fn(kvEntryOf(bucket, prefix, m)) }, log: k.log}
 	return f.follow(ctx)
 }

@@ -118,7 +118,7 @@ func (e *testEnv) restart() {
 func checkLeaks(t *testing.T) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
 }
 
 // waitFor polls cond until it holds or timeout passes.

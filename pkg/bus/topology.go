@@ -44,7 +44,8 @@ var ErrTopologyMismatch = errors.New("existing stream differs from the configura
 type limits struct {
 	Replicas int
 	MaxAge   time.Duration
-	MaxBytes int64 // 0: not checked
+	MaxBytes int64  // 0: not checked
+	Mirror   string // the stream it mirrors; "": not checked
 }
 
 // checkLimits compares an existing stream's configuration with want.
@@ -59,6 +60,8 @@ func checkLimits(what string, got jetstream.StreamConfig, want limits) error {
 		return mismatch("retention (max age)", got.MaxAge, want.MaxAge)
 	case want.MaxBytes != 0 && got.MaxBytes != want.MaxBytes:
 		return mismatch("max bytes", got.MaxBytes, want.MaxBytes)
+	case want.Mirror != "" && (got.Mirror == nil || got.Mirror.Name != want.Mirror):
+		return fmt.Errorf("%w: %s is not a mirror of %s: delete it (the stages create it again as one)", ErrTopologyMismatch, what, want.Mirror)
 	}
 	return nil
 }
@@ -111,7 +114,7 @@ func (b *Bus) streamStep(what string, cfg jetstream.StreamConfig) func(context.C
 	return func(ctx context.Context) error {
 		return b.ensure(ctx, topologyStep{
 			what: what, stream: cfg.Name,
-			want:   limits{Replicas: cfg.Replicas, MaxAge: cfg.MaxAge, MaxBytes: cfg.MaxBytes},
+			want:   limits{Replicas: cfg.Replicas, MaxAge: cfg.MaxAge, MaxBytes: cfg.MaxBytes, Mirror: mirrorOf(cfg)},
 			create: func(ctx context.Context) error { _, err := b.js.CreateStream(ctx, cfg); return err },
 			upsert: func(ctx context.Context) error { _, err := b.js.CreateOrUpdateStream(ctx, cfg); return err },
 			bind:   func(ctx context.Context) error { _, err := b.js.Stream(ctx, cfg.Name); return err },
@@ -121,6 +124,30 @@ func (b *Bus) streamStep(what string, cfg jetstream.StreamConfig) func(context.C
 
 func (b *Bus) streamConfig() jetstream.StreamConfig {
 	return b.auditStream(b.opts.Stream, "sealane deploy events", b.opts.Subjects)
+}
+
+// mirrorConfig is the deploy stream's mirror (MirrorStream), which readers follow: the same
+// replicas and retention, no subjects of its own. Its consumers are readers' ephemeral ones
+// only, so that NATS permissions can give readers consumers there and none on the deploy
+// stream, whose durable consumers are the stages' work queues (docs/operations.md).
+func (b *Bus) mirrorConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        b.opts.MirrorStream,
+		Description: "sealane deploy events for readers: a mirror of " + b.opts.Stream,
+		Mirror:      &jetstream.StreamSource{Name: b.opts.Stream},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.Replicas,
+		MaxAge:      b.opts.MaxAge,
+		Discard:     jetstream.DiscardOld,
+	}
+}
+
+func mirrorOf(cfg jetstream.StreamConfig) string {
+	if cfg.Mirror == nil {
+		return ""
+	}
+	return cfg.Mirror.Name
 }
 
 func (b *Bus) deadLetterConfig() jetstream.StreamConfig {
@@ -233,6 +260,7 @@ func (b *Bus) topologySteps() []func(context.Context) error {
 	o := b.opts
 	return []func(context.Context) error{
 		b.streamStep("stream "+o.Stream, b.streamConfig()),
+		b.streamStep("mirror stream "+o.MirrorStream, b.mirrorConfig()),
 		b.streamStep("dead-letter stream "+o.DeadLetterStream, b.deadLetterConfig()),
 		b.streamStep("log stream "+o.LogStream, b.logConfig()),
 		b.kvStep("state bucket "+o.StateBucket, b.stateConfig(), func(kv *KV) { b.state = kv }),

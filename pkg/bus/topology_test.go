@@ -29,8 +29,8 @@ func TestTopologyModes(t *testing.T) {
 	if _, err := New(ctx, e.nc, Options{Topology: TopologyProvision, MaxAge: 72 * time.Hour}, e.log); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
-	if got := len(streamNames(ctx, t, e)); got != 7 {
-		t.Fatalf("provision made %d streams, want 7", got)
+	if got := len(streamNames(ctx, t, e)); got != 8 {
+		t.Fatalf("provision made %d streams, want 8", got)
 	}
 	// Provisioning again with the same configuration is fine (every replica of serve does).
 	if _, err := New(ctx, e.nc, Options{Topology: TopologyProvision, MaxAge: 72 * time.Hour}, e.log); err != nil {

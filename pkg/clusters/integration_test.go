@@ -20,6 +20,7 @@ import (
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // sandboxSpec is the sandbox cluster as a cluster spec named name, from its kubeconfig.
@@ -91,7 +92,7 @@ func newStatusBus(t *testing.T) *bus.KV {
 // Secret, checks both into the sealane-clusters bucket, and follows the Secrets' changes.
 func TestSecretsWatchedAndChecked(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, append(idleHTTP, ignore)...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(append(idleHTTP, ignore), harness.NATSLeftover)...) })
 	home := kubetest.Cluster(t)
 	ns := kubetest.Namespace(t, home)
 	kv := newStatusBus(t)
@@ -233,7 +234,7 @@ func sandboxToken(t *testing.T) string {
 // with the reason, by the caller's deadline, leaving nothing running.
 func TestWatchSecretsRefused(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, append(idleHTTP, ignore)...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(append(idleHTTP, ignore), harness.NATSLeftover)...) })
 	home := kubetest.Cluster(t)
 	cfg := rest.AnonymousClientConfig(home.Config)
 	cfg.BearerToken = "not-a-token"

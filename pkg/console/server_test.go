@@ -17,6 +17,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // world is an embedded JetStream with a Bus and a console serving on a random port.
@@ -29,7 +30,7 @@ type world struct {
 func newWorld(t *testing.T, opts Options) *world {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
 	ns, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: -1, ServerName: "console-test"})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/rollout"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // fleet is a registry of two clusters, c1 (canary) and c2.
@@ -45,7 +46,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
 	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: 0})
 	if err != nil {
 		t.Fatal(err)

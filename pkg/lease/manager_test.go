@@ -71,7 +71,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after the server's shutdown
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) }) // runs after the server's shutdown
 	kv := leasetest.Bucket(t)
 	e := &env{kv: kv, clock: &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}, pub: &published{}, ended: map[string]bool{}}
 	e.m = New(kv, Options{TTL: time.Minute, Publish: e.pub.publish, Clock: e.clock.Now, Log: zaptest.NewLogger(t),

@@ -38,7 +38,7 @@ func serving(nodes ...*Node) int {
 // Processes started at once on one directory: exactly one serves, all are connected, and
 // a message one publishes reaches another.
 func TestOneServerForManyProcesses(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), harness.NATSLeftover)
 	dir := t.TempDir()
 	nodes := make([]*Node, 6)
 	var wg sync.WaitGroup

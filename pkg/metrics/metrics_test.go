@@ -18,6 +18,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/metrics/metricstest"
+	"github.com/sealane/sealane/test/harness"
 )
 
 var t0 = time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
@@ -208,7 +209,7 @@ func TestDeployAndServiceMetrics(t *testing.T) {
 // JetStream at scrape time, and reports the listing's failure as sealane_jetstream_up 0.
 func TestConsumerCollector(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
 	log := zaptest.NewLogger(t)
 	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: -1, ServerName: "metrics-test"})
 	if err != nil {

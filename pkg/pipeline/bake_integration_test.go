@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/release"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // oneCluster serves one cluster under every name.
@@ -32,7 +33,7 @@ func TestBakerWatchesReleasedWorkloads(t *testing.T) {
 	opts := []goleak.Option{goleak.IgnoreCurrent(),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("net/http.(*http2ClientConn).readLoop")}
-	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(opts, harness.NATSLeftover)...) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	target := events.Target{Cluster: "sandbox", Namespace: ns, Release: "web"}

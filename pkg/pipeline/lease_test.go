@@ -39,6 +39,7 @@ import (
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // leaseTarget is the release every lease test works on.
@@ -63,7 +64,7 @@ type leaseEnv struct {
 func newLeaseEnv(t *testing.T, objs ...runtime.Object) *leaseEnv {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last: no renewal goroutine outlives a test
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) }) // runs last: no renewal goroutine outlives a test
 	kv := leasetest.Bucket(t)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)

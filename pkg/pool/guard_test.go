@@ -18,6 +18,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // registry is a cluster registry whose labels a test changes.
@@ -113,7 +114,7 @@ func eventually(t *testing.T, what string, ok func() bool) {
 
 func TestGuardPools(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after the server's shutdown
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) }) // after the server's shutdown
 	b := newBus(t)
 	reg := &registry{specs: []clusterspec.Spec{
 		{Name: "sandbox-1", Labels: map[string]string{"env": "staging"}},
@@ -171,7 +172,7 @@ func TestGuardPools(t *testing.T) {
 // may both serve a cluster (one or both are refused).
 func TestGuardClaimsAtOnce(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
 	b := newBus(t)
 	reg := &registry{specs: []clusterspec.Spec{{Name: "c-1", Labels: map[string]string{"env": "prod"}}}}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -217,7 +218,7 @@ func TestGuardClaimsAtOnce(t *testing.T) {
 // that has it keeps it, the other does not take it.
 func TestGuardRelabelIntoTwoPools(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
 	b := newBus(t)
 	reg := &registry{specs: []clusterspec.Spec{
 		{Name: "c-1", Labels: map[string]string{"env": "prod"}},

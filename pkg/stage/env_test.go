@@ -21,6 +21,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // target is the release every test deploys.
@@ -43,7 +44,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
 	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: -1, ServerName: "stage-test"})
 	if err != nil {
 		t.Fatalf("start nats server: %v", err)

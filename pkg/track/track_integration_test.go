@@ -18,6 +18,7 @@ import (
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/track"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // noLeaks checks, when the test ends, that Track left no goroutine behind (idle HTTP
@@ -32,7 +33,7 @@ func noLeaks(t *testing.T) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("net/http.(*http2ClientConn).readLoop"),
 	}
-	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(opts, harness.NATSLeftover)...) })
 }
 
 // testCtx is a test's context: it ends after 2 minutes, or when the test's cleanups cancel it

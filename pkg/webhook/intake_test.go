@@ -26,6 +26,7 @@ import (
 	"github.com/sealane/sealane/pkg/githook"
 	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/metrics/metricstest"
+	"github.com/sealane/sealane/test/harness"
 )
 
 // intake is a webhook intake on loopback: the real handler and server, the NATS sink on an
@@ -133,7 +134,7 @@ func newIntake(t *testing.T, options ...func(*HandlerOptions)) *intake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) }) // runs last
 	srv, err := bus.StartServer(bus.ServerOptions{StoreDir: filepath.Join(t.TempDir(), "js"), Port: 0})
 	if err != nil {
 		t.Fatal(err)

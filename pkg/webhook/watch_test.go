@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sealane/sealane/test/harness"
 )
 
 // watcher runs Watch on a file for a test, reporting what it calls on channels.
@@ -48,7 +50,7 @@ func startWatch(t *testing.T, path string, env map[string]string) *watcher {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		goleak.VerifyNone(t)
+		goleak.VerifyNone(t, harness.NATSLeftover)
 	})
 	return w
 }

@@ -196,7 +196,7 @@ func TestAuditReadsButCannotWriteOrDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	audit := jsAs(t, e, "audit")
-	oc, err := audit.OrderedConsumer(ctx, bus.DefaultStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	oc, err := audit.OrderedConsumer(ctx, bus.DefaultMirrorStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		t.Fatalf("audit cannot create an ordered consumer: %v", err)
 	}

@@ -126,7 +126,7 @@ func publishAs(ctx context.Context, t *testing.T, b *bus.Bus, typ events.Type, m
 // from the start of the stream.
 func nextEvent(ctx context.Context, t *testing.T, e *natsEnv, filter string) jetstream.Msg {
 	t.Helper()
-	oc, err := jsAs(t, e, "audit").OrderedConsumer(ctx, bus.DefaultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	oc, err := jsAs(t, e, "audit").OrderedConsumer(ctx, bus.DefaultMirrorStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		t.Fatal(err)
 	}

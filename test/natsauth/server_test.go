@@ -132,8 +132,11 @@ include ./users.conf
 // intake's, the rollout coordinator's, the console's) own inbox prefix.
 func (e *natsEnv) auth(role string) bus.Auth {
 	a := bus.Auth{NkeyFile: e.seeds[role], TLSCA: e.caPEM}
-	if stageRole(role) || role == "webhook" || role == "rollout" || role == "console" {
+	switch {
+	case stageRole(role) || role == "webhook" || role == "rollout" || role == "console":
 		a.InboxPrefix = "_INBOX_" + role
+	case role == "client_team_a":
+		a.InboxPrefix = "_INBOX_team-a" // scoped-client.conf
 	}
 	return a
 }

@@ -79,7 +79,8 @@ func TestChartServices(t *testing.T) {
 	sealane(nil, "cluster", "add", cluster, "--kubeconfig", env.Kubeconfig, "--home-kubeconfig", env.Kubeconfig, "--sealane-namespace", ns)
 	// The client holds no payload key: it seals its uploads to the key the stages published,
 	// in the input bucket its NATS user has (scoped-client.conf's).
-	client := []string{"SEALANE_NATS_NKEY=" + seedFile, bus.EnvInputBucket + "=" + bus.TenantInputBucket("team-a")}
+	client := []string{"SEALANE_NATS_NKEY=" + seedFile, bus.EnvInputBucket + "=" + bus.TenantInputBucket("team-a"),
+		bus.EnvInboxPrefix + "=_INBOX_team-a"}
 	sealane(client, "deploy", smallChart(t), "--release", "web", "--namespace", team, "--nats", URLs(nodes), "--cluster", cluster,
 		"--kubeconfig", env.Kubeconfig, "--timeout", "2m")
 	out, err := exec.Command(env.Helm, "status", "web", "-n", team, "--kubeconfig", env.Kubeconfig).CombinedOutput()
@@ -122,10 +123,11 @@ func chartValues(t *testing.T, cluster, team, pub, rolloutPub string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scoped := strings.ReplaceAll(string(perms), "sealane.deploy.requested.sandbox.team-a.>", "sealane.deploy.requested."+cluster+"."+team+".>")
-	if scoped == string(perms) {
-		t.Fatal("deployments/nats/scoped-client.conf no longer holds the requested subject this test retargets")
+	// its target in the requested subject and in the filters of the events and logs it follows
+	if n := strings.Count(string(perms), ".sandbox.team-a."); n != 3 {
+		t.Fatalf("deployments/nats/scoped-client.conf names its target (.sandbox.team-a.) %d times, this test retargets 3", n)
 	}
+	scoped := strings.ReplaceAll(string(perms), ".sandbox.team-a.", "."+cluster+"."+team+".")
 	v := map[string]any{
 		"inCluster": map[string]any{"enabled": false},
 		"nats": map[string]any{
