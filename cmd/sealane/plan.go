@@ -15,14 +15,8 @@ import (
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/diff"
-	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/pipeline"
-	"github.com/sealane/sealane/pkg/plan"
-	"github.com/sealane/sealane/pkg/release"
-	"github.com/sealane/sealane/pkg/render"
-	"github.com/sealane/sealane/pkg/version"
 )
 
 type planFlags struct {
@@ -60,7 +54,8 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	f.chartFlags.register(fl)
 	fl.StringVar(&f.applyMethod, "apply-method", "ssa", "the apply method whose writes are dry-run: ssa (server-side apply) or 3wm (client-side three-way merge)")
 	fl.BoolVar(&f.takeOwnership, "take-ownership", false, "plan as a deploy with --take-ownership: existing objects of other releases are adopted")
-	fl.BoolVar(&f.viaPipeline, "pipeline", false, "plan through the pipeline (the embedded one, or the shared one with --nats, which implies it): its renderer renders and dry-runs as for a deploy")
+	fl.BoolVar(&f.viaPipeline, "pipeline", true, "plan through the pipeline: always, its renderer renders and dry-runs as for a deploy")
+	_ = fl.MarkDeprecated("pipeline", "a plan always goes through the pipeline (the embedded one, or the shared one with --nats)")
 	fl.BoolVar(&f.graph, "graph", false, "print the plan's DAG in Graphviz DOT instead of the changes")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 2 when the deploy would change something (0: nothing to do, 1: error)")
 	fl.IntVar(&f.contextLines, "diff-context-lines", diff.DefaultContextLines, "unchanged lines shown around each change of a diff")
@@ -76,13 +71,7 @@ func runPlan(cmd *cobra.Command, g *globalFlags, f *planFlags, chartRef string) 
 	if f.contextLines < 0 {
 		return fmt.Errorf("--diff-context-lines %d: must not be negative", f.contextLines)
 	}
-	var report *pipeline.PlanReport
-	var err error
-	if g.natsURL != "" || f.viaPipeline {
-		report, err = planThroughPipeline(ctx, g, f, chartRef, stderr)
-	} else {
-		report, err = planHere(ctx, g, f, chartRef, stderr)
-	}
+	report, err := planThroughPipeline(ctx, g, f, chartRef, stderr)
 	if err != nil {
 		return err
 	}
@@ -112,43 +101,10 @@ func (f *planFlags) diffContextLines() int {
 	return f.contextLines
 }
 
-// dryRun says whether the plan's writes are dry-run: not for --graph alone, which prints the
-// plan's DAG only.
-func (f *planFlags) dryRun() bool { return !(f.graph && !f.exitCode) }
-
-// planHere renders and dry-runs in this process, talking to the cluster through a client that
-// refuses any request that is not a read or a dry run. Without f.dryRun only the plan is made.
-func planHere(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, stderr io.Writer) (*pipeline.PlanReport, error) {
-	cr, err := loadChartRender(ctx, &f.chartFlags, chartRef)
-	if err != nil {
-		return nil, err
-	}
-	if cr.requested.ReleaseStorage, err = f.storage.value(); err != nil {
-		return nil, err
-	}
-	base, err := kube.Connect(kube.Options{Kubeconfig: g.kubeconfig, Context: g.localContext()}) // cluster.go
-	if err != nil {
-		return nil, err
-	}
-	cluster, err := kube.DryRunOnly(base)
-	if err != nil {
-		return nil, err
-	}
-	bundle, revision, deployed, err := buildDeployPlan(ctx, cluster, cr, stderr)
-	if err != nil {
-		return nil, err
-	}
-	method, _ := apply.ParseMethod(f.applyMethod)
-	bundle.Apply = pipeline.ApplySettings{Method: method, TakeOwnership: f.takeOwnership}
-	if !f.dryRun() {
-		return &pipeline.PlanReport{Plan: bundle.Plan, Revision: revision, Deployed: deployed}, nil
-	}
-	return pipeline.DryRun(ctx, cluster, pipeline.DryRunInput{Target: cr.requested.Target, Bundle: bundle, Revision: revision,
-		Deployed: deployed, ContextLines: f.diffContextLines()})
-}
-
 // planThroughPipeline asks the pipeline (embedded, or the shared one at --nats) for the
-// plan: its renderer renders and dry-runs exactly as for a deploy and stores the report.
+// plan: its renderer renders and dry-runs exactly as for a deploy, with a client that can only
+// read and dry-run, and stores the report. There is no other plan path, so that a plan and the
+// deploy after it cannot disagree.
 func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, chartRef string, stderr io.Writer) (*pipeline.PlanReport, error) {
 	secrets, err := f.secrets(chartRef)
 	if err != nil {
@@ -209,42 +165,6 @@ func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, char
 
 // planTimeout bounds a plan through the pipeline: rendering and dry runs, no waiting.
 const planTimeout = 5 * time.Minute
-
-// buildDeployPlan renders the chart against the cluster as the release's next revision, over
-// its deployed one (0: an install), and plans the deploy with the pipeline's own functions.
-func buildDeployPlan(ctx context.Context, cluster *kube.Cluster, cr *chartRender, stderr io.Writer) (bundle *pipeline.RenderBundle, revision, deployed int, err error) {
-	target := cr.requested.Target
-	store := pipeline.NewReleaseStore(cluster.Typed, target, cr.requested.ReleaseStorage, nil)
-	if revision, err = store.NextRevision(ctx, target.Release); err != nil {
-		return nil, 0, 0, fmt.Errorf("release %s history: %w", target.Release, err)
-	}
-	kind, previousManifest := plan.Install, ""
-	last, err := store.Deployed(ctx, target.Release)
-	switch {
-	case err == nil:
-		kind, previousManifest, deployed = plan.Upgrade, last.Manifest, last.Version
-	case !errors.Is(err, release.ErrNotFound):
-		return nil, 0, 0, fmt.Errorf("release %s: %w", target.Release, err)
-	}
-	cr.req.Release.Revision, cr.req.Release.IsUpgrade = revision, kind == plan.Upgrade
-	if err := cr.onCluster(ctx, cluster); err != nil {
-		return nil, 0, 0, err
-	}
-	res, err := cr.render(stderr)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	crds := pipeline.CRDFiles(res.CRDs)
-	objs := append(append([]manifest.Object(nil), res.Objects...), res.HookObjects...)
-	p, err := pipeline.BuildPlan(cluster, pipeline.PlanInput{Kind: kind, Target: target, CRDs: crds, Objects: objs, Previous: previousManifest})
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("chart %s: %w", cr.req.Chart.Name(), err)
-	}
-	return &pipeline.RenderBundle{
-		Manifest: res.Manifest, Hooks: res.Hooks, CRDs: crds, Previous: previousManifest, Plan: p,
-		Metadata: render.AutoMetadata(cr.requested, version.String()), ValidationMessages: res.ValidationMessages(),
-	}, revision, deployed, nil
-}
 
 // printPlan writes the plan's phases, the list of changes, the diff of every changed or
 // drifted resource and a summary line.

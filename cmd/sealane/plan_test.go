@@ -124,7 +124,7 @@ func objectVersions(t *testing.T, c *kube.Cluster, ns string) map[string]string 
 	return out
 }
 
-// TestPlanCLI runs `sealane plan` in process against the sandbox: before the install, after
+// TestPlanCLI runs `sealane plan` (through the embedded pipeline) against the sandbox: before the install, after
 // it, after a manual edit, and with changed values; with both apply methods; checking the
 // exit codes, the change types, drift, masking and that the cluster is never written.
 func TestPlanCLI(t *testing.T) {
@@ -160,17 +160,17 @@ func TestPlanCLI(t *testing.T) {
 		}
 	}
 
-	// samePlanThroughPipeline checks that the plan through the (embedded) pipeline prints what
-	// the plan made in process printed, with the same exit code.
+	// samePlanAgain checks that the plan asked again, of another embedded pipeline (its own data
+	// dir, whose events are read below), prints the same, with the same exit code.
 	data := t.TempDir()
-	samePlanThroughPipeline := func(t *testing.T, local string, localCode int, args ...string) {
+	samePlanAgain := func(t *testing.T, first string, firstCode int, args ...string) {
 		t.Helper()
-		out, code := plan(t, append(args, "--pipeline", "--data-dir", data)...)
-		if code != localCode {
-			t.Errorf("through the pipeline: exit code %d, in process %d", code, localCode)
+		out, code := plan(t, append(args, "--data-dir", data)...)
+		if code != firstCode {
+			t.Errorf("asked again: exit code %d, first %d", code, firstCode)
 		}
-		if out != local {
-			t.Errorf("through the pipeline the plan differs:\n--- in process\n%s\n--- pipeline\n%s", local, out)
+		if out != first {
+			t.Errorf("asked again the plan differs:\n--- first\n%s\n--- again\n%s", first, out)
 		}
 	}
 
@@ -181,7 +181,7 @@ func TestPlanCLI(t *testing.T) {
 		if code != 2 {
 			t.Errorf("exit code %d, want 2", code)
 		}
-		samePlanThroughPipeline(t, out, code, args...)
+		samePlanAgain(t, out, code, args...)
 		lines(out, "install of release \"plantest\"", "phase 1 [main]",
 			"create    "+ns+"/Secret/db", "create    "+ns+"/ConfigMap/sensitive", "create    "+ns+"/ConfigMap/gone",
 			"planned changes: 5 create, 0 update, 0 recreate, 0 delete, 0 unchanged; 0 drifted",
@@ -233,7 +233,7 @@ func TestPlanCLI(t *testing.T) {
 			if code != 2 {
 				t.Errorf("exit code %d, want 2", code)
 			}
-			samePlanThroughPipeline(t, out, code, args...)
+			samePlanAgain(t, out, code, args...)
 			lines(out, "update    "+ns+"/Secret/db", "update    "+ns+"/ConfigMap/sensitive", "update    "+ns+"/ConfigMap/paths",
 				"delete    "+ns+"/ConfigMap/gone", "update    "+ns+"/ConfigMap/config  (DRIFTED)",
 				"1 resource to delete", "planned changes: 0 create, 4 update, 0 recreate, 1 delete, 0 unchanged; 1 drifted",

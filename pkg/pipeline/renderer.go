@@ -82,6 +82,13 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
 	}
+	if req.Operation == events.OperationPlan {
+		// A plan reads and dry-runs only: its client refuses every other request, so that no
+		// code path of the render, the lookups or the dry runs can write by mistake.
+		if cluster, err = kube.DryRunOnly(cluster); err != nil {
+			return stage.Output{}, fmt.Errorf("cluster %s: %w", in.Target.Cluster, err)
+		}
+	}
 	h, err := r.history(ctx, cluster, in.Target, req.ReleaseStorage)
 	if err != nil {
 		return stage.Output{}, err
