@@ -8,7 +8,6 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/release"
 )
 
@@ -52,7 +51,7 @@ func (f *recordFlags) open(g *globalFlags) (*records, error) {
 // store opens the records of one release exactly as the pipeline's stages open them.
 func (r *records) store(releaseName string) *release.Store {
 	target := events.Target{Cluster: r.cluster.Name, Namespace: r.namespace, Release: releaseName}
-	return pipeline.NewReleaseStore(r.cluster.Bounded(), target, r.storage, nil)
+	return release.Open(r.cluster.Bounded(), target, r.storage, nil)
 }
 
 // where names the place records are read from, for messages.

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/release"
 )
 
@@ -52,7 +51,7 @@ func (f *storageFlags) value() (events.ReleaseStorage, error) {
 		n := f.historyMax
 		rs.HistoryMax = &n
 	}
-	if err := pipeline.CheckReleaseStorage(rs); err != nil {
+	if err := release.CheckStorage(rs); err != nil {
 		return events.ReleaseStorage{}, fmt.Errorf("release storage flags: %w", err)
 	}
 	return rs, nil

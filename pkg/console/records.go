@@ -12,7 +12,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/pipeline"
+	"github.com/sealane/sealane/pkg/release"
 )
 
 // RecordReader reads a release's records (Helm release Secrets or ConfigMaps) from its
@@ -36,7 +36,7 @@ func (c ClusterRecords) History(ctx context.Context, target events.Target, stora
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.NewReleaseStore(cluster.Bounded(), target, storage, nil).History(ctx, target.Release)
+	return release.Open(cluster.Bounded(), target, storage, nil).History(ctx, target.Release)
 }
 
 // History sources: where a release's history came from.
@@ -103,7 +103,7 @@ func fromRecords(recs []*helmrelease.Release, seen []Revision) []Revision {
 	}
 	out := make([]Revision, 0, len(recs))
 	for _, rec := range recs {
-		line := Revision{Revision: rec.Version, RequestedBy: rec.Labels[pipeline.LabelRequestedBy]}
+		line := Revision{Revision: rec.Version, RequestedBy: rec.Labels[release.LabelRequestedBy]}
 		if rec.Chart != nil && rec.Chart.Metadata != nil {
 			line.Chart = rec.Chart.Metadata.Name + "-" + rec.Chart.Metadata.Version
 		}

@@ -16,7 +16,7 @@ import (
 	helmtime "helm.sh/helm/v3/pkg/time"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/pipeline"
+	"github.com/sealane/sealane/pkg/release"
 )
 
 // records is a RecordReader answering fixed records (or an error) and remembering the
@@ -91,7 +91,7 @@ func TestReleaseHistoryFromRecords(t *testing.T) {
 			Config:   map[string]any{"password": "VALUECANARY"},
 			Manifest: "kind: Secret\nstringData: {password: MANIFESTCANARY}\n"}
 		if by != "" {
-			r.Labels = map[string]string{pipeline.LabelRequestedBy: by}
+			r.Labels = map[string]string{release.LabelRequestedBy: by}
 		}
 		return r
 	}

@@ -84,7 +84,7 @@ func recordDeployment(ctx context.Context, t *testing.T, c *kube.Cluster, target
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := NewReleaseStore(c.Bounded(), target, storage, nil)
+	store := release.Open(c.Bounded(), target, storage, nil)
 	if _, err := store.RecordPending(ctx, release.Pending{Name: target.Release, Namespace: target.Namespace, Revision: 1, Chart: testChart,
 		Manifest: string(text)}); err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func (e *leaseEnv) deps() Deps {
 }
 
 func (e *leaseEnv) store() *release.Store {
-	return NewReleaseStore(e.typed, leaseTarget, events.ReleaseStorage{}, nil)
+	return release.Open(e.typed, leaseTarget, events.ReleaseStorage{}, nil)
 }
 
 func (e *leaseEnv) acquire(deployID string, ttl time.Duration) uint64 {

@@ -56,7 +56,7 @@ func refuse(format string, args ...any) error { return refusal{reason: fmt.Sprin
 
 // handle is Handle for a decoded request; a refusal fails the deploy, other errors are retried.
 func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.RequestedData) (stage.Output, error) {
-	if err := CheckReleaseStorage(req.ReleaseStorage); err != nil {
+	if err := release.CheckStorage(req.ReleaseStorage); err != nil {
 		return stage.Output{}, refuse("release %s: %v", in.Target.Release, err)
 	}
 	switch req.Operation {

@@ -17,8 +17,8 @@ import (
 func TestCheckReleaseStorage(t *testing.T) {
 	three, minus := 3, -1
 	for _, ok := range []events.ReleaseStorage{{}, {Driver: "configmap", Namespace: "records", HistoryMax: &three}, {Driver: "secret"}} {
-		if err := CheckReleaseStorage(ok); err != nil {
-			t.Errorf("CheckReleaseStorage(%+v) = %v", ok, err)
+		if err := release.CheckStorage(ok); err != nil {
+			t.Errorf("release.CheckStorage(%+v) = %v", ok, err)
 		}
 	}
 	for bad, want := range map[*events.ReleaseStorage]string{
@@ -26,8 +26,8 @@ func TestCheckReleaseStorage(t *testing.T) {
 		{HistoryMax: &minus}:           "history limit -1",
 		{Namespace: "Not A Namespace"}: "release storage namespace",
 	} {
-		if err := CheckReleaseStorage(*bad); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("CheckReleaseStorage(%+v) = %v, want %q", *bad, err, want)
+		if err := release.CheckStorage(*bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("release.CheckStorage(%+v) = %v, want %q", *bad, err, want)
 		}
 	}
 }
@@ -39,7 +39,7 @@ func TestNewReleaseStore(t *testing.T) {
 	two := 2
 	target := events.Target{Cluster: "c", Namespace: "shop", Release: "web"}
 	st := &deploy.State{ReleaseStorage: events.ReleaseStorage{Driver: "configmap", Namespace: "records", HistoryMax: &two}}
-	store := NewReleaseStore(client, target, storageOf(st), nil)
+	store := release.Open(client, target, storageOf(st), nil)
 	ch := &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "shop", Version: "1.0.0"}}
 	for rev := 1; rev <= 3; rev++ {
 		if _, err := store.RecordPending(ctx, release.Pending{Name: "web", Namespace: "shop", Revision: rev, Chart: ch}); err != nil {
@@ -56,7 +56,7 @@ func TestNewReleaseStore(t *testing.T) {
 	if store.Namespace() != "records" || store.Driver() != release.DriverConfigMap {
 		t.Errorf("store in %s with %s", store.Namespace(), store.Driver())
 	}
-	if def := NewReleaseStore(client, target, storageOf(nil), nil); def.Namespace() != "shop" || def.Driver() != release.DriverSecret {
+	if def := release.Open(client, target, storageOf(nil), nil); def.Namespace() != "shop" || def.Driver() != release.DriverSecret {
 		t.Errorf("default store in %s with %s, want shop, secret", def.Namespace(), def.Driver())
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package release
 
 import (
 	"strings"
@@ -17,9 +17,9 @@ func TestRequesterLabels(t *testing.T) {
 		{"@alice@", false, map[string]string{LabelRequestedBy: "alice", LabelVerified: "false"}},
 		{strings.Repeat("a", 70) + "@x", false, map[string]string{LabelRequestedBy: strings.Repeat("a", 63), LabelVerified: "false"}},
 	} {
-		got := requesterLabels(tt.by, tt.verified)
+		got := RequesterLabels(tt.by, tt.verified)
 		if len(got) != len(tt.want) || got[LabelRequestedBy] != tt.want[LabelRequestedBy] || got[LabelVerified] != tt.want[LabelVerified] {
-			t.Errorf("requesterLabels(%q, %v) = %v, want %v", tt.by, tt.verified, got, tt.want)
+			t.Errorf("RequesterLabels(%q, %v) = %v, want %v", tt.by, tt.verified, got, tt.want)
 		}
 	}
 }

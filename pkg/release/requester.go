@@ -1,4 +1,4 @@
-package pipeline
+package release
 
 import (
 	"strconv"
@@ -8,16 +8,16 @@ import (
 )
 
 // The labels the recorder sets on a release record: who asked for the revision and whether
-// a signature proved it (Intake.Verifier).
+// a signature proved it (the renderer's request verification).
 const (
 	LabelRequestedBy = "sealane.dev/requested-by"
 	LabelVerified    = "sealane.dev/requested-by-verified"
 )
 
-// requesterLabels are the release record labels of a revision requested by by. A name that is
+// RequesterLabels are the release record labels of a revision requested by by. A name that is
 // no label value (a claimed "user@host") is written with '_' for the characters a label
 // value cannot hold; a verified client name always is one (intake.ClientKeys).
-func requesterLabels(by string, verified bool) map[string]string {
+func RequesterLabels(by string, verified bool) map[string]string {
 	if by == "" {
 		return nil
 	}
