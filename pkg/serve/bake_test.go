@@ -85,7 +85,7 @@ func TestBakeResumes(t *testing.T) {
 	if err != nil || res.Revision != 1 {
 		t.Fatalf("deploy: %+v, %v", res, err)
 	}
-	end := time.Now().Add(DefaultBakeAckWait + 10*time.Second)
+	end := time.Now().Add(pipeline.DefaultBakeAckWait + 10*time.Second)
 	e.request("bake-resumed", target, 1, end)
 	time.Sleep(3 * time.Second)
 	e.stop()

@@ -308,7 +308,7 @@ func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names .
 	sweepLeases(ctx, &wg, deps, stages)
 	errs := make(chan error, len(stages)+1)
 	wg.Go(func() { // bake.go: the tracker's bakes of fleet rollouts, wherever the tracker runs
-		if err := runBakes(ctx, bakesOf(r, deps, stages)); err != nil {
+		if err := runBakes(ctx, r, bakeStage(r, deps, stages)); err != nil {
 			errs <- err
 			cancel()
 		}

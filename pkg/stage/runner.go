@@ -97,6 +97,9 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	defer func() { tracing.End(span, err) }()
 	log = log.With(append(tracing.LogFields(ctx, "", e, in.DeployID, in.Target.Release), zap.String("event", e.ID()), zap.String("cluster", in.Target.Cluster))...)
 	in.Log = log
+	if st.Stateless {
+		return r.handleStateless(ctx, st, in, log, m)
+	}
 
 	state, rev, err := r.states().Load(ctx, in.DeployID)
 	if err != nil {
@@ -159,6 +162,35 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 		return err
 	}
 	r.observe(in, out, start, r.now()) // metrics.go
+	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
+	return nil
+}
+
+// handleStateless runs a stateless stage's handler and publishes its events in order: no
+// state is loaded or saved, and a redelivery publishes the same event ids again.
+func (r *Runner) handleStateless(ctx context.Context, st Stage, in Input, log *zap.Logger, m *metrics.Handling) error {
+	live := &livePublisher{r: r, st: st, in: in}
+	in.Publish = live.publish
+	start := r.now()
+	if r.Observe != nil {
+		r.Observe(st.Name, in.Event, start)
+	}
+	m.Event(string(in.Type), in.Event.Time(), start)
+	out, err := st.Handler.Handle(ctx, in)
+	flushErr := live.flush(ctx)
+	if err != nil {
+		log.Warn("handler failed, will retry", zap.Error(err))
+		return fmt.Errorf("%s: handle %s: %w", st.Name, in.Event.ID(), err)
+	}
+	if flushErr != nil {
+		return flushErr
+	}
+	for _, em := range out.Emits {
+		if err := r.publish(ctx, st, in, em); err != nil {
+			return err
+		}
+	}
+	r.observe(in, out, start, r.now())
 	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
 	return nil
 }
@@ -277,6 +309,10 @@ func (r *Runner) publishMsg(ctx context.Context, st Stage, ev cloudevents.Event,
 // deadLetter reports a deploy whose event a stage gave up on as failed, so that the recorder
 // closes it and the client waiting for it gets an answer.
 func (r *Runner) deadLetter(ctx context.Context, st Stage, msg jetstream.Msg, reason string, log *zap.Logger) {
+	if st.OnGiveUp != nil {
+		r.giveUp(ctx, st, msg, reason, log)
+		return
+	}
 	e, err := events.Decode(msg.Headers(), msg.Data())
 	if err != nil {
 		log.Error("dead letter is not a CloudEvent; no deploy to fail", zap.String("subject", msg.Subject()), zap.String("reason", reason))
@@ -303,6 +339,25 @@ func (r *Runner) deadLetter(ctx context.Context, st Stage, msg jetstream.Msg, re
 	}
 	if err := r.publish(ctx, st, in, em); err != nil {
 		log.Error("publish dead-letter failure", zap.Error(err))
+	}
+}
+
+// giveUp publishes what st.OnGiveUp says for an event the stage gave up on.
+func (r *Runner) giveUp(ctx context.Context, st Stage, msg jetstream.Msg, reason string, log *zap.Logger) {
+	in, mine, err := r.input(st, msg, log)
+	if err != nil || !mine {
+		log.Error("dead letter cannot be answered", zap.String("subject", msg.Subject()), zap.String("reason", reason), zap.Error(err))
+		return
+	}
+	emits, err := st.OnGiveUp(in, reason)
+	if err != nil {
+		log.Error("dead letter cannot be answered", zap.String("event", in.Event.ID()), zap.String("reason", reason), zap.Error(err))
+		return
+	}
+	for _, em := range emits {
+		if err := r.publish(ctx, st, in, em); err != nil {
+			log.Error("publish the answer to a dead letter", zap.String("event", in.Event.ID()), zap.Error(err))
+		}
 	}
 }
 

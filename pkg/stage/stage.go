@@ -101,6 +101,13 @@ type Stage struct {
 	Workers int
 	// AckWait bounds how long a handler may go without a heartbeat (default 30s).
 	AckWait time.Duration
+	// Stateless stages keep no deploy state and no outbox: their events' ids come from the
+	// event they answer (Emit.Event), so a redelivered event publishes the same events again
+	// and NATS drops the copies. The tracker's bakes.
+	Stateless bool
+	// OnGiveUp, if set, gives the events published for an event the stage gave up on (a dead
+	// letter) instead of failing its deploy: a bake's undecided answer.
+	OnGiveUp func(in Input, reason string) ([]Emit, error)
 }
 
 // Fail builds the DeployFailed event a handler emits when the deploy cannot go on.
