@@ -66,16 +66,33 @@ func (i Intake) fetchOptions() chartsource.Options {
 	return o
 }
 
-// requesterKey carries the verified client name from the intake to the renderer.
-type requesterKey struct{}
+// request is a deploy.requested as the renderer's steps (intake, lease, render) hand it on:
+// decoded once, with the client whose signature the intake verified.
+type request struct {
+	events.RequestedData
+	// client is the verified client ("" when the request was not verified: no client keys,
+	// or the renderer called without the intake).
+	client string
+}
 
-// requestedBy is the verified client of the request being handled (verified true), else the
-// claimed one.
-func requestedBy(ctx context.Context, claimed string) (name string, verified bool) {
-	if name, ok := ctx.Value(requesterKey{}).(string); ok && name != "" {
-		return name, true
+// requestedBy is who asked: the verified client (verified true), else the claimed name.
+func (r *request) requestedBy() (name string, verified bool) {
+	if r.client != "" {
+		return r.client, true
 	}
-	return claimed, false
+	return r.RequestedBy, false
+}
+
+// requestStep is one step of the renderer's chain over a decoded request.
+type requestStep interface {
+	handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error)
+}
+
+// requestFunc adapts a function to requestStep.
+type requestFunc func(ctx context.Context, in stage.Input, req *request) (stage.Output, error)
+
+func (f requestFunc) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+	return f(ctx, in, req)
 }
 
 // intakeRenderer checks a deploy.requested before the lease step and the renderer see it:
@@ -85,22 +102,24 @@ func requestedBy(ctx context.Context, claimed string) (name string, verified boo
 // is dropped, so that nobody can fail another client's deploy by reusing its id.
 type intakeRenderer struct {
 	Deps
-	next stage.Handler
+	next requestStep
 }
 
-// Handle checks one request and passes it on, with the verified client in ctx.
+// Handle decodes one request — the one decoding of the renderer's chain — checks it and passes
+// it on with the verified client. A payload that does not decode fails its deploy at once.
 func (g *intakeRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
-	var req events.RequestedData
-	if err := decode(in, &req); err != nil || !admitsRequest(in.State) {
-		return g.next.Handle(ctx, in) // the renderer reports a bad payload, the lease step ignores a repeat
+	req := &request{}
+	if err := decode(in, &req.RequestedData); err != nil {
+		return stage.Output{}, stage.Permanent(err)
+	}
+	if !admitsRequest(in.State) {
+		return g.next.handleRequest(ctx, in, req) // the lease step ignores a repeat
 	}
 	handed := in.State != nil && in.State.Status == deploy.Queued && events.SignedID(in.Event.ID()) != in.Event.ID()
-	client, err := g.check(in, req, handed)
+	client, err := g.check(in, req.RequestedData, handed)
 	if err == nil {
-		if client != "" {
-			ctx = context.WithValue(ctx, requesterKey{}, client)
-		}
-		return g.next.Handle(ctx, in)
+		req.client = client
+		return g.next.handleRequest(ctx, in, req)
 	}
 	reason := "request refused: " + err.Error()
 	if client != "" {

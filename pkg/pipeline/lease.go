@@ -29,9 +29,7 @@ func withLease(d Deps, all map[events.Stage]stage.Stage) {
 		return
 	}
 	for name, st := range all {
-		if name == events.StageRenderer {
-			st.Handler = &leasedRenderer{Deps: d, next: st.Handler}
-		} else {
+		if name != events.StageRenderer { // the renderer's lease step is in its request chain (Stages)
 			st.Handler = &renewing{Deps: d, name: name, next: st.Handler}
 		}
 		all[name] = st
@@ -53,24 +51,20 @@ func admitsRequest(s *deploy.State) bool {
 // queues the request when another deploy holds the release.
 type leasedRenderer struct {
 	Deps
-	next stage.Handler
+	next requestStep
 }
 
-// Handle admits, queues or refuses one deploy.requested, then renders it holding the lease.
-func (l *leasedRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
-	var req events.RequestedData
-	if err := decode(in, &req); err != nil {
-		return l.next.Handle(ctx, in) // the renderer reports the bad payload
-	}
+// handleRequest admits, queues or refuses one deploy.requested, then renders it holding the lease.
+func (l *leasedRenderer) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
 	if !admitsRequest(in.State) {
 		in.Logger(l.log()).Info("ignoring a repeated request of a deploy underway",
 			zap.String("event", in.Event.ID()), zap.String("status", string(in.State.Status)))
 		return stage.Output{}, nil
 	}
 	if !takesLease(req.Operation) {
-		return l.next.Handle(ctx, in)
+		return l.next.handleRequest(ctx, in, req)
 	}
-	if reason, err := l.helmPending(ctx, in, req); err != nil || reason != "" {
+	if reason, err := l.helmPending(ctx, in, req.RequestedData); err != nil || reason != "" {
 		if err != nil {
 			return stage.Output{}, err
 		}
@@ -85,12 +79,12 @@ func (l *leasedRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 	token, err := l.Leases.Acquire(ctx, in.Target, in.DeployID, l.LeaseTTL)
 	var busy *lease.BusyError
 	if errors.As(err, &busy) {
-		return l.queue(ctx, in, req, busy)
+		return l.queue(ctx, in, req.RequestedData, busy)
 	}
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release lease of %s: %w", in.Target, err)
 	}
-	out, err := l.next.Handle(ctx, in)
+	out, err := l.next.handleRequest(ctx, in, req)
 	if err != nil {
 		// Retried with the same lease (Acquire gives a holder its token back); if the retries
 		// run out, the dead-letter failure ends the deploy and the lease is free at once.

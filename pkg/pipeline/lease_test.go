@@ -798,12 +798,12 @@ func TestHandedLeaseReleasedOnRefusal(t *testing.T) {
 		if h := e.holder(); h.DeployID != "b" {
 			t.Fatalf("lease held by %s, want b", h.DeployID)
 		}
-		r := &leasedRenderer{Deps: d, next: stage.HandlerFunc(func(context.Context, stage.Input) (stage.Output, error) {
+		r := &leasedRenderer{Deps: d, next: requestFunc(func(context.Context, stage.Input, *request) (stage.Output, error) {
 			t.Fatal("a refused request was rendered")
 			return stage.Output{}, nil
 		})}
-		out, err := r.Handle(testContext(t), input(t, events.DeployRequested, "b", events.RequestedData{Target: leaseTarget},
-			&deploy.State{ID: "b", Target: leaseTarget, Status: deploy.Queued}))
+		out, err := r.handleRequest(testContext(t), input(t, events.DeployRequested, "b", events.RequestedData{Target: leaseTarget},
+			&deploy.State{ID: "b", Target: leaseTarget, Status: deploy.Queued}), &request{RequestedData: events.RequestedData{Target: leaseTarget}})
 		if err != nil || !strings.Contains(failedReason(out), "another operation") {
 			t.Fatalf("renderer = %+v, %v; want helm's refusal", out, err)
 		}

@@ -126,9 +126,15 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
 	}
-	withLease(d, all) // lease.go: acquire/queue in the renderer, renew and fence in the others
+	withLease(d, all) // lease.go: renew and fence in the stages after the renderer
+	// The renderer's chain over one decoded request: the intake's checks (intake.go), the
+	// lease (lease.go: acquire or queue), the render.
+	var render requestStep = renderer
+	if d.Leases != nil {
+		render = &leasedRenderer{Deps: d, next: render}
+	}
 	rs := all[events.StageRenderer]
-	rs.Handler = &intakeRenderer{Deps: d, next: rs.Handler} // intake.go: before the lease is taken or queued
+	rs.Handler = &intakeRenderer{Deps: d, next: render}
 	all[events.StageRenderer] = rs
 	if len(names) == 0 || (len(names) == 1 && names[0] == "all") {
 		names = []events.Stage{events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker}

@@ -32,13 +32,19 @@ type Renderer struct {
 	Deps
 }
 
-// Handle renders one deploy.requested event.
+// Handle renders one deploy.requested event, unverified: the stage's handler is the request
+// chain of Stages (intake checks, the lease, then handleRequest).
 func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
-	var req events.RequestedData
-	if err := decode(in, &req); err != nil {
+	req := &request{}
+	if err := decode(in, &req.RequestedData); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
-	req.RequestedBy, _ = requestedBy(ctx, req.RequestedBy)
+	return r.handleRequest(ctx, in, req)
+}
+
+// handleRequest renders one decoded request.
+func (r *Renderer) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+	req.RequestedBy, _ = req.requestedBy()
 	out, err := r.handle(ctx, in, req)
 	var ref refusal
 	if errors.As(err, &ref) {
@@ -55,7 +61,7 @@ func (r refusal) Error() string { return r.reason }
 func refuse(format string, args ...any) error { return refusal{reason: fmt.Sprintf(format, args...)} }
 
 // handle is Handle for a decoded request; a refusal fails the deploy, other errors are retried.
-func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.RequestedData) (stage.Output, error) {
+func (r *Renderer) handle(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
 	if err := release.CheckStorage(req.ReleaseStorage); err != nil {
 		return stage.Output{}, refuse("release %s: %v", in.Target.Release, err)
 	}
@@ -70,7 +76,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 	default:
 		return stage.Output{}, refuse("unknown operation %q: use deploy, plan, rollback, uninstall or test", req.Operation)
 	}
-	loaded, inputs, err := r.loadChart(ctx, &req)
+	loaded, inputs, err := r.loadChart(ctx, &req.RequestedData)
 	if err != nil {
 		return stage.Output{}, err
 	}
@@ -103,13 +109,13 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req events.Reques
 		if h.deployed != nil {
 			q.Deployed = h.deployed.Version
 		}
-		return r.planned(ctx, in, cluster, q, requester{warnings: warnings, reply: reply})
+		return r.planned(ctx, in, req, cluster, q, requester{warnings: warnings, reply: reply})
 	}
 	if h.deployed != nil {
 		same, err := recordsMatch(h.deployed, loaded.Chart.Metadata.Version, &bundle)
 		if same && err == nil {
 			var as *kube.Cluster // tenant.go: the dry runs as the tenant
-			if as, err = r.tenantCluster(ctx, cluster); err == nil {
+			if as, err = r.tenantCluster(req, cluster); err == nil {
 				same, err = liveMatches(ctx, as, in.Target, &bundle, prepared)
 			}
 		}
@@ -235,7 +241,7 @@ func (r *Renderer) history(ctx context.Context, cluster *kube.Cluster, target ev
 // release's history.
 type renderJob struct {
 	target  events.Target
-	req     events.RequestedData
+	req     *request
 	loaded  *chart.Loaded
 	inputs  chart.Inputs
 	history releaseHistory
@@ -258,7 +264,7 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	isUpgrade := h.deployed != nil
-	lookupAs, err := r.tenantCluster(ctx, cluster) // tenant.go: `lookup` reads as the tenant
+	lookupAs, err := r.tenantCluster(req, cluster) // tenant.go: `lookup` reads as the tenant
 	if err != nil {
 		return RenderBundle{}, nil, nil, err
 	}
@@ -267,7 +273,7 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		Chart:        job.loaded.Chart,
 		Inputs:       job.inputs,
 		Release:      chart.Release{Name: target.Release, Namespace: target.Namespace, Revision: h.revision, IsUpgrade: isUpgrade},
-		Service:      render.ServiceValues(req, version.String()),
+		Service:      render.ServiceValues(req.RequestedData, version.String()),
 		Secrets:      r.Secrets,
 		Capabilities: caps,
 		Cluster:      lookupAs.Config,
@@ -299,12 +305,12 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	if err != nil {
 		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
 	}
-	if err := r.checkBounds(ctx, p); err != nil {
+	if err := r.checkBounds(req, p); err != nil {
 		return RenderBundle{}, nil, nil, err
 	}
 	bundle := RenderBundle{
 		Manifest: out.Manifest, Hooks: out.Hooks, Notes: out.Notes, Config: out.Config,
-		Metadata: render.AutoMetadata(req, version.String()), ValidationMessages: out.ValidationMessages,
+		Metadata: render.AutoMetadata(req.RequestedData, version.String()), ValidationMessages: out.ValidationMessages,
 		CRDs: out.CRDs, Previous: previous, Plan: p,
 		Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
 	}
@@ -362,8 +368,8 @@ type renderedRelease struct {
 }
 
 // rendered stores the bundle and emits deploy.rendered with the deploy's state.
-func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.RequestedData, rr renderedRelease) (stage.Output, error) {
-	if err := r.checkBounds(ctx, rr.bundle.Plan); err != nil { // tenant.go; rollbacks, uninstalls and tests too
+func (r *Renderer) rendered(ctx context.Context, in stage.Input, req *request, rr renderedRelease) (stage.Output, error) {
+	if err := r.checkBounds(req, rr.bundle.Plan); err != nil { // tenant.go; rollbacks, uninstalls and tests too
 		return stage.Output{}, err
 	}
 	bundle, err := json.Marshal(storedBundle(rr.bundle))
@@ -397,12 +403,12 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req events.Requ
 	if rr.bundle.Plan != nil {
 		phases = len(rr.bundle.Plan.Phases)
 	}
-	by, verified := requestedBy(ctx, req.RequestedBy)
+	by, verified := req.requestedBy()
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: phases, Deadline: r.now().Add(timeout),
 		Description: rr.description, RenderRef: ref, Operation: req.Operation,
 		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace, ReleaseStorage: req.ReleaseStorage,
 		RequestedBy: by, RequestedByVerified: verified, PreviousRevision: rr.previous}
-	_, scope := r.tenant(ctx)
+	_, scope := r.tenant(req)
 	st.RunAs = runAs(scope)
 	return stage.Output{
 		State: &st,
@@ -436,8 +442,8 @@ type requester struct {
 
 // planned answers a plan request: it dry-runs the deploy, stores the report (its diffs may
 // quote values) and emits deploy.planned; the recorder closes the request without a record.
-func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, to requester) (stage.Output, error) {
-	cluster, err := r.tenantCluster(ctx, cluster) // tenant.go: the dry runs as the tenant
+func (r *Renderer) planned(ctx context.Context, in stage.Input, req *request, cluster *kube.Cluster, q DryRunInput, to requester) (stage.Output, error) {
+	cluster, err := r.tenantCluster(req, cluster) // tenant.go: the dry runs as the tenant
 	if err != nil {
 		return stage.Output{}, err
 	}

@@ -93,7 +93,7 @@ func (r *Renderer) renderOnce(ctx context.Context, req render.Request, job rende
 		}
 		return r.renderFresh(req, "")
 	}
-	key := render.Key(render.NewKeyInput(req, job.req.Chart.Digest, schemaDigest, render.AutoMetadata(job.req, version.String())))
+	key := render.Key(render.NewKeyInput(req, job.req.Chart.Digest, schemaDigest, render.AutoMetadata(job.req.RequestedData, version.String())))
 	for {
 		if out, ok := cache.get(key); ok {
 			cache.reused.Add(1)

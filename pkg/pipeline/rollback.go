@@ -18,13 +18,13 @@ import (
 
 // rollback turns a rollback request into a render: the new revision takes the manifest, hooks,
 // values, notes and chart of the revision rolled back to, as `helm rollback` does.
-func (r *Renderer) rollback(ctx context.Context, in stage.Input, req events.RequestedData) (stage.Output, error) {
+func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
 	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
 	}
 	store := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.log()))
-	old, last, err := rollbackSource(ctx, store, in.Target, req)
+	old, last, err := rollbackSource(ctx, store, in.Target, req.RequestedData)
 	if err != nil {
 		return stage.Output{}, err
 	}

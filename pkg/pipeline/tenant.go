@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -22,8 +21,8 @@ import (
 
 // tenant is the verified client of the request being handled and its scope; scope is nil for
 // an operator client and without client keys.
-func (d Deps) tenant(ctx context.Context) (string, *intake.Scope) {
-	name, verified := requestedBy(ctx, "")
+func (d Deps) tenant(req *request) (string, *intake.Scope) {
+	name, verified := req.requestedBy()
 	if !verified {
 		return "", nil
 	}
@@ -40,8 +39,8 @@ func runAs(s *intake.Scope) string {
 }
 
 // tenantCluster is c as the request's tenant (c itself for an operator client).
-func (d Deps) tenantCluster(ctx context.Context, c *kube.Cluster) (*kube.Cluster, error) {
-	_, s := d.tenant(ctx)
+func (d Deps) tenantCluster(req *request, c *kube.Cluster) (*kube.Cluster, error) {
+	_, s := d.tenant(req)
 	return clusterAs(c, runAs(s))
 }
 
@@ -63,8 +62,8 @@ func clusterAs(c *kube.Cluster, user string) (*kube.Cluster, error) {
 
 // checkBounds refuses a plan of the request's tenant that writes outside its scope: the
 // deploy fails before anything is applied, naming every object at fault.
-func (d Deps) checkBounds(ctx context.Context, p *plan.Plan) error {
-	client, s := d.tenant(ctx)
+func (d Deps) checkBounds(req *request, p *plan.Plan) error {
+	client, s := d.tenant(req)
 	if s == nil {
 		return nil
 	}

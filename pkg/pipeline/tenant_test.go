@@ -44,8 +44,8 @@ func tenantEnv(t *testing.T) (h stage.Handler, e *leaseEnv, ops, team nkeys.KeyP
 	return stages[0].Handler, e, ops, team
 }
 
-// request handles a request for leaseTarget signed by kp.
-func request(t *testing.T, h stage.Handler, req events.RequestedData, kp nkeys.KeyPair) (stage.Output, error) {
+// signedRequest handles a request for leaseTarget signed by kp.
+func signedRequest(t *testing.T, h stage.Handler, req events.RequestedData, kp nkeys.KeyPair) (stage.Output, error) {
 	t.Helper()
 	return h.Handle(testContext(t), fromBus(t, req, kp, time.Now()))
 }
@@ -121,7 +121,7 @@ func TestTenantDeploysBounded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, e, ops, team := tenantEnv(t)
 			ch := storeChart(t, e, map[string]string{"templates/cm.yaml": cmManifest("web"), tt.file: tt.text})
-			out, err := request(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, team)
+			out, err := signedRequest(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, team)
 			if err != nil {
 				t.Fatalf("Handle = %v, want deploy.failed", err)
 			}
@@ -135,7 +135,7 @@ func TestTenantDeploysBounded(t *testing.T) {
 				t.Error("the deploy's render was stored for the applier")
 			}
 			// The operator client: no bounds, the service's own identity.
-			out, err = request(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, ops)
+			out, err = signedRequest(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, ops)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestTenantDeploysBounded(t *testing.T) {
 	t.Run("allowed: runs as the ServiceAccount", func(t *testing.T) {
 		h, e, _, team := tenantEnv(t)
 		ch := storeChart(t, e, map[string]string{"templates/cm.yaml": cmManifest("web")})
-		out, err := request(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, team)
+		out, err := signedRequest(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, team)
 		if err != nil {
 			t.Fatal(err)
 		}
