@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/chart"
 )
 
@@ -49,7 +50,7 @@ func crdChart(t *testing.T) ([]byte, string, *chart.Loaded) {
 func TestBundleCRDsByReference(t *testing.T) {
 	ctx := context.Background()
 	archive, digest, loaded := crdChart(t)
-	blobs := memBlobs{}
+	blobs := bustest.NewBlobs()
 	chartRef, _ := blobs.PutBlob(ctx, "charts/"+digest, archive)
 	crds := CRDFiles(loaded.Chart.CRDObjects())
 	if len(crds) != 1 || crds[0].Data == "" {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
@@ -54,7 +55,7 @@ type leaseEnv struct {
 	cluster *kube.Cluster
 	typed   *k8sfake.Clientset
 	dyn     *dynamicfake.FakeDynamicClient
-	blobs   memBlobs
+	blobs   *bustest.Blobs
 
 	mu        sync.Mutex
 	clock     time.Time // zero: time.Now
@@ -69,7 +70,7 @@ func newLeaseEnv(t *testing.T, objs ...runtime.Object) *leaseEnv {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	e := &leaseEnv{t: t, kv: kv, typed: k8sfake.NewClientset(), blobs: memBlobs{},
+	e := &leaseEnv{t: t, kv: kv, typed: k8sfake.NewClientset(), blobs: bustest.NewBlobs(),
 		dyn: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)}
 	e.cluster = &kube.Cluster{Name: leaseTarget.Cluster, Typed: e.typed, Dynamic: e.dyn, Mapper: resettableMapper{mapper}}
 	e.leases = lease.New(kv, lease.Options{TTL: time.Minute, Clock: e.now, Log: zaptest.NewLogger(t),
