@@ -51,7 +51,7 @@ func TestBundleCRDsByReference(t *testing.T) {
 	ctx := context.Background()
 	archive, digest, loaded := crdChart(t)
 	blobs := bustest.NewBlobs()
-	chartRef, _ := blobs.PutBlob(ctx, "charts/"+digest, archive)
+	chartRef := putBlob(t, blobs, "charts/"+digest, archive)
 	crds := CRDFiles(loaded.Chart.CRDObjects())
 	if len(crds) != 1 || crds[0].Data == "" {
 		t.Fatalf("CRD files of the chart: %+v", crds)

@@ -28,6 +28,16 @@ func upload(b *bustest.Blobs, bucket, name string, data []byte) string {
 	return ref
 }
 
+// putBlob stores data as blob name and returns its reference, failing the test if it cannot.
+func putBlob(t testing.TB, blobs *bustest.Blobs, name string, data []byte) string {
+	t.Helper()
+	ref, err := blobs.PutBlob(context.Background(), name, data)
+	if err != nil {
+		t.Fatalf("put blob %s: %v", name, err)
+	}
+	return ref
+}
+
 // stored reports whether blobs holds a blob named name.
 func stored(blobs *bustest.Blobs, name string) bool {
 	_, ok := blobs.Blob(name)

@@ -420,7 +420,7 @@ func (e *leaseEnv) cleanupPhaseInput(token uint64, deadline time.Time) stage.Inp
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ref, _ := e.blobs.PutBlob(testContext(e.t), "renders/a", data)
+	ref := putBlob(e.t, e.blobs, "renders/a", data)
 	st := &deploy.State{ID: "a", Target: leaseTarget, Status: deploy.Status("tracked"), Revision: 2, Phases: 3, RenderRef: ref,
 		LeaseToken: token, Deadline: deadline}
 	return input(e.t, events.PhaseTracked, "a", events.PhaseTrackedData{Target: leaseTarget, Revision: 2, Phase: 1, Phases: 3, Ready: true}, st)
@@ -692,8 +692,8 @@ func TestRecorderFencesWrites(t *testing.T) {
 	t.Run("namespace", func(t *testing.T) {
 		e := newLeaseEnv(t)
 		archive := chartArchive(t)
-		chartRef, _ := e.blobs.PutBlob(testContext(t), "charts/web", archive)
-		renderRef, _ := e.blobs.PutBlob(testContext(t), "renders/a", []byte(`{"manifest":""}`))
+		chartRef := putBlob(t, e.blobs, "charts/web", archive)
+		renderRef := putBlob(t, e.blobs, "renders/a", []byte(`{"manifest":""}`))
 		token := e.acquire("a", 0)
 		e.takeOver("b")
 		st := &deploy.State{ID: "a", Target: leaseTarget, Revision: 1, LeaseToken: token}
@@ -885,8 +885,8 @@ func TestRecordPendingRevisionTaken(t *testing.T) {
 	s := e.store()
 	recordRevision(t, s, 1, "deployed")
 	recordRevision(t, s, 2, "deployed") // written meanwhile by another writer
-	chartRef, _ := e.blobs.PutBlob(testContext(t), "charts/web", chartArchive(t))
-	renderRef, _ := e.blobs.PutBlob(testContext(t), "renders/a", []byte(`{"manifest":""}`))
+	chartRef := putBlob(t, e.blobs, "charts/web", chartArchive(t))
+	renderRef := putBlob(t, e.blobs, "renders/a", []byte(`{"manifest":""}`))
 	token := e.acquire("a", 0)
 	st := &deploy.State{ID: "a", Target: leaseTarget, Revision: 4, LeaseToken: token}
 	out, err := (&Recorder{e.deps()}).Handle(testContext(t), input(t, events.DeployRendered, "a",
