@@ -106,6 +106,9 @@ func (k *KV) Delete(_ context.Context, key string, last uint64) error {
 // Keys returns the keys matching filter (NATS wildcards '*' and '>' allowed) that hold a
 // value, sorted.
 func (k *KV) Keys(_ context.Context, filter string) ([]string, error) {
+	if err := checkFilter(filter); err != nil {
+		return nil, err
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var keys []string
@@ -138,6 +141,20 @@ func checkKey(key string) error {
 	if key == "" || strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") || strings.Contains(key, "..") ||
 		strings.ContainsAny(key, " \t\r\n*>") {
 		return fmt.Errorf("key %q: %w", key, jetstream.ErrInvalidKey)
+	}
+	return nil
+}
+
+// checkFilter refuses what JetStream refuses as a key filter: a key, where '*' may appear and
+// '>' may be the last token.
+func checkFilter(filter string) error {
+	toks := strings.Split(filter, ".")
+	for i, t := range toks {
+		switch {
+		case t == "*" || (t == ">" && i == len(toks)-1):
+		case t == "" || strings.ContainsAny(t, " \t\r\n>"):
+			return fmt.Errorf("key filter %q: %w", filter, jetstream.ErrInvalidKey)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -167,6 +168,13 @@ func blobBadRefs(t *testing.T, s BlobsSubject) {
 	if _, err := s.Store.PutBlob(c, "", []byte("x")); err == nil {
 		t.Error("put with an empty name: no error")
 	}
+	own, err := s.Store.OwnInputBucket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Store.PutInput(c, own, "", []byte("x")); err == nil {
+		t.Error("put input with an empty name: no error")
+	}
 	for _, ref := range []string{"", "http://x/y", bus.BlobScheme + "sealane-blobs", bus.BlobRef("other-bucket", "x")} {
 		_, err := s.Store.GetBlob(c, ref)
 		if err == nil || errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -220,5 +228,12 @@ func blobMissingUpload(t *testing.T, s BlobsSubject) {
 	ref := bus.BlobRef(own, "charts/absent")
 	if _, err := s.Store.GetBlob(c, ref); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Fatalf("get %s: %v, want ErrObjectNotFound", ref, err)
+	}
+	// An input bucket never created: JetStream has no stream to answer (no responders, retried
+	// until the deadline), the in-memory store finds no object; an error either way.
+	short, cancel := context.WithTimeout(c, 2*time.Second)
+	defer cancel()
+	if _, err := s.Store.GetBlob(short, bus.BlobRef(bus.TenantInputBucket("never"), "charts/x")); err == nil {
+		t.Fatal("get from an input bucket never created: no error")
 	}
 }

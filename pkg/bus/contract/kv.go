@@ -138,6 +138,20 @@ func kvDelete(t *testing.T, kv KVStore) {
 	if err != nil || again <= rev+1 {
 		t.Fatalf("create after delete: %d, %v (want above the delete marker's %d)", again, err, rev+1)
 	}
+	// The delete marker's revision is the key's newest: an update at it writes the key again.
+	if _, err := kv.Update(c, "delete.a", []byte("v2"), rev+1); !bus.Conflict(err) {
+		t.Fatalf("update at the delete marker after a create: %v, want a conflict", err)
+	}
+	if err := kv.Delete(c, "delete.a", again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(c, "delete.a", []byte("v3"), again+1); err != nil {
+		t.Fatalf("update at the delete marker's revision: %v", err)
+	}
+	// Revision 0 of a key never written: Update creates it.
+	if _, err := kv.Update(c, "delete.new", []byte("v1"), 0); err != nil {
+		t.Fatalf("update of a new key at revision 0: %v", err)
+	}
 	if err := kv.Delete(c, "delete.missing", 0); err != nil {
 		t.Fatalf("delete of a missing key: %v", err)
 	}
@@ -171,6 +185,11 @@ func kvKeys(t *testing.T, kv KVStore) {
 	for _, k := range []string{"keys.x.1", "keys.x.2", "keys.y.1", "keys.y.2.deep"} {
 		if _, err := kv.Put(c, k, []byte(k)); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, filter := range []string{"", "keys..x", "keys.>.x", "keys.a b"} {
+		if _, err := kv.Keys(c, filter); err == nil {
+			t.Errorf("keys %q: no error", filter)
 		}
 	}
 	for filter, want := range map[string][]string{
