@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/pipeline"
@@ -40,45 +40,6 @@ func sandboxKubeconfig(b *testing.B) string {
 		b.Fatalf("no sandbox kubeconfig at %s: run `make sandbox-up`", k)
 	}
 	return k
-}
-
-// memBlobs is an in-memory blob store for the direct (no NATS) composition.
-type memBlobs struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (m *memBlobs) PutBlob(_ context.Context, name string, data []byte) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[name] = data
-	return bus.BlobRef("mem", name), nil
-}
-
-func (m *memBlobs) RefOf(name string) string { return bus.BlobRef("mem", name) }
-
-// OwnInputBucket and PutInput make memBlobs the client's uploads too (unsealed, in memory).
-func (m *memBlobs) OwnInputBucket() (string, error) { return bus.DefaultInputBucket, nil }
-
-func (m *memBlobs) PutInput(_ context.Context, bucket, name string, data []byte) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[name] = data
-	return bus.BlobRef(bucket, name), nil
-}
-
-func (m *memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, name, err := bus.ParseBlobRef(ref)
-	if err != nil {
-		return nil, err
-	}
-	d, ok := m.m[name]
-	if !ok {
-		return nil, fmt.Errorf("blob %s not found", ref)
-	}
-	return d, nil
 }
 
 // hops collects publish→handler-start latencies.
@@ -129,7 +90,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	}()
 	defer func() { stop(); <-done }()
 
-	mem := &memBlobs{m: map[string][]byte{}}
+	mem := bustest.NewBlobs() // the blob store and the client's uploads, in memory
 	direct, err := pipeline.Stages(pipeline.Deps{Blobs: mem, Clusters: registry})
 	if err != nil {
 		b.Fatal(err)

@@ -32,14 +32,15 @@ func (b *Bus) RefOf(name string) string { return BlobRef(b.opts.BlobBucket, name
 // digest in the stage's event and state, and GetBlob refuses other content under the name.
 const digestMark = "#sha256="
 
-// withDigest returns ref carrying the digest of data.
-func withDigest(ref string, data []byte) string {
+// WithDigest returns ref carrying the SHA-256 of data, as PutBlob returns it.
+func WithDigest(ref string, data []byte) string {
 	sum := sha256.Sum256(data)
 	return ref + digestMark + hex.EncodeToString(sum[:])
 }
 
-// splitDigest splits a reference into the plain reference and its digest ("" when none).
-func splitDigest(ref string) (plain, digest string) {
+// SplitDigest splits a reference into the plain reference and its hex SHA-256 digest ("" when
+// none).
+func SplitDigest(ref string) (plain, digest string) {
 	plain, digest, _ = strings.Cut(ref, digestMark)
 	return plain, digest
 }
@@ -49,7 +50,7 @@ var ErrDigestMismatch = errors.New("blob content does not match the digest its r
 
 // ParseBlobRef splits "nats-obj://<bucket>/<name>[#sha256=<hex>]" into bucket and name.
 func ParseBlobRef(ref string) (bucket, name string, err error) {
-	ref, _ = splitDigest(ref)
+	ref, _ = SplitDigest(ref)
 	rest, ok := strings.CutPrefix(ref, BlobScheme)
 	if !ok {
 		return "", "", fmt.Errorf("blob ref %q: want scheme %s", ref, BlobScheme)
@@ -95,14 +96,14 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 	switch {
 	case err == nil:
 		if info.Digest == digest && info.Size == uint64(len(sealed)) {
-			return withDigest(ref, data), nil
+			return WithDigest(ref, data), nil
 		}
 		same, err := b.storedBlobMatches(ctx, ref, name, data)
 		if err != nil {
 			return "", err
 		}
 		if same {
-			return withDigest(ref, data), nil
+			return WithDigest(ref, data), nil
 		}
 	case !errors.Is(err, jetstream.ErrObjectNotFound):
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
@@ -113,7 +114,7 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 	}); err != nil {
 		return "", fmt.Errorf("put blob %s: %w", ref, err)
 	}
-	return withDigest(ref, data), nil
+	return WithDigest(ref, data), nil
 }
 
 // storedBlobMatches decides about a stored blob whose bytes differ from what PutBlob would
@@ -163,7 +164,7 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get blob %s: %w", ref, err)
 	}
-	plain, digest := splitDigest(ref)
+	plain, digest := SplitDigest(ref)
 	data, err := b.opts.Sealer.Open(plain, sealed)
 	if err != nil {
 		return nil, Permanent(err)

@@ -152,7 +152,7 @@ func TestBlobsAreEncryptedAtRest(t *testing.T) {
 	}
 	other := testKey(t)
 	_, err = e.newKeyedBus("other-key", other).GetBlob(ctx, ref)
-	plain, _ := splitDigest(ref)
+	plain, _ := SplitDigest(ref)
 	want := "payload " + plain + " was encrypted with key " + key.ID() + ", this process has key " + other.ID() +
 		": give every stage and the CLI the same SEALANE_PAYLOAD_KEY"
 	if !errors.Is(err, payload.ErrKeyMismatch) || !IsPermanent(err) || err.Error() != want {

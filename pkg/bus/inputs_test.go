@@ -38,7 +38,7 @@ func TestBlobRefCarriesDigest(t *testing.T) {
 		t.Fatalf("PutBlob = %q, %v; want a reference with the digest", ref, err)
 	}
 	// Replace the stored object with other content sealed under the same name.
-	plain, _ := splitDigest(ref)
+	plain, _ := SplitDigest(ref)
 	sealed, err := key.Seal(plain, []byte("kind: ClusterRoleBinding"))
 	if err != nil {
 		t.Fatal(err)

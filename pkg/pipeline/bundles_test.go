@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/chart"
 )
 
@@ -49,8 +50,8 @@ func crdChart(t *testing.T) ([]byte, string, *chart.Loaded) {
 func TestBundleCRDsByReference(t *testing.T) {
 	ctx := context.Background()
 	archive, digest, loaded := crdChart(t)
-	blobs := memBlobs{}
-	chartRef, _ := blobs.PutBlob(ctx, "charts/"+digest, archive)
+	blobs := bustest.NewBlobs()
+	chartRef := putBlob(t, blobs, "charts/"+digest, archive)
 	crds := CRDFiles(loaded.Chart.CRDObjects())
 	if len(crds) != 1 || crds[0].Data == "" {
 		t.Fatalf("CRD files of the chart: %+v", crds)

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,37 +13,35 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/chartsource"
 )
 
-type memBlobs map[string][]byte
-
-func (m memBlobs) PutBlob(_ context.Context, name string, data []byte) (string, error) {
-	m[name] = data
-	return bus.BlobRef("mem", name), nil
-}
-
-func (m memBlobs) RefOf(name string) string { return bus.BlobRef("mem", name) }
-
 // upload stores data as a client's upload, name in the input bucket bucket, and returns its
-// reference (objects are kept by name, whatever their bucket).
-func (m memBlobs) upload(bucket, name string, data []byte) string {
-	m[name] = data
-	return bus.BlobRef(bucket, name)
+// reference.
+func upload(b *bustest.Blobs, bucket, name string, data []byte) string {
+	ref, err := b.PutInput(context.Background(), bucket, name, data)
+	if err != nil {
+		panic(err)
+	}
+	return ref
 }
 
-func (m memBlobs) GetBlob(_ context.Context, ref string) ([]byte, error) {
-	_, name, err := bus.ParseBlobRef(ref)
+// putBlob stores data as blob name and returns its reference, failing the test if it cannot.
+func putBlob(t testing.TB, blobs *bustest.Blobs, name string, data []byte) string {
+	t.Helper()
+	ref, err := blobs.PutBlob(context.Background(), name, data)
 	if err != nil {
-		return nil, err
+		t.Fatalf("put blob %s: %v", name, err)
 	}
-	data, ok := m[name]
-	if !ok {
-		return nil, fmt.Errorf("no blob %s", ref)
-	}
-	return data, nil
+	return ref
+}
+
+// stored reports whether blobs holds a blob named name.
+func stored(blobs *bustest.Blobs, name string) bool {
+	_, ok := blobs.Blob(name)
+	return ok
 }
 
 // helmRepo serves a classic Helm repository holding chart "web" at the given versions.
@@ -74,7 +71,7 @@ func helmRepo(t *testing.T, versions ...string) string {
 
 func TestStoreRemoteChart(t *testing.T) {
 	url := helmRepo(t, "1.0.0", "1.2.0", "2.0.0")
-	blobs := memBlobs{}
+	blobs := bustest.NewBlobs()
 	src, err := storeRemoteChart(context.Background(), blobs, events.ChartSource{Name: "web", Repo: url, Version: "^1"}, chartsource.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/gitsource"
 	"github.com/sealane/sealane/pkg/gitsource/gittest"
 	"github.com/sealane/sealane/pkg/intake"
@@ -65,13 +66,13 @@ func TestStoreGitChart(t *testing.T) {
 	repo.Commit(t, map[string]string{".helm/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.2.0\n",
 		".helm/values-staging.yaml": "message: second\n"}, "second")
 	in := Intake{Trusted: true, Git: gitsource.Options{CacheDir: t.TempDir()}}
-	blobs := memBlobs{}
+	blobs := bustest.NewBlobs()
 	ctx := context.Background()
 	src, values, err := storeGitChart(ctx, blobs, events.GitChart{URL: repo.URL(), Commit: first, ValuesFiles: []string{".helm/values-staging.yaml"}}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src.Name != "shop" || src.Version != "0.1.0" || src.Git == nil || src.Git.Commit != first || blobs["charts/"+src.Digest] == nil {
+	if src.Name != "shop" || src.Version != "0.1.0" || src.Git == nil || src.Git.Commit != first || !stored(blobs, "charts/"+src.Digest) {
 		t.Errorf("stored %+v, want chart shop 0.1.0 of the first commit, in the blob store", src)
 	}
 	if len(values) != 1 || string(values[0].Content) != "message: first\n" {

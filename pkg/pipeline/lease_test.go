@@ -30,6 +30,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
@@ -54,7 +55,7 @@ type leaseEnv struct {
 	cluster *kube.Cluster
 	typed   *k8sfake.Clientset
 	dyn     *dynamicfake.FakeDynamicClient
-	blobs   memBlobs
+	blobs   *bustest.Blobs
 
 	mu        sync.Mutex
 	clock     time.Time // zero: time.Now
@@ -69,7 +70,7 @@ func newLeaseEnv(t *testing.T, objs ...runtime.Object) *leaseEnv {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	e := &leaseEnv{t: t, kv: kv, typed: k8sfake.NewClientset(), blobs: memBlobs{},
+	e := &leaseEnv{t: t, kv: kv, typed: k8sfake.NewClientset(), blobs: bustest.NewBlobs(),
 		dyn: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)}
 	e.cluster = &kube.Cluster{Name: leaseTarget.Cluster, Typed: e.typed, Dynamic: e.dyn, Mapper: resettableMapper{mapper}}
 	e.leases = lease.New(kv, lease.Options{TTL: time.Minute, Clock: e.now, Log: zaptest.NewLogger(t),
@@ -419,7 +420,7 @@ func (e *leaseEnv) cleanupPhaseInput(token uint64, deadline time.Time) stage.Inp
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ref, _ := e.blobs.PutBlob(testContext(e.t), "renders/a", data)
+	ref := putBlob(e.t, e.blobs, "renders/a", data)
 	st := &deploy.State{ID: "a", Target: leaseTarget, Status: deploy.Status("tracked"), Revision: 2, Phases: 3, RenderRef: ref,
 		LeaseToken: token, Deadline: deadline}
 	return input(e.t, events.PhaseTracked, "a", events.PhaseTrackedData{Target: leaseTarget, Revision: 2, Phase: 1, Phases: 3, Ready: true}, st)
@@ -691,8 +692,8 @@ func TestRecorderFencesWrites(t *testing.T) {
 	t.Run("namespace", func(t *testing.T) {
 		e := newLeaseEnv(t)
 		archive := chartArchive(t)
-		chartRef, _ := e.blobs.PutBlob(testContext(t), "charts/web", archive)
-		renderRef, _ := e.blobs.PutBlob(testContext(t), "renders/a", []byte(`{"manifest":""}`))
+		chartRef := putBlob(t, e.blobs, "charts/web", archive)
+		renderRef := putBlob(t, e.blobs, "renders/a", []byte(`{"manifest":""}`))
 		token := e.acquire("a", 0)
 		e.takeOver("b")
 		st := &deploy.State{ID: "a", Target: leaseTarget, Revision: 1, LeaseToken: token}
@@ -884,8 +885,8 @@ func TestRecordPendingRevisionTaken(t *testing.T) {
 	s := e.store()
 	recordRevision(t, s, 1, "deployed")
 	recordRevision(t, s, 2, "deployed") // written meanwhile by another writer
-	chartRef, _ := e.blobs.PutBlob(testContext(t), "charts/web", chartArchive(t))
-	renderRef, _ := e.blobs.PutBlob(testContext(t), "renders/a", []byte(`{"manifest":""}`))
+	chartRef := putBlob(t, e.blobs, "charts/web", chartArchive(t))
+	renderRef := putBlob(t, e.blobs, "renders/a", []byte(`{"manifest":""}`))
 	token := e.acquire("a", 0)
 	st := &deploy.State{ID: "a", Target: leaseTarget, Revision: 4, LeaseToken: token}
 	out, err := (&Recorder{e.deps()}).Handle(testContext(t), input(t, events.DeployRendered, "a",

@@ -96,8 +96,8 @@ func TestRecorderSequences(t *testing.T) {
 				recordRevision(t, e.store(), rev, "deployed")
 			}
 			ctx := testContext(t)
-			chartRef, _ := e.blobs.PutBlob(ctx, "charts/web", chartArchive(t))
-			renderRef, _ := e.blobs.PutBlob(ctx, "renders/a", []byte(`{"manifest":"---\n# Source: web/templates/cm.yaml\n`+strings.ReplaceAll(cmManifest("web"), "\n", `\n`)+`"}`))
+			chartRef := putBlob(t, e.blobs, "charts/web", chartArchive(t))
+			renderRef := putBlob(t, e.blobs, "renders/a", []byte(`{"manifest":"---\n# Source: web/templates/cm.yaml\n`+strings.ReplaceAll(cmManifest("web"), "\n", `\n`)+`"}`))
 			token := e.acquire("a", 0)
 			for i, step := range tt.steps {
 				st := &deploy.State{ID: "a", Target: leaseTarget, Revision: tt.deployed + 1, Operation: tt.op, LeaseToken: token}

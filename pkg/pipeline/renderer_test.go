@@ -23,7 +23,7 @@ func rendererEnv(t *testing.T) (*leaseEnv, *Renderer, events.ChartSource) {
 	e.typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
 	fakeDiscovery(e).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
 	archive := chartArchive(t)
-	ref := e.blobs.upload(bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
+	ref := upload(e.blobs, bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
 	d := e.deps()
 	d.Charts, d.Schemas = chart.NewCache(4), NewSchemaCache(schemaTTL, nil)
 	return e, &Renderer{Deps: d}, events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
@@ -116,7 +116,7 @@ func TestRendererOutcomes(t *testing.T) {
 	} {
 		t.Run("refused: "+tt.name, func(t *testing.T) {
 			e, r, ch := rendererEnv(t)
-			e.blobs.upload(bus.DefaultInputBucket, bus.InputsName(notJSON), notJSON)
+			upload(e.blobs, bus.DefaultInputBucket, bus.InputsName(notJSON), notJSON)
 			req := tt.req(ch)
 			in := input(t, events.DeployRequested, "a", req, nil)
 			in.Target = req.Target

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
 )
@@ -67,7 +68,7 @@ func onceChart(lookup bool) string {
 // renderFleet is a renderer over memory blobs and the given clusters, with chart text stored.
 type renderFleet struct {
 	t     *testing.T
-	blobs memBlobs
+	blobs *bustest.Blobs
 	r     *Renderer
 	chart events.ChartSource
 }
@@ -84,8 +85,8 @@ func newRenderFleet(t *testing.T, template string, clusters fleetClusters) *rend
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &renderFleet{t: t, blobs: memBlobs{}}
-	ref := f.blobs.upload(bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
+	f := &renderFleet{t: t, blobs: bustest.NewBlobs()}
+	ref := upload(f.blobs, bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
 	f.chart = events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
 	f.r = f.replica(clusters)
 	return f
@@ -113,7 +114,7 @@ func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		req.InputsRef = f.blobs.upload(bus.DefaultInputBucket, bus.InputsName(raw), raw)
+		req.InputsRef = upload(f.blobs, bus.DefaultInputBucket, bus.InputsName(raw), raw)
 	}
 	in := input(f.t, events.DeployRequested, id, req, nil)
 	in.Target = req.Target
@@ -126,7 +127,8 @@ func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if b.Plan == nil || len(b.Plan.Resources) != 1 || d.RenderRef != bus.BlobRef("mem", "renders/"+id) {
+	if plain, digest := bus.SplitDigest(d.RenderRef); b.Plan == nil || len(b.Plan.Resources) != 1 ||
+		plain != f.blobs.RefOf("renders/"+id) || digest == "" {
 		f.t.Errorf("deploy %s: plan %+v, bundle %s; want a plan of its own in renders/%s", id, b.Plan, d.RenderRef, id)
 	}
 	return b.Manifest
@@ -172,15 +174,17 @@ func TestRenderOnce(t *testing.T) {
 	wantStats(t, "another replica", other.Renders.Stats(), RenderCacheStats{Loaded: 1})
 
 	var names []string
-	for name := range f.blobs {
+	for _, name := range f.blobs.Names() {
 		if strings.HasPrefix(name, renderCachePrefix) {
 			names = append(names, name)
 		}
 	}
 	saved := map[string][]byte{}
+	for _, name := range names {
+		saved[name], _ = f.blobs.Blob(name)
+	}
 	for i, name := range names { // each name now holds another key's render
-		saved[name] = f.blobs[name]
-		f.blobs[name] = f.blobs[names[(i+1)%len(names)]]
+		f.blobs.Replace(name, saved[names[(i+1)%len(names)]])
 	}
 	swapped := f.replica(clusters)
 	if m := f.deploy(swapped, "d9", "c3"); m != first {
@@ -188,13 +192,13 @@ func TestRenderOnce(t *testing.T) {
 	}
 	wantStats(t, "render of another key stored", swapped.Renders.Stats(), RenderCacheStats{Renders: 1})
 	for name, raw := range saved {
-		f.blobs[name] = raw
+		f.blobs.Replace(name, raw)
 	}
 
 	stored := 0
-	for name := range f.blobs {
+	for _, name := range f.blobs.Names() {
 		if strings.HasPrefix(name, renderCachePrefix) {
-			f.blobs[name] = []byte("{corrupt")
+			f.blobs.Replace(name, []byte("{corrupt"))
 			stored++
 		}
 	}
@@ -206,9 +210,9 @@ func TestRenderOnce(t *testing.T) {
 		t.Errorf("with a corrupt stored render: %s, want %s", m, first)
 	}
 	wantStats(t, "corrupt stored render", corrupt.Renders.Stats(), RenderCacheStats{Renders: 1})
-	for name := range f.blobs {
+	for _, name := range f.blobs.Names() {
 		if strings.HasPrefix(name, renderCachePrefix) {
-			delete(f.blobs, name)
+			f.blobs.Remove(name)
 		}
 	}
 	missing := f.replica(clusters)
@@ -224,7 +228,7 @@ func TestRenderOnceLookup(t *testing.T) {
 	f.deploy(f.r, "d2", "c2")
 	f.deploy(f.r, "d3", "c1")
 	wantStats(t, "lookup chart", f.r.Renders.Stats(), RenderCacheStats{Renders: 3, PerTarget: 3})
-	for name := range f.blobs {
+	for _, name := range f.blobs.Names() {
 		if strings.HasPrefix(name, renderCachePrefix) {
 			t.Errorf("render %s stored for a chart that calls lookup", name)
 		}

@@ -65,7 +65,7 @@ func storeChart(t *testing.T, e *leaseEnv, templates map[string]string) events.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := e.blobs.upload(bus.TenantInputBucket("team"), "charts/"+chart.Digest(archive), archive) // the tenant's own
+	ref := upload(e.blobs, bus.TenantInputBucket("team"), "charts/"+chart.Digest(archive), archive) // the tenant's own
 	return events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
 }
 
@@ -131,7 +131,7 @@ func TestTenantDeploysBounded(t *testing.T) {
 					t.Errorf("failed reason %q\nwant it to contain %q", reason, w)
 				}
 			}
-			if _, ok := e.blobs["renders/a"]; ok {
+			if _, ok := e.blobs.Blob("renders/a"); ok {
 				t.Error("the deploy's render was stored for the applier")
 			}
 			// The operator client: no bounds, the service's own identity.
