@@ -21,9 +21,9 @@ include $(REPO)/Makefile.sandbox.mk
 LDFLAGS := -X github.com/sealane/sealane/pkg/version.Commit=$(shell git -C $(REPO) rev-parse HEAD 2>/dev/null)
 build:
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sealane ./cmd/sealane
-	for s in renderer applier tracker recorder webhook rollout; do CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sealane-$$s ./services/$$s || exit 1; done
+	for s in renderer applier tracker recorder webhook rollout console; do CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sealane-$$s ./services/$$s || exit 1; done
 
-# The image of deployments/chart: the CLI, the four stage binaries, the webhook intake and the rollout coordinator
+# The image of deployments/chart: the CLI and the service binaries (the four stages, the webhook intake, the rollout coordinator, the console)
 # (deployments/Dockerfile), with docker or podman.
 IMAGE ?= ghcr.io/sealane/sealane:dev
 image:

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +18,6 @@ import (
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/serve"
 )
 
 // targetCluster is the cluster a pipeline command targets: --cluster or --kube-context (the
@@ -51,21 +48,6 @@ func (g *globalFlags) localContext() string {
 		return g.kubeContext
 	}
 	return g.cluster
-}
-
-// serveClusters starts the cluster registry of `sealane serve`: the kubeconfig's contexts
-// (--kubeconfig), the in-cluster cluster and the watched cluster Secrets, checked into KV.
-func (g *globalFlags) serveClusters(ctx context.Context, o serve.ClusterOptions, node *serve.Node, log *zap.Logger) (*clusters.Registry, func(), error) {
-	o.Kubeconfig = g.kubeconfig
-	return serve.StartClusters(ctx, node, o, log)
-}
-
-// registerClusterFlags adds the cluster registry's flags to `sealane serve`.
-func registerClusterFlags(fl *pflag.FlagSet, o *serve.ClusterOptions) {
-	u := serve.ClusterFlagUsage
-	fl.StringVar(&o.InClusterName, "in-cluster-name", o.InClusterName, u.InClusterName)
-	fl.StringVar(&o.SecretsNamespace, "cluster-secrets-namespace", o.SecretsNamespace, u.SecretsNamespace)
-	fl.DurationVar(&o.CheckInterval, "cluster-check-interval", o.CheckInterval, u.CheckInterval)
 }
 
 // homeFlags choose the home cluster: the one whose sealane namespace holds the cluster Secrets.

@@ -1,114 +1,14 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"net"
-	"os"
-	"time"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	"go.uber.org/zap"
 
-	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/console"
-	"github.com/sealane/sealane/pkg/serve"
+	"github.com/sealane/sealane/pkg/servecmd"
 )
 
-// consoleFlags are the web console's flags, shared by `sealane console` and `sealane serve`.
-type consoleFlags struct {
-	addr            string
-	tokenFile       string
-	authProxyHeader string
-	history         time.Duration
-	sessionTTL      time.Duration
-	on              bool // serve runs the console (serves)
-	// kubeconfig is --kubeconfig: its contexts are clusters whose release records the
-	// console reads (a release's whole history).
-	kubeconfig *string
-	// clusters, for serve, is its cluster registry's settings (in-cluster, cluster Secrets);
-	// nil for `sealane console` (the kubeconfig's contexts only).
-	clusters *serve.ClusterOptions
-}
-
-// register adds the flags; addrFlag names the address flag (--addr for `sealane console`,
-// --console-addr for `serve`, where an empty address leaves the console out of `all`).
-func (f *consoleFlags) register(fl *pflag.FlagSet, addrFlag, addrUsage, defAddr string) {
-	fl.StringVar(&f.addr, addrFlag, defAddr, addrUsage)
-	fl.StringVar(&f.tokenFile, "token-file", "",
-		"file holding the console's bearer token (default $"+console.TokenEnv+"); required, or --auth-proxy-header, off loopback")
-	fl.StringVar(&f.authProxyHeader, "auth-proxy-header", "",
-		"header a trusted authenticating proxy sets (e.g. X-Forwarded-User); requests without it are refused")
-	fl.DurationVar(&f.history, "console-history", 24*time.Hour,
-		"how far back the console reads the deploy stream when it starts (0: everything kept)")
-	fl.DurationVar(&f.sessionTTL, "console-session-ttl", console.DefaultSessionTTL,
-		"how long the login form's session cookie lets a browser in; the console refuses it after that")
-}
-
-// options builds the console's options from the flags.
-func (f *consoleFlags) options(log *zap.Logger) (console.Options, error) {
-	o := console.DefaultOptions()
-	if f.addr != "" {
-		o.Addr = f.addr
-	}
-	tok, err := console.ReadToken(f.tokenFile)
-	if err != nil {
-		return o, err
-	}
-	o.Token, o.AuthProxyHeader, o.History, o.SessionTTL, o.Log = tok, f.authProxyHeader, f.history, f.sessionTTL, log
-	return o, o.Validate()
-}
-
-// run serves the console over node until ctx ends; started, when not nil, gets its URL.
-func (f *consoleFlags) run(ctx context.Context, node *serve.Node, log *zap.Logger, started io.Writer) error {
-	opts, err := f.options(log)
-	if err != nil {
-		return err
-	}
-	opts.Ready = node.Ready
-	records, stop := f.records(ctx, log)
-	defer stop()
-	opts.Records = records
-	srv, err := console.New(node.Bus, opts)
-	if err != nil {
-		return err
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", opts.Addr)
-	if err != nil {
-		return fmt.Errorf("console: %w", err)
-	}
-	if started != nil {
-		fmt.Fprintf(started, "sealane console on http://%s/ (read-only; Ctrl-C stops it)\n", ln.Addr())
-	}
-	return srv.Serve(ctx, ln)
-}
-
-// records opens the clusters whose release records the console reads: serve's cluster
-// registry without its checker (the console writes no status), or the kubeconfig's contexts;
-// none (nil) when the registry cannot start.
-func (f *consoleFlags) records(ctx context.Context, log *zap.Logger) (console.RecordReader, func()) {
-	kubeconfig := ""
-	if f.kubeconfig != nil {
-		kubeconfig = *f.kubeconfig
-	}
-	if f.clusters == nil {
-		return console.ClusterRecords{Clusters: clusters.NewRegistry(kubeconfig)}, func() {}
-	}
-	o := *f.clusters
-	o.Kubeconfig = kubeconfig
-	reg, stop, err := serve.OpenClusters(ctx, o, log)
-	if err != nil { // the console still serves: a release's page shows the events' history and says why
-		log.Warn("console: no cluster access, release pages show the events' history", zap.Error(err))
-		return nil, func() {}
-	}
-	return console.ClusterRecords{Clusters: reg}, stop
-}
-
 func newConsoleCmd(g *globalFlags) *cobra.Command {
-	f := &consoleFlags{kubeconfig: &g.kubeconfig}
+	f := &servecmd.ConsoleFlags{}
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Open the read-only web console on localhost over the embedded pipeline (or --nats)",
@@ -121,7 +21,7 @@ func newConsoleCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := f.options(log); err != nil { // refuse an open bind before touching NATS
+			if _, err := f.Options(log); err != nil { // refuse an open bind before touching NATS
 				return err
 			}
 			node, err := g.openReader(cmd.Context())
@@ -129,47 +29,10 @@ func newConsoleCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer node.Close()
-			return f.run(cmd.Context(), node, log, cmd.OutOrStdout())
+			f.Kubeconfig = g.kubeconfig
+			return f.Run(cmd.Context(), node, log, cmd.OutOrStdout())
 		},
 	}
-	f.register(cmd.Flags(), "addr", "listen address of the console (loopback by default)", console.DefaultAddr)
+	f.Register(cmd.Flags(), "addr", "listen address of the console (loopback by default)", console.DefaultAddr)
 	return cmd
-}
-
-// consoleAddrUsage documents serve's --console-addr.
-var consoleAddrUsage = "web console address for `serve console` (default " + console.DefaultAddr + ") and `serve all` (empty: no console) ($SEALANE_CONSOLE_ADDR)"
-
-// consoleAddrDefault is serve's --console-addr default.
-func consoleAddrDefault() string { return os.Getenv("SEALANE_CONSOLE_ADDR") }
-
-// serves decides from serve's arguments whether the console runs — named ("console"), or in
-// "all" when --console-addr is set — and reports whether it is all serve runs; it checks the
-// console's options up front (an open non-loopback bind is refused before anything starts).
-func (f *consoleFlags) serves(args []string) (only bool, err error) {
-	only = true
-	for _, a := range args {
-		switch a {
-		case "console":
-			f.on = true
-		case "all":
-			f.on = f.on || f.addr != ""
-			only = false
-		default:
-			only = false
-		}
-	}
-	if f.on {
-		_, err = f.options(nil)
-	}
-	return only && f.on, err
-}
-
-// with returns work, run together with the console when serve runs it.
-func (f *consoleFlags) with(node *serve.Node, log *zap.Logger, work func(context.Context) error) func(context.Context) error {
-	if !f.on {
-		return work
-	}
-	return func(ctx context.Context) error {
-		return runTogether(ctx, work, func(ctx context.Context) error { return f.run(ctx, node, log, nil) })
-	}
 }

@@ -7,18 +7,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/clusters"
-	"github.com/sealane/sealane/pkg/serve"
 )
-
-// registerPoolFlags adds serve's --clusters and --pool (regional stage pools, pkg/serve/pools.go).
-func registerPoolFlags(fl *pflag.FlagSet, o *serve.PoolOptions) {
-	fl.StringVar(&o.Selector, "clusters", o.Selector, serve.PoolFlagUsage.Clusters)
-	fl.StringVar(&o.Name, "pool", o.Name, serve.PoolFlagUsage.Pool)
-}
 
 // poolRow is one stage consumer as `sealane pools` shows it.
 type poolRow struct {

@@ -2,12 +2,12 @@ package serve
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 
@@ -60,7 +60,7 @@ var ClusterFlagUsage = struct{ InClusterName, SecretsNamespace, CheckInterval st
 
 // RegisterFlags adds --in-cluster-name, --cluster-secrets-namespace and
 // --cluster-check-interval to fs, with o's values (DefaultClusterOptions) as defaults.
-func (o *ClusterOptions) RegisterFlags(fs *flag.FlagSet) {
+func (o *ClusterOptions) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InClusterName, "in-cluster-name", o.InClusterName, ClusterFlagUsage.InClusterName)
 	fs.StringVar(&o.SecretsNamespace, "cluster-secrets-namespace", o.SecretsNamespace, ClusterFlagUsage.SecretsNamespace)
 	fs.DurationVar(&o.CheckInterval, "cluster-check-interval", o.CheckInterval, ClusterFlagUsage.CheckInterval)

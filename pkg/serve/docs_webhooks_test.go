@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"flag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/pkg/bus"
@@ -53,7 +53,7 @@ func TestDocsWebhooksExamples(t *testing.T) {
 		t.Fatalf("docs/webhooks.md has examples %q: a new example needs its check here", got)
 	}
 	t.Run("serve command", func(t *testing.T) {
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 		fs.String("nats", "", "")
 		o := WebhookOptionsFromEnv()
 		o.RegisterFlags(fs)

@@ -1,12 +1,12 @@
 package serve
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -59,7 +59,7 @@ func IntakeFlagsFromEnv() IntakeFlags {
 	return f
 }
 
-// Usage texts of the intake flags, shared by `sealane serve` and the service binaries.
+// Usage texts of the intake flags.
 const (
 	UsageAllowChartSource = "a remote chart source requests may name, as a URL glob (repeatable; default $" + AllowChartSourceEnv +
 		", comma-separated): e.g. oci://registry.example.com/charts/* or https://charts.example.com/*; none: only charts uploaded with the request. " +
@@ -73,36 +73,16 @@ const (
 	UsageGitCacheDir       = "directory of the bare clones of chart repositories, fetched incrementally ($" + GitCacheDirEnv + ")"
 )
 
-// Register adds the intake flags to a standard flag set (the service binaries).
-func (f *IntakeFlags) Register(fs *flag.FlagSet) {
-	fs.Var(&patternList{list: &f.AllowChartSources}, "allow-chart-source", UsageAllowChartSource)
+// Register adds the intake flags to fs, with f's values (IntakeFlagsFromEnv) as defaults; the
+// first --allow-chart-source replaces the environment's patterns, more add to them.
+func (f *IntakeFlags) Register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.AllowChartSources, "allow-chart-source", f.AllowChartSources, UsageAllowChartSource)
 	fs.StringVar(&f.ClientKeys, "client-keys", f.ClientKeys, UsageClientKeys)
 	fs.DurationVar(&f.RequestMaxAge, "request-max-age", f.RequestMaxAge, UsageRequestMaxAge)
 	fs.StringVar(&f.MaxChartSize, "max-chart-size", f.MaxChartSize, UsageMaxChartSize)
 	fs.DurationVar(&f.ChartFetchTimeout, "chart-fetch-timeout", f.ChartFetchTimeout, UsageChartFetchTimeout)
 	fs.StringVar(&f.GitCredentials, "git-credentials", f.GitCredentials, UsageGitCredentials)
 	fs.StringVar(&f.GitCacheDir, "git-cache-dir", f.GitCacheDir, UsageGitCacheDir)
-}
-
-// patternList is a repeatable flag; its first use replaces the environment's default.
-type patternList struct {
-	list *[]string
-	set  bool
-}
-
-func (p *patternList) String() string {
-	if p.list == nil {
-		return ""
-	}
-	return strings.Join(*p.list, ",")
-}
-
-func (p *patternList) Set(v string) error {
-	if !p.set {
-		*p.list, p.set = nil, true
-	}
-	*p.list = append(*p.list, v)
-	return nil
 }
 
 // Intake turns the flags into the renderer's policy; errors name the flag at fault.

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nkeys"
+	"github.com/spf13/pflag"
 )
 
 func TestIntakeFlags(t *testing.T) {
@@ -37,7 +37,7 @@ func TestIntakeFlags(t *testing.T) {
 
 	// Flags replace the environment; a repeated --allow-chart-source adds patterns.
 	f := IntakeFlagsFromEnv()
-	fs := flag.NewFlagSet("renderer", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("renderer", pflag.ContinueOnError)
 	f.Register(fs)
 	if err := fs.Parse([]string{"--allow-chart-source", "https://a.example.com/*", "--allow-chart-source", "https://b.example.com/*", "--max-chart-size", "1M"}); err != nil {
 		t.Fatal(err)

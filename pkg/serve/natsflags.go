@@ -1,19 +1,15 @@
 package serve
 
 import (
+	"github.com/spf13/pflag"
+
 	"github.com/sealane/sealane/pkg/bus"
 )
-
-// FlagSet is what RegisterNATSFlags needs of a flag set: both the standard library's
-// *flag.FlagSet (the service binaries) and pflag's (the cobra CLI) have it.
-type FlagSet interface {
-	StringVar(p *string, name, value, usage string)
-}
 
 // RegisterNATSFlags registers the NATS authentication and TLS flags on fs, filling a. The
 // flags have no defaults, so no secret shows in --help: after parsing, a.WithEnv() (done by
 // Open) takes each unset one from its environment variable.
-func RegisterNATSFlags(fs FlagSet, a *bus.Auth) {
+func RegisterNATSFlags(fs *pflag.FlagSet, a *bus.Auth) {
 	for _, f := range []struct {
 		p           *string
 		name, usage string

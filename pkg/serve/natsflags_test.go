@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"flag"
 	"strings"
 	"testing"
 
@@ -11,36 +10,28 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 )
 
-// The same flags register on the standard library's flag set (service binaries) and on
-// pflag's (the CLI); secrets from the environment never show in --help.
+// The flags fill the Auth; secrets from the environment never show in --help.
 func TestRegisterNATSFlags(t *testing.T) {
 	t.Setenv(bus.EnvPassword, "hunter2")
 	t.Setenv(bus.EnvToken, "t0k3n")
-	var a, b bus.Auth
-	std := flag.NewFlagSet("svc", flag.ContinueOnError)
-	RegisterNATSFlags(std, &a)
+	var b bus.Auth
 	pf := pflag.NewFlagSet("cli", pflag.ContinueOnError)
 	RegisterNATSFlags(pf, &b)
 	args := []string{"--nats-nkey", "/k.nk", "--nats-tls-ca", "/ca.pem", "--nats-tls-cert", "/c.pem", "--nats-tls-key", "/k.pem"}
-	if err := std.Parse(args); err != nil {
-		t.Fatal(err)
-	}
 	if err := pf.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	want := bus.Auth{NkeyFile: "/k.nk", TLSCA: "/ca.pem", TLSCert: "/c.pem", TLSKey: "/k.pem"}
-	if a != want || b != want {
-		t.Fatalf("parsed %+v and %+v, want %+v", a, b, want)
+	if b != want {
+		t.Fatalf("parsed %+v, want %+v", b, want)
 	}
 	for _, name := range []string{"nats-creds", "nats-nkey", "nats-user", "nats-password", "nats-password-file", "nats-token",
 		"nats-token-file", "nats-tls-ca", "nats-tls-cert", "nats-tls-key"} {
-		if std.Lookup(name) == nil || pf.Lookup(name) == nil {
+		if pf.Lookup(name) == nil {
 			t.Errorf("flag --%s missing", name)
 		}
 	}
 	var help bytes.Buffer
-	std.SetOutput(&help)
-	std.PrintDefaults()
 	help.WriteString(pf.FlagUsages())
 	for _, secret := range []string{"hunter2", "t0k3n"} {
 		if strings.Contains(help.String(), secret) {

@@ -1,10 +1,10 @@
 package serve
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/pkg/clusterspec"
@@ -42,7 +42,7 @@ var PoolFlagUsage = struct{ Clusters, Pool string }{
 }
 
 // RegisterFlags adds --clusters and --pool to fs, with o's values as defaults.
-func (o *PoolOptions) RegisterFlags(fs *flag.FlagSet) {
+func (o *PoolOptions) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Selector, "clusters", o.Selector, PoolFlagUsage.Clusters)
 	fs.StringVar(&o.Name, "pool", o.Name, PoolFlagUsage.Pool)
 }

@@ -9,6 +9,13 @@ import (
 	"github.com/sealane/sealane/pkg/metrics"
 )
 
+// RolloutSigningKeyEnv names the environment variable with --rollout-signing-key.
+const RolloutSigningKeyEnv = "SEALANE_ROLLOUT_SIGNING_KEY"
+
+// RolloutSigningKeyUsage is the help text of --rollout-signing-key.
+const RolloutSigningKeyUsage = "file with a user nkey seed (SU…) that signs the rollouts' deploy requests, for renderers with " +
+	"--client-keys when the coordinator's NATS user has no nkey ($" + RolloutSigningKeyEnv + ")"
+
 // RunRollout runs the rollout coordinator on node until ctx ends: it creates the rollout bucket
 // when missing and consumes rollout requests, commands and the pipeline's answers. fleet is
 // the cluster registry rollouts select their clusters from.

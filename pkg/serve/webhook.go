@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/pkg/bus"
@@ -56,14 +57,6 @@ type WebhookOptions struct {
 	TrustedProxies string
 	// Listening, when set, receives the server's address once it listens (tests, ":0").
 	Listening func(addr string)
-}
-
-// flagSet is what the webhook flags need of a standard or a pflag flag set.
-type flagSet interface {
-	StringVar(p *string, name, value, usage string)
-	DurationVar(p *time.Duration, name string, value time.Duration, usage string)
-	IntVar(p *int, name string, value int, usage string)
-	Float64Var(p *float64, name string, value float64, usage string)
 }
 
 // WebhookOptionsFromEnv is the default of every webhook flag: its environment variable, else
@@ -120,8 +113,8 @@ func parseCIDRs(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// RegisterFlags adds the webhook flags to fs.
-func (o *WebhookOptions) RegisterFlags(fs flagSet) {
+// RegisterFlags adds the webhook flags to fs, with o's values (WebhookOptionsFromEnv) as defaults.
+func (o *WebhookOptions) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Config, "webhook-config", o.Config, "YAML file of the webhook receivers and their routes (docs/webhooks.md; $"+WebhookConfigEnv+"); reloaded on change")
 	fs.StringVar(&o.Addr, "webhook-addr", o.Addr, "address the webhook intake listens on ($"+WebhookAddrEnv+")")
 	fs.StringVar(&o.TLSCert, "webhook-tls-cert", o.TLSCert, "certificate file: serve the webhook intake over HTTPS ($"+WebhookTLSCertEnv+")")

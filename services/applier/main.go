@@ -1,10 +1,12 @@
 // Command applier runs sealane's applier stage as its own service; replicas share its durable
-// consumer. Configuration: see pkg/serve.Main.
+// consumer.
+// It is `sealane serve applier` with the connection flags on its own command: see pkg/servecmd.Service.
 package main
 
 import (
-	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/serve"
+	"os"
+
+	"github.com/sealane/sealane/pkg/servecmd"
 )
 
-func main() { serve.Main(events.StageApplier) }
+func main() { os.Exit(servecmd.Run(os.Args[1:], "applier")) }

@@ -1,10 +1,12 @@
 // Command renderer runs sealane's renderer stage as its own service; replicas share its durable
-// consumer. Configuration: see pkg/serve.Main.
+// consumer.
+// It is `sealane serve renderer` with the connection flags on its own command: see pkg/servecmd.Service.
 package main
 
 import (
-	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/serve"
+	"os"
+
+	"github.com/sealane/sealane/pkg/servecmd"
 )
 
-func main() { serve.Main(events.StageRenderer) }
+func main() { os.Exit(servecmd.Run(os.Args[1:], "renderer")) }

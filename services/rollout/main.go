@@ -1,8 +1,12 @@
 // Command rollout runs sealane's fleet rollout coordinator as its own service; replicas share
-// its durable consumer and own rollouts through leases. Configuration: see
-// pkg/serve.RolloutMain and docs/operations.md ("Fleet rollouts").
+// its durable consumer and own rollouts through leases (docs/operations.md, "Fleet rollouts").
+// It is `sealane serve rollout` with the connection flags on its own command: see pkg/servecmd.Service.
 package main
 
-import "github.com/sealane/sealane/pkg/serve"
+import (
+	"os"
 
-func main() { serve.RolloutMain() }
+	"github.com/sealane/sealane/pkg/servecmd"
+)
+
+func main() { os.Exit(servecmd.Run(os.Args[1:], "rollout")) }

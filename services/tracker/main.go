@@ -1,10 +1,12 @@
 // Command tracker runs sealane's tracker stage as its own service; replicas share its durable
-// consumer. Configuration: see pkg/serve.Main.
+// consumer.
+// It is `sealane serve tracker` with the connection flags on its own command: see pkg/servecmd.Service.
 package main
 
 import (
-	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/serve"
+	"os"
+
+	"github.com/sealane/sealane/pkg/servecmd"
 )
 
-func main() { serve.Main(events.StageTracker) }
+func main() { os.Exit(servecmd.Run(os.Args[1:], "tracker")) }

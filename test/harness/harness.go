@@ -117,12 +117,12 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// BuildServices builds the four stage services, the webhook intake and the rollout coordinator (./services/<name>) of
+// BuildServices builds the service binaries — the four stages, the webhook intake, the rollout coordinator, the console (./services/<name>) — of
 // the tree at repoRoot into dir, static as shipped, and returns them by their path in the
 // image ("/sealane-<name>", deployments/Dockerfile), as a chart or compose file names them.
 func BuildServices(repoRoot, dir string) (map[string]string, error) {
 	bins := map[string]string{}
-	for _, s := range []string{"renderer", "applier", "tracker", "recorder", "webhook", "rollout"} {
+	for _, s := range []string{"renderer", "applier", "tracker", "recorder", "webhook", "rollout", "console"} {
 		out := filepath.Join(dir, "sealane-"+s)
 		build := exec.Command("go", "build", "-o", out, "./services/"+s)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")

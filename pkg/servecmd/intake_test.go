@@ -1,4 +1,4 @@
-package main
+package servecmd
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // environment as their defaults and repeated patterns replacing it.
 func TestServeIntakeFlags(t *testing.T) {
 	t.Setenv(serve.AllowChartSourceEnv, "https://env.example.com/*")
-	cmd := newServeCmd(&globalFlags{})
+	cmd := New(func() Globals { return Globals{} })
 	for _, name := range []string{"allow-chart-source", "client-keys", "request-max-age", "max-chart-size", "chart-fetch-timeout"} {
 		if cmd.Flags().Lookup(name) == nil {
 			t.Errorf("serve has no --%s", name)
