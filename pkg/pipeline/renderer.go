@@ -109,7 +109,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req *request) (st
 		if h.deployed != nil {
 			q.Deployed = h.deployed.Version
 		}
-		return r.planned(ctx, in, req, cluster, q, requester{warnings: warnings, reply: reply})
+		return r.planned(ctx, in, cluster, q, requester{req: req, warnings: warnings, reply: reply})
 	}
 	if h.deployed != nil {
 		same, err := recordsMatch(h.deployed, loaded.Chart.Metadata.Version, &bundle)
@@ -433,17 +433,18 @@ func namespacedGuess(kind string) bool {
 	return true
 }
 
-// requester is what goes back to whoever asked for a plan: the render's warnings, in the event,
+// requester is whoever asked for a plan and what goes back to them: the render's warnings, in the event,
 // and the report, sealed with the request's reply key.
 type requester struct {
+	req      *request // whose identity the dry runs take (a tenant's)
 	warnings []string
 	reply    *replyTo
 }
 
 // planned answers a plan request: it dry-runs the deploy, stores the report (its diffs may
 // quote values) and emits deploy.planned; the recorder closes the request without a record.
-func (r *Renderer) planned(ctx context.Context, in stage.Input, req *request, cluster *kube.Cluster, q DryRunInput, to requester) (stage.Output, error) {
-	cluster, err := r.tenantCluster(req, cluster) // tenant.go: the dry runs as the tenant
+func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cluster, q DryRunInput, to requester) (stage.Output, error) {
+	cluster, err := r.tenantCluster(to.req, cluster) // tenant.go: the dry runs as the tenant
 	if err != nil {
 		return stage.Output{}, err
 	}
