@@ -107,24 +107,60 @@ func (k *KV) Delete(ctx context.Context, key string, last uint64) error {
 // Keys returns the keys matching filter (wildcards allowed) that hold a value, in no order.
 func (k *KV) Keys(ctx context.Context, filter string) ([]string, error) {
 	return call(ctx, k.link, func(ctx context.Context) ([]string, error) {
-		l, err := k.kv.ListKeysFiltered(ctx, filter)
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
+		// A watcher's "caught up" marker comes from the consumer's pending count, which a
+		// clustered server may report too low (nats-server#4824): keys would go missing. So the
+		// listing reads until it has seen the newest revision among the matching keys, read
+		// from the stream after the watcher started.
+		w, err := k.kv.Watch(ctx, filter, jetstream.MetaOnly())
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = w.Stop() }()
+		last, err := k.lastRevision(ctx, filter)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		defer func() { _ = l.Stop() }()
-		var keys []string
-		for key := range l.Keys() {
-			keys = append(keys, key)
+		live := map[string]bool{}
+		for e := range w.Updates() {
+			if e == nil {
+				continue // the watcher's own marker: not trusted, see above
+			}
+			if e.Operation() == jetstream.KeyValuePut {
+				live[e.Key()] = true
+			} else {
+				delete(live, e.Key())
+			}
+			if e.Revision() >= last {
+				keys := make([]string, 0, len(live))
+				for key := range live {
+					keys = append(keys, key)
+				}
+				return keys, nil
+			}
 		}
-		// The channel also closes when the attempt's deadline stops the lister half-way.
+		// The channel closes when the attempt's deadline stops the watcher half-way.
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return keys, nil
+		return nil, fmt.Errorf("list keys %s of bucket %s: the watcher stopped", filter, k.Bucket())
 	})
+}
+
+// lastRevision is the newest revision among the keys matching filter (a put or a delete
+// marker); an error wrapping jetstream.ErrMsgNotFound when there is none.
+func (k *KV) lastRevision(ctx context.Context, filter string) (uint64, error) {
+	s, err := k.js.Stream(ctx, "KV_"+k.Bucket())
+	if err != nil {
+		return 0, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "$KV."+k.Bucket()+"."+filter)
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
 }
 
 // Watch calls fn for every change of the keys matching filter made after Watch starts, in

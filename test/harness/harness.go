@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,15 +81,35 @@ func BuildSealane(repoRoot, out string) error {
 	return nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// handedOut are the ports FreePort returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and that no earlier call
+// in this process returned. The kernel may hand a port it just freed out again, so a test that
+// takes several ports before it starts the servers listening on them (a NATS cluster's client
+// and route ports) would otherwise give two servers one port.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		handedOut.Lock()
+		fresh := !handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if fresh {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no port that was not handed out before in 100 tries")
+	return 0
 }
 
 // Clientset returns a clientset for kubeconfig with room for a test's bursts (QPS 50, burst
