@@ -153,7 +153,7 @@ func startFleetPipeline(b *testing.B, cfg pipelineConfig) *fleetPipeline {
 		f.procs["rollout"] = append(f.procs["rollout"], startProc(b, fmt.Sprintf("serve rollout #%d", i+1), cfg.sealane, append([]string{"serve", "rollout"}, serveArgs...)...))
 	}
 	for {
-		kv, err := f.node.Bus.Rollouts(ctx, false)
+		kv, err := coordinator.OpenBucket(ctx, f.node.Bus, false)
 		if err == nil {
 			f.store = coordinator.Store{KV: kv}
 			return f

@@ -126,7 +126,7 @@ func benchIntake(b *testing.B) (string, *bus.Bus, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	deliveries, err := bb.Deliveries(ctx, 0)
+	deliveries, err := webhook.OpenDeliveries(ctx, bb, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 )
 
 // Payloads are JSON ("datacontenttype: application/json"). Anything that may hold a secret
@@ -435,4 +437,16 @@ type PlannedData struct {
 	// Problem is set when the deploy would fail.
 	Problem  string   `json:"problem,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// OperationOf names the operation a deploy.requested event asks for — deploy, plan,
+// rollback, uninstall, test — for span names; "deploy" when it names none.
+func OperationOf(e cloudevents.Event) string {
+	var d struct {
+		Operation Operation `json:"operation"`
+	}
+	if DecodeData(e, &d) != nil || d.Operation == "" {
+		return "deploy"
+	}
+	return string(d.Operation)
 }

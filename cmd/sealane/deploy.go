@@ -205,7 +205,7 @@ func openPipelineWith(ctx context.Context, g *globalFlags, secrets render.Secret
 		// Trusted: this process's own pipeline, for its user's own charts (docs/operations.md, "Chart sources").
 		bundles = pipeline.NewBundleCache(4)
 		deps := pipeline.Deps{Blobs: node.Bus, Clusters: registry, Log: stageLog, Secrets: secrets, LeaseTTL: leaseTTL, Schemas: schemas,
-			Intake: pipeline.TrustedIntake(), Bundles: bundles}
+			Admission: pipeline.TrustedAdmission(), Bundles: bundles}
 		go func() { stagesDone <- serve.RunStages(stagesCtx, node.Runner(stageLog), deps) }()
 	} else {
 		close(stagesDone)

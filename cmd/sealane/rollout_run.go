@@ -38,7 +38,7 @@ func openRollouts(ctx context.Context, g *globalFlags) (*rolloutConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, err := node.Bus.Rollouts(ctx, false)
+	kv, err := coordinator.OpenBucket(ctx, node.Bus, false)
 	if err != nil {
 		node.Close()
 		return nil, err
@@ -71,16 +71,16 @@ func startRollouts(ctx context.Context, g *globalFlags, h *homeFlags) (conn *rol
 		stopWatch()
 		return nil, nil, err
 	}
-	kv, err := run.node.Bus.Rollouts(ctx, true)
+	kv, err := coordinator.OpenBucket(ctx, run.node.Bus, true)
 	if err != nil {
 		run.close()
 		stopWatch()
 		return nil, nil, err
 	}
-	coord := &coordinator.Coordinator{Bus: run.node.Bus, KV: kv, Fleet: registry, Log: run.log}
+	coord := &coordinator.Coordinator{KV: kv, Fleet: registry, Log: run.log}
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- coord.Run(cctx) }()
+	go func() { done <- run.node.Runner(run.log).Run(cctx, coord.Stage()) }()
 	return &rolloutConn{node: run.node, store: coordinator.Store{KV: kv}}, func() {
 		cancel()
 		<-done

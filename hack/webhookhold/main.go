@@ -96,7 +96,7 @@ func runIntake() error {
 	if err != nil {
 		return err
 	}
-	deliveries, err := b.Deliveries(ctx, 0)
+	deliveries, err := webhook.OpenDeliveries(ctx, b, 0)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,11 @@ func newKV(kv jetstream.KeyValue, js jetstream.JetStream, l *link, log *zap.Logg
 // Bucket returns the bucket's name.
 func (k *KV) Bucket() string { return k.kv.Bucket() }
 
+// Status returns the bucket's configuration and state as the server reports them.
+func (k *KV) Status(ctx context.Context) (jetstream.KeyValueStatus, error) {
+	return call(ctx, k.link, func(ctx context.Context) (jetstream.KeyValueStatus, error) { return k.kv.Status(ctx) })
+}
+
 // Get returns the newest entry of key; an error wrapping jetstream.ErrKeyNotFound when the key
 // is missing or deleted.
 func (k *KV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/sealane/sealane/pkg/intake"
+	"github.com/sealane/sealane/pkg/admission"
 )
 
 // metadataServer is a loopback stand-in for an internal endpoint (a cloud metadata service):
@@ -39,7 +39,7 @@ func (m *metadataServer) host() string { return strings.TrimPrefix(m.URL, "http:
 // policy is the renderer's real source policy over the patterns.
 func policy(t *testing.T, patterns ...string) func(string) error {
 	t.Helper()
-	p, err := intake.NewSourcePolicy(patterns)
+	p, err := admission.NewSourcePolicy(patterns)
 	if err != nil {
 		t.Fatal(err)
 	}

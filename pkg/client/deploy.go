@@ -15,7 +15,6 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
@@ -131,7 +130,7 @@ func Request(ctx context.Context, b *bus.Bus, data events.RequestedData, onEvent
 // Run publishes a prepared deploy.requested event and calls onEvent for each event of that
 // deploy until the recorder closes it, like Deploy.
 func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(cloudevents.Event)) (res Result, err error) {
-	ctx, span := tracing.StartRequest(ctx, "sealane "+operationOf(ev), &ev) // the root of the deploy's trace
+	ctx, span := tracing.StartRequest(ctx, "sealane "+events.OperationOf(ev), &ev) // the root of the deploy's trace
 	defer func() { tracing.End(span, err) }()
 	deployID := events.CorrelationID(ev)
 	target, err := events.TargetOf(ev)
@@ -145,7 +144,7 @@ func Run(ctx context.Context, b *bus.Bus, ev cloudevents.Event, onEvent func(clo
 	logsDone := w.followLogs(followCtx)
 	defer func() { cancel(); <-logsDone }()
 	done := w.followEvents(followCtx, &res.RecordedData)
-	if err := PublishRequest(ctx, b, ev); err != nil {
+	if err := b.PublishRequest(ctx, ev); err != nil {
 		return res, err
 	}
 	select {
@@ -233,43 +232,6 @@ func (w *deployWatch) followEvents(ctx context.Context, rec *events.RecordedData
 		})
 	}()
 	return done
-}
-
-// PublishRequest publishes the deploy.requested event ev, signed (signer.go) and marked for
-// this process's own stages when b's options name a pipeline.
-func PublishRequest(ctx context.Context, b *bus.Bus, ev cloudevents.Event) (err error) {
-	if events.TraceParentOf(ev) == "" { // not from Run: this publish starts the deploy's trace
-		var span trace.Span
-		ctx, span = tracing.StartRequest(ctx, "sealane request "+operationOf(ev), &ev)
-		defer func() { tracing.End(span, err) }()
-	}
-	p := b.Options().Pipeline
-	if p != "" {
-		ev.SetExtension(events.ExtPipeline, p) // handled by this process's own stages
-	}
-	if err := signRequest(&ev, b.Options()); err != nil { // signer.go
-		return fmt.Errorf("deploy request: %w", err)
-	}
-	msg, err := events.Encode(ev)
-	if err != nil {
-		return err
-	}
-	if _, err := b.Publish(ctx, msg, ev.ID()); err != nil {
-		return fmt.Errorf("publish deploy request: %w", err)
-	}
-	return nil
-}
-
-// operationOf names the operation a deploy request asks for, for span names: deploy, plan,
-// rollback, uninstall.
-func operationOf(ev cloudevents.Event) string {
-	var d struct {
-		Operation events.Operation `json:"operation"`
-	}
-	if events.DecodeData(ev, &d) != nil || d.Operation == "" {
-		return "deploy"
-	}
-	return string(d.Operation)
 }
 
 // logDrain bounds how long a finished deploy waits for log lines it was told of but has not

@@ -102,8 +102,8 @@ func (s *Server) releases(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) rolloutList(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	defer cancel()
-	kv, err := s.src.Rollouts(ctx, false)
-	if errors.Is(err, bus.ErrNoRollouts) {
+	kv, err := coordinator.OpenBucket(ctx, s.src, false)
+	if errors.Is(err, coordinator.ErrNoRollouts) {
 		s.writeJSON(w, []rolloutView{})
 		return
 	}

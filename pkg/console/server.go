@@ -18,6 +18,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/coordinator"
 )
 
 // Source is what the console reads: the streams and the buckets of one pipeline's NATS
@@ -25,7 +26,8 @@ import (
 type Source interface {
 	Follow(ctx context.Context, opts bus.FollowOptions, fn func(jetstream.Msg) error) error
 	DeadLetters(ctx context.Context) ([]bus.DeadLetter, error)
-	Rollouts(ctx context.Context, create bool) (*bus.KV, error)
+	Options() bus.Options
+	OpenBucket(ctx context.Context, cfg jetstream.KeyValueConfig, create bool) (*bus.KV, error)
 }
 
 // callTimeout bounds one read the console makes for a page (dead letters, rollouts).
@@ -152,7 +154,7 @@ func (s *Server) watchRollouts(ctx context.Context) error {
 			}
 			return nil
 		}
-		if !errors.Is(err, bus.ErrNoRollouts) {
+		if !errors.Is(err, coordinator.ErrNoRollouts) {
 			s.log.Warn("rollout bucket", zap.Error(err))
 		}
 		select {
@@ -167,7 +169,7 @@ func (s *Server) watchRollouts(ctx context.Context) error {
 func (s *Server) rollouts(ctx context.Context) (*bus.KV, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return s.src.Rollouts(ctx, false)
+	return coordinator.OpenBucket(ctx, s.src, false)
 }
 
 // Dropped returns how many slow browsers were dropped so far.

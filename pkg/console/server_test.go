@@ -17,6 +17,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/coordinator"
 	"github.com/sealane/sealane/test/harness"
 )
 
@@ -291,7 +292,7 @@ func TestRolloutChangesPushed(t *testing.T) {
 	defer cancel()
 	s := w.stream(t, ctx, nil)
 	s.next(t) // hello
-	kv, err := w.bus.Rollouts(ctx, true)
+	kv, err := coordinator.OpenBucket(ctx, w.bus, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,14 +6,13 @@ import (
 	"os"
 	"time"
 
-	cloudevents "github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/metrics"
+	"github.com/sealane/sealane/pkg/stage"
 )
 
 // Fleet is the cluster registry as the coordinator needs it (clusters.Registry).
@@ -32,11 +31,10 @@ const (
 	Durable = "rollout"
 )
 
-// Coordinator runs rollouts: Run consumes their requests, commands and the pipeline's answers,
-// and drives the rollouts it owns on a clock.
+// Coordinator runs rollouts: its Stage consumes their requests, commands and the pipeline's
+// answers, and drives the rollouts it owns on a clock.
 type Coordinator struct {
-	Bus *bus.Bus
-	// KV is the rollout bucket (bus.Rollouts).
+	// KV is the rollout bucket (OpenBucket).
 	KV    *bus.KV
 	Fleet Fleet
 	Log   *zap.Logger
@@ -46,10 +44,9 @@ type Coordinator struct {
 	// LeaseTTL is how long a rollout stays owned without renewal; Tick how often owned
 	// rollouts are driven.
 	LeaseTTL, Tick time.Duration
-	// Metrics, if set, counts finished rollouts, cluster results and outbox publishes.
+	// Metrics, if set, counts finished rollouts and cluster results (the router counts the
+	// outbox publishes).
 	Metrics *metrics.Metrics
-	// publish, when set, replaces publishing a deploy request (tests).
-	publish func(context.Context, cloudevents.Event) error
 }
 
 func (c *Coordinator) now() time.Time {
@@ -84,49 +81,39 @@ func (c *Coordinator) defaults() {
 // Types are the event types the coordinator consumes.
 var Types = []events.Type{events.RolloutRequested, events.RolloutCommanded, events.ReleaseRecorded, events.BakeFinished}
 
-// Run consumes and drives rollouts until ctx ends.
-func (c *Coordinator) Run(ctx context.Context) error {
+// Stage is the coordinator as a consumer on the router (pkg/stage): its handler applies
+// requests, commands and the pipeline's answers; its tick drives the rollouts this replica
+// owns; the router publishes what either decided from the rollout records' outboxes.
+func (c *Coordinator) Stage() stage.Stage {
 	c.defaults()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ticks := make(chan struct{})
-	go func() {
-		defer close(ticks)
-		c.tickLoop(ctx)
-	}()
-	subjects := make([]string, 0, len(Types))
-	for _, t := range Types {
-		subjects = append(subjects, events.Filter{Type: t}.Subject())
+	return stage.Stage{
+		Name: Durable, Types: Types, Handler: stage.HandlerFunc(c.handle), Workers: 4,
+		Store: outboxes{c}, OnTick: c.tickAll, Every: c.Tick,
+		OnGiveUp: func(in stage.Input, reason string) ([]stage.Emit, error) {
+			c.log().Error("rollout coordinator gave up on an event", zap.String("event", in.Event.ID()),
+				zap.String("type", string(in.Type)), zap.String("rollout", events.RolloutOf(in.Event)), zap.String("reason", reason))
+			return nil, nil
+		},
 	}
-	err := c.Bus.Consume(ctx, bus.ConsumerOptions{Durable: Durable, FilterSubjects: subjects, Workers: 4}, c.handle)
-	cancel()
-	<-ticks
-	return err
 }
 
-// handle is the consumer's handler: an error retries the message later.
-func (c *Coordinator) handle(ctx context.Context, msg jetstream.Msg) error {
-	e, err := events.Decode(msg.Headers(), msg.Data())
-	if err != nil {
-		return bus.Permanent(fmt.Errorf("rollout coordinator: message on %s: %w", msg.Subject(), err))
-	}
-	if events.PipelineOf(e) != c.Bus.Options().Pipeline {
-		return nil // another process's private pipeline
-	}
-	switch events.Type(e.Type()) {
+// handle is the stage's handler: an error retries the event later.
+func (c *Coordinator) handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+	e := in.Event
+	switch in.Type {
 	case events.RolloutRequested:
 		return c.start(ctx, e)
 	case events.RolloutCommanded:
 		return c.command(ctx, e)
 	case events.ReleaseRecorded:
 		if events.RolloutOf(e) == "" {
-			return nil
+			return stage.Output{}, nil
 		}
 		return c.recorded(ctx, e)
 	case events.BakeFinished:
 		return c.baked(ctx, e)
 	}
-	return nil
+	return stage.Output{}, nil
 }
 
 // ActiveRollouts counts the rollouts not finished yet (running or queued for their release),
@@ -139,28 +126,23 @@ func (c *Coordinator) ActiveRollouts(ctx context.Context) (int, error) {
 	return len(keys), nil
 }
 
-// tickLoop drives the active rollouts every Tick until ctx ends.
-func (c *Coordinator) tickLoop(ctx context.Context) {
-	t := time.NewTicker(c.Tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// tickAll drives the active rollouts: the stage's time-driven work, every Tick. The outboxes
+// of those this replica owns are published after.
+func (c *Coordinator) tickAll(ctx context.Context) (stage.Output, error) {
+	keys, err := c.KV.Keys(ctx, activeKey("*"))
+	if err != nil {
+		return stage.Output{}, fmt.Errorf("list active rollouts: %w", err)
+	}
+	var out stage.Output
+	for _, k := range keys {
+		id := k[len(activeKey("")):]
+		mine, err := c.tick(ctx, id)
+		if err != nil && ctx.Err() == nil {
+			c.log().Warn("drive rollout", zap.String("rollout", id), zap.Error(err))
 		}
-		keys, err := c.KV.Keys(ctx, activeKey("*"))
-		if err != nil {
-			if ctx.Err() == nil {
-				c.log().Warn("list active rollouts", zap.Error(err))
-			}
-			continue
-		}
-		for _, k := range keys {
-			id := k[len(activeKey("")):]
-			if err := c.tick(ctx, id); err != nil && ctx.Err() == nil {
-				c.log().Warn("drive rollout", zap.String("rollout", id), zap.Error(err))
-			}
+		if mine {
+			out.Flush = append(out.Flush, id)
 		}
 	}
+	return out, nil
 }

@@ -3,13 +3,13 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/rollout"
+	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/test/harness"
 )
 
@@ -28,19 +29,16 @@ func (fleet) Select(string) ([]clusterspec.Spec, error) {
 }
 func (fleet) Reachable(context.Context, string) error { return nil }
 
-// world is a real JetStream with the rollout bucket, a shared clock and the deploy requests the
-// coordinators published.
+// world is a real JetStream with the rollout bucket, a shared clock and the router the
+// coordinators run on (replicas handle events and ticks through it, as on the bus).
 type world struct {
-	t   *testing.T
-	ctx context.Context
-	b   *bus.Bus
-	kv  *bus.KV
-	mu  sync.Mutex
-	now time.Time
-	// requests counts each deploy request id published; fail makes publishing fail.
-	requests map[string]int
-	targets  map[string]string // request id → cluster
-	fail     bool
+	t      *testing.T
+	ctx    context.Context
+	b      *bus.Bus
+	kv     *bus.KV
+	runner *stage.Runner
+	mu     sync.Mutex
+	now    time.Time
 }
 
 func newWorld(t *testing.T) *world {
@@ -63,12 +61,12 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.Rollouts(ctx, true)
+	kv, err := OpenBucket(ctx, b, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, ctx: ctx, b: b, kv: kv, now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC),
-		requests: map[string]int{}, targets: map[string]string{}}
+	return &world{t: t, ctx: ctx, b: b, kv: kv, runner: &stage.Runner{Bus: b, Log: zaptest.NewLogger(t)},
+		now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 }
 
 func (w *world) clock() time.Time { w.mu.Lock(); defer w.mu.Unlock(); return w.now }
@@ -77,20 +75,49 @@ func (w *world) advance(d time.Duration) { w.mu.Lock(); w.now = w.now.Add(d); w.
 
 // coordinator is a replica named name.
 func (w *world) coordinator(name string) *Coordinator {
-	c := &Coordinator{Bus: w.b, KV: w.kv, Fleet: fleet{}, Log: zaptest.NewLogger(w.t).Named(name), Clock: w.clock, Name: name}
-	c.publish = func(_ context.Context, ev cloudevents.Event) error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.fail {
-			return errors.New("NATS is down")
-		}
-		w.requests[events.CorrelationID(ev)]++
-		t, _ := events.TargetOf(ev)
-		w.targets[events.CorrelationID(ev)] = t.Cluster
-		return nil
-	}
+	c := &Coordinator{KV: w.kv, Fleet: fleet{}, Log: zaptest.NewLogger(w.t).Named(name), Clock: w.clock, Name: name}
 	c.defaults()
 	return c
+}
+
+// handle has replica c handle e as a delivery from its consumer: the router publishes what
+// it decided.
+func (w *world) handle(c *Coordinator, e cloudevents.Event) error {
+	return w.runner.Handle(w.ctx, c.Stage(), e)
+}
+
+// tick runs one round of replica c's time-driven work through the router.
+func (w *world) tick(c *Coordinator) error {
+	return w.runner.Tick(w.ctx, c.Stage())
+}
+
+// requests reads every deploy request stored in the deploy stream: how many events each
+// deploy id has, and the cluster each is for.
+func (w *world) requests() (count map[string]int, cluster map[string]string) {
+	w.t.Helper()
+	cons, err := w.b.JetStream().OrderedConsumer(w.ctx, w.b.Options().Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{events.Filter{Type: events.DeployRequested}.Subject()}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	count, cluster = map[string]int{}, map[string]string{}
+	batch, err := cons.FetchNoWait(10000)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for msg := range batch.Messages() {
+		ev, err := events.Decode(msg.Headers(), msg.Data())
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		t, _ := events.TargetOf(ev)
+		count[events.CorrelationID(ev)]++
+		cluster[events.CorrelationID(ev)] = t.Cluster
+	}
+	if err := batch.Error(); err != nil {
+		w.t.Fatal(err)
+	}
+	return count, cluster
 }
 
 // request is a rollout.requested of a canary wave then the rest.
@@ -113,10 +140,8 @@ func (w *world) request(id string) cloudevents.Event {
 // deployed is the recorder's answer that deploy id succeeded on its cluster.
 func (w *world) deployed(rolloutID, deployID string) cloudevents.Event {
 	w.t.Helper()
-	w.mu.Lock()
-	cluster := w.targets[deployID]
-	w.mu.Unlock()
-	target := events.Target{Cluster: cluster, Namespace: "app", Release: "app"}
+	_, clusters := w.requests()
+	target := events.Target{Cluster: clusters[deployID], Namespace: "app", Release: "app"}
 	ev, err := events.New(events.ReleaseRecorded, events.Meta{ID: deployID + ".recorded", Source: "/test", Target: target,
 		CorrelationID: deployID, Rollout: rolloutID}, events.RecordedData{Target: target, Revision: 1, Outcome: events.OutcomeSucceeded, Status: "deployed"})
 	if err != nil {
@@ -127,10 +152,9 @@ func (w *world) deployed(rolloutID, deployID string) cloudevents.Event {
 
 // requested returns the deploy ids published for cluster.
 func (w *world) requested(cluster string) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	_, clusters := w.requests()
 	var ids []string
-	for id, c := range w.targets {
+	for id, c := range clusters {
 		if c == cluster {
 			ids = append(ids, id)
 		}
@@ -152,41 +176,42 @@ func (w *world) record(id string) *Record {
 func TestTakeOver(t *testing.T) {
 	w := newWorld(t)
 	a, b := w.coordinator("a"), w.coordinator("b")
-	if err := a.start(w.ctx, w.request("ro-1")); err != nil {
+	if err := w.handle(a, w.request("ro-1")); err != nil {
 		t.Fatal(err)
 	}
 	if r := w.record("ro-1"); r.Owner != "a" || len(w.requested("c1")) != 1 {
 		t.Fatalf("after start: owner %q, c1 requests %v", r.Owner, w.requested("c1"))
 	}
 	w.advance(DefaultLeaseTTL / 2)
-	if err := b.tick(w.ctx, "ro-1"); err != nil {
+	if err := w.tick(b); err != nil {
 		t.Fatal(err)
 	}
 	if r := w.record("ro-1"); r.Owner != "a" {
 		t.Fatalf("b took the rollout while a's lease lasted: owner %q", r.Owner)
 	}
 	w.advance(DefaultLeaseTTL)
-	if err := b.tick(w.ctx, "ro-1"); err != nil {
+	if err := w.tick(b); err != nil {
 		t.Fatal(err)
 	}
 	if r := w.record("ro-1"); r.Owner != "b" {
 		t.Fatalf("owner %q after a's lease lapsed, want b", r.Owner)
 	}
-	if err := b.recorded(w.ctx, w.deployed("ro-1", w.requested("c1")[0])); err != nil {
+	if err := w.handle(b, w.deployed("ro-1", w.requested("c1")[0])); err != nil {
 		t.Fatal(err)
 	}
 	c2 := w.requested("c2")
 	if len(c2) != 1 {
 		t.Fatalf("c2 requests %v after the canary, want one", c2)
 	}
-	if err := a.recorded(w.ctx, w.deployed("ro-1", c2[0])); err != nil { // any replica applies answers
+	if err := w.handle(a, w.deployed("ro-1", c2[0])); err != nil { // any replica applies answers
 		t.Fatal(err)
 	}
 	r := w.record("ro-1")
 	if r.State.Phase != rollout.PhaseSucceeded || len(r.Outbox) != 0 {
 		t.Fatalf("phase %s, outbox %d", r.State.Phase, len(r.Outbox))
 	}
-	for id, n := range w.requests {
+	requests, _ := w.requests()
+	for id, n := range requests {
 		if n != 1 {
 			t.Errorf("deploy %s requested %d times", id, n)
 		}
@@ -197,22 +222,27 @@ func TestTakeOver(t *testing.T) {
 }
 
 // TestOutboxSurvivesAFailedPublish: the change that decided a deploy is stored with the
-// request in its outbox; publishing fails (the replica dies); the next owner publishes it,
-// with the same deploy id.
+// request in its outbox; the replica dies before the router publishes it (its handler ran, the
+// router did not); the next owner publishes it, with the same deploy id.
 func TestOutboxSurvivesAFailedPublish(t *testing.T) {
 	w := newWorld(t)
 	a, b := w.coordinator("a"), w.coordinator("b")
-	w.fail = true
-	if err := a.start(w.ctx, w.request("ro-2")); err == nil {
-		t.Fatal("start published with NATS down")
+	if _, err := a.start(w.ctx, w.request("ro-2")); err != nil {
+		t.Fatal(err)
 	}
 	r := w.record("ro-2")
-	if len(r.Outbox) == 0 || len(w.requests) != 0 {
-		t.Fatalf("outbox %d, published %v: want the request kept unpublished", len(r.Outbox), w.requests)
+	if requests, _ := w.requests(); len(r.Outbox) == 0 || len(requests) != 0 {
+		t.Fatalf("outbox %d, published %v: want the request kept unpublished", len(r.Outbox), requests)
 	}
-	w.fail = false
+	w.advance(DefaultLeaseTTL / 2)
+	if err := w.tick(b); err != nil {
+		t.Fatal(err)
+	}
+	if requests, _ := w.requests(); len(requests) != 0 {
+		t.Fatalf("b published %v while a's lease lasted", requests)
+	}
 	w.advance(2 * DefaultLeaseTTL)
-	if err := b.tick(w.ctx, "ro-2"); err != nil {
+	if err := w.tick(b); err != nil {
 		t.Fatal(err)
 	}
 	r = w.record("ro-2")

@@ -71,10 +71,10 @@ func (c *Coordinator) reachable(ctx context.Context, cluster string) error {
 	return c.Fleet.Reachable(ctx, cluster)
 }
 
-// tick drives rollout id if this replica owns it or may take it over: its lease is renewed,
-// the state machine advances at the current time, and what it decided is published.
-func (c *Coordinator) tick(ctx context.Context, id string) error {
-	var mine bool
+// tick drives rollout id if this replica owns it or may take it over: its lease is renewed
+// and the state machine advances at the current time. mine says whether this replica drives
+// it: the router then publishes its outbox (and outboxes.Sent finishes an ended rollout).
+func (c *Coordinator) tick(ctx context.Context, id string) (mine bool, err error) {
 	rec, err := c.store().update(ctx, id, func(r *Record) error {
 		now := c.now()
 		mine = false
@@ -94,42 +94,28 @@ func (c *Coordinator) tick(ctx context.Context, id string) error {
 		return c.advance(ctx, r, now)
 	})
 	if errors.Is(err, ErrNotFound) {
-		return c.KV.Delete(ctx, activeKey(id), 0)
+		return false, c.KV.Delete(ctx, activeKey(id), 0)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if mine {
-		if err := c.flush(ctx, rec); err != nil {
-			return err
-		}
+	if !mine && rec.State.Phase.Final() && len(rec.Outbox) == 0 {
+		return false, c.finish(ctx, rec)
 	}
-	if rec.State.Phase.Final() && len(rec.Outbox) == 0 {
-		return c.finish(ctx, rec)
-	}
-	return nil
+	return mine, nil
 }
 
-// change applies e to rollout id, advances it and publishes what that decided: how results
-// and commands reach a rollout, on whichever replica received them.
+// change applies e to rollout id and advances it: how results and commands reach a rollout,
+// on whichever replica received them. What it decided waits in the record's outbox for the
+// router to publish.
 func (c *Coordinator) change(ctx context.Context, id string, e rollout.Event) (*Record, error) {
-	rec, err := c.store().update(ctx, id, func(r *Record) error {
+	return c.store().update(ctx, id, func(r *Record) error {
 		now := c.now()
 		if err := r.apply(e, now); err != nil {
 			return err
 		}
 		return c.advance(ctx, r, now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := c.flush(ctx, rec); err != nil {
-		return rec, err
-	}
-	if rec.State.Phase.Final() {
-		return rec, c.finish(ctx, rec)
-	}
-	return rec, nil
 }
 
 // finish hands the release to the next queued rollout, if any, and drops the rollout from the

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"testing"
 
+	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/metrics/metricstest"
 )
@@ -14,20 +15,20 @@ func TestRolloutMetrics(t *testing.T) {
 	w := newWorld(t)
 	m := metrics.New()
 	c := w.coordinator("a")
-	c.Metrics = m
-	if err := c.start(w.ctx, w.request("ro-m")); err != nil {
+	c.Metrics, w.runner.Metrics = m, m
+	if err := w.handle(c, w.request("ro-m")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := c.ActiveRollouts(w.ctx); err != nil || n != 1 {
 		t.Fatalf("ActiveRollouts while running = %d, %v; want 1", n, err)
 	}
-	if err := c.recorded(w.ctx, w.deployed("ro-m", w.requested("c1")[0])); err != nil {
+	if err := w.handle(c, w.deployed("ro-m", w.requested("c1")[0])); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.recorded(w.ctx, w.deployed("ro-m", w.requested("c2")[0])); err != nil {
+	if err := w.handle(c, w.deployed("ro-m", w.requested("c2")[0])); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.tick(w.ctx, "ro-m"); err != nil { // finished already: finish runs again
+	if _, err := c.tick(w.ctx, "ro-m"); err != nil { // finished already: finish runs again
 		t.Fatal(err)
 	}
 	if n, err := c.ActiveRollouts(w.ctx); err != nil || n != 0 {
@@ -35,8 +36,10 @@ func TestRolloutMetrics(t *testing.T) {
 	}
 	got := metricstest.Values(t, m.Registry)
 	if diff := metricstest.Diff(got, map[string]float64{
-		metricstest.Key("sealane_rollout_finished_total", "state", "succeeded"):          1,
-		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "succeeded"): 2,
+		metricstest.Key("sealane_rollout_finished_total", "state", "succeeded"):                                                             1,
+		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "succeeded"):                                                    2,
+		metricstest.Key("sealane_stage_events_handled_total", "stage", "rollout", "type", string(events.RolloutRequested), "outcome", "ok"): 1,
+		metricstest.Key("sealane_stage_events_handled_total", "stage", "rollout", "type", string(events.ReleaseRecorded), "outcome", "ok"):  2,
 	}); diff != "" {
 		t.Error(diff)
 	}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/rollout"
-	"github.com/sealane/sealane/pkg/tracing"
+	"github.com/sealane/sealane/pkg/stage"
 )
 
 // Source is the CloudEvents source of the coordinator's events.
@@ -154,25 +155,42 @@ func (r *Record) add(ev cloudevents.Event, request bool) error {
 	return nil
 }
 
-// flush publishes r's outbox in order, then removes what it published from the stored record.
-func (c *Coordinator) flush(ctx context.Context, r *Record) error {
-	if len(r.Outbox) == 0 {
-		return nil
+// outboxes is the rollout records as the router's store (stage.Store): the router publishes
+// a record's outbox after a change or a tick, and Sent takes what went out off it.
+type outboxes struct{ c *Coordinator }
+
+// Outbox returns the events rollout id has still to publish.
+func (o outboxes) Outbox(ctx context.Context, id string) ([]stage.Outgoing, error) {
+	r, _, err := o.c.store().Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
 	}
-	sent := map[string]bool{}
-	for _, o := range r.Outbox {
-		err := c.publishOutgoing(ctx, o)
-		c.Metrics.OutboxPublished(err)
-		if err != nil {
-			return fmt.Errorf("rollout %s: %w", r.State.ID, err)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]stage.Outgoing, 0, len(r.Outbox))
+	for _, og := range r.Outbox {
+		var ev cloudevents.Event
+		if err := json.Unmarshal(og.Event, &ev); err != nil {
+			return nil, stage.Permanent(fmt.Errorf("rollout %s: outbox event %s: %w", id, og.ID, err))
 		}
-		sent[o.ID] = true
+		out = append(out, stage.Outgoing{Event: ev, Request: og.Request, Link: og.Link})
 	}
-	_, err := c.store().update(ctx, r.State.ID, func(rec *Record) error {
+	return out, nil
+}
+
+// Sent removes the published events from rollout id's outbox; a rollout that has ended and
+// has nothing left to publish is then finished (its release handed to the next one queued).
+func (o outboxes) Sent(ctx context.Context, id string, ids []string) error {
+	sent := make(map[string]bool, len(ids))
+	for _, s := range ids {
+		sent[s] = true
+	}
+	rec, err := o.c.store().update(ctx, id, func(rec *Record) error {
 		kept := rec.Outbox[:0]
-		for _, o := range rec.Outbox {
-			if !sent[o.ID] {
-				kept = append(kept, o)
+		for _, og := range rec.Outbox {
+			if !sent[og.ID] {
+				kept = append(kept, og)
 			}
 		}
 		if len(kept) == len(rec.Outbox) {
@@ -181,23 +199,14 @@ func (c *Coordinator) flush(ctx context.Context, r *Record) error {
 		rec.Outbox = kept
 		return nil
 	})
-	return err
-}
-
-func (c *Coordinator) publishOutgoing(ctx context.Context, o Outgoing) error {
-	var ev cloudevents.Event
-	if err := json.Unmarshal(o.Event, &ev); err != nil {
-		return fmt.Errorf("outbox event %s: %w", o.ID, err)
+	if errors.Is(err, ErrNotFound) {
+		return nil
 	}
-	if o.Request {
-		return c.publishRequest(tracing.LinkTo(ctx, o.Link), ev)
-	}
-	msg, err := events.Encode(ev)
 	if err != nil {
 		return err
 	}
-	if _, err := c.Bus.Publish(ctx, msg, ev.ID()); err != nil {
-		return fmt.Errorf("publish %s: %w", ev.ID(), err)
+	if rec.State.Phase.Final() && len(rec.Outbox) == 0 {
+		return o.c.finish(ctx, rec)
 	}
 	return nil
 }

@@ -9,28 +9,28 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/rollout"
+	"github.com/sealane/sealane/pkg/stage"
 )
 
 // recorded applies the end of one of a rollout's deploys or reverts (release_recorded).
-func (c *Coordinator) recorded(ctx context.Context, e cloudevents.Event) error {
+func (c *Coordinator) recorded(ctx context.Context, e cloudevents.Event) (stage.Output, error) {
 	var d events.RecordedData
 	if err := events.DecodeData(e, &d); err != nil {
-		return bus.Permanent(err)
+		return stage.Output{}, stage.Permanent(err)
 	}
 	id, deployID := events.RolloutOf(e), events.CorrelationID(e)
 	rec, _, err := c.store().Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return nil
+		return stage.Output{}, nil
 	}
 	if err != nil {
-		return err
+		return stage.Output{}, err
 	}
 	ref, ok := rec.Deploys[deployID]
 	if !ok {
 		c.log().Debug("a deploy the rollout did not request", zap.String("rollout", id), zap.String("deploy", deployID))
-		return nil
+		return stage.Output{}, nil
 	}
 	c.Metrics.ClusterResult(string(d.Outcome))
 	return c.apply(ctx, id, c.resultEvent(ctx, ref, d))
@@ -68,10 +68,10 @@ func (c *Coordinator) resultEvent(ctx context.Context, ref DeployRef, d events.R
 
 // baked applies the tracker's bake answer for one cluster: passed, failed, or undecided (the
 // rollout pauses: a gate that cannot be decided never passes).
-func (c *Coordinator) baked(ctx context.Context, e cloudevents.Event) error {
+func (c *Coordinator) baked(ctx context.Context, e cloudevents.Event) (stage.Output, error) {
 	var d events.BakeFinishedData
 	if err := events.DecodeData(e, &d); err != nil {
-		return bus.Permanent(err)
+		return stage.Output{}, stage.Permanent(err)
 	}
 	var ev rollout.Event = rollout.BakePassed{Cluster: d.Target.Cluster}
 	switch {
@@ -84,15 +84,15 @@ func (c *Coordinator) baked(ctx context.Context, e cloudevents.Event) error {
 }
 
 // command applies an operator's command.
-func (c *Coordinator) command(ctx context.Context, e cloudevents.Event) error {
+func (c *Coordinator) command(ctx context.Context, e cloudevents.Event) (stage.Output, error) {
 	var d events.RolloutCommandData
 	if err := events.DecodeData(e, &d); err != nil {
-		return bus.Permanent(err)
+		return stage.Output{}, stage.Permanent(err)
 	}
 	ev, err := CommandEvent(d)
 	if err != nil {
 		c.log().Info("rollout command refused", zap.String("rollout", d.RolloutID), zap.Error(err))
-		return nil
+		return stage.Output{}, nil
 	}
 	c.log().Info("rollout command", zap.String("rollout", d.RolloutID), zap.String("command", d.Command), zap.String("by", d.By))
 	return c.apply(ctx, d.RolloutID, ev)
@@ -115,15 +115,20 @@ func CommandEvent(d events.RolloutCommandData) (rollout.Event, error) {
 	return nil, fmt.Errorf("unknown rollout command %q: use pause, resume, abort, approve or retry", d.Command)
 }
 
-// apply changes rollout id with ev; an event its state does not allow is logged, not retried.
-func (c *Coordinator) apply(ctx context.Context, id string, ev rollout.Event) error {
+// apply changes rollout id with ev and has its outbox published — also when ev is not
+// applied (a redelivery after the change was stored but not yet published). An event its
+// state does not allow is logged, not retried.
+func (c *Coordinator) apply(ctx context.Context, id string, ev rollout.Event) (stage.Output, error) {
 	_, err := c.change(ctx, id, ev)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil
+		return stage.Output{}, nil
 	case errors.Is(err, rollout.ErrNotAllowed), errors.Is(err, rollout.ErrUnknownWave), errors.Is(err, rollout.ErrUnknownCluster):
 		c.log().Info("rollout event not applied", zap.String("rollout", id), zap.Error(err))
-		return nil
+		err = nil
 	}
-	return err
+	if err != nil {
+		return stage.Output{}, err
+	}
+	return stage.Output{Flush: []string{id}}, nil
 }

@@ -10,20 +10,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/bus"
-	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/rollout"
+	"github.com/sealane/sealane/pkg/stage"
 )
 
 // errRejected: a rollout request refused (published as rollout.rejected, not retried).
 var errRejected = errors.New("rollout rejected")
 
 // start handles a rollout request: resolves the spec against the fleet, stores the rollout and
-// runs it, queues it or refuses it as onNewRollout says.
-func (c *Coordinator) start(ctx context.Context, e cloudevents.Event) error {
+// runs it, queues it or refuses it as onNewRollout says. The router then publishes what that
+// decided: the rollout's first events and those of a rollout it superseded.
+func (c *Coordinator) start(ctx context.Context, e cloudevents.Event) (stage.Output, error) {
 	var d events.RolloutRequestedData
 	if err := events.DecodeData(e, &d); err != nil {
-		return bus.Permanent(err)
+		return stage.Output{}, stage.Permanent(err)
 	}
 	rec, err := c.newRecord(e, d)
 	if err != nil {
@@ -32,23 +32,32 @@ func (c *Coordinator) start(ctx context.Context, e cloudevents.Event) error {
 			failed := &Record{State: rollout.State{ID: d.RolloutID, Phase: rollout.PhaseFailed, Reason: err.Error(),
 				Announced: rollout.PhaseFailed, CreatedAt: now, UpdatedAt: now, FinishedAt: now}, RequestedBy: d.RequestedBy}
 			if _, err := c.store().create(ctx, failed); err != nil {
-				return err
+				return stage.Output{}, err
 			}
 		}
-		return c.reject(ctx, e, d.RolloutID, err.Error())
+		return c.reject(e, d.RolloutID, err.Error())
 	}
 	if rec, err = c.store().create(ctx, rec); err != nil {
-		return err
+		return stage.Output{}, err
 	}
 	if _, err := c.KV.Put(ctx, activeKey(rec.State.ID), []byte(rec.ReleaseKey)); err != nil {
-		return fmt.Errorf("rollout %s: mark active: %w", rec.State.ID, err)
+		return stage.Output{}, fmt.Errorf("rollout %s: mark active: %w", rec.State.ID, err)
 	}
-	if err := c.claimRelease(ctx, rec); errors.Is(err, errRejected) {
+	superseded, err := c.claimRelease(ctx, rec)
+	if errors.Is(err, errRejected) {
 		return c.rejectStored(ctx, e, rec, err.Error())
 	} else if err != nil {
-		return err
+		return stage.Output{}, err
 	}
-	return c.tick(ctx, rec.State.ID)
+	var out stage.Output
+	if superseded != "" {
+		out.Flush = append(out.Flush, superseded)
+	}
+	if _, err := c.tick(ctx, rec.State.ID); err != nil {
+		return stage.Output{}, err
+	}
+	out.Flush = append(out.Flush, rec.State.ID)
+	return out, nil
 }
 
 // newRecord builds the record of a requested rollout (queued until claimRelease says).
@@ -79,11 +88,12 @@ func (c *Coordinator) newRecord(e cloudevents.Event, d events.RolloutRequestedDa
 }
 
 // claimRelease makes rec the running rollout of its release, or queues it behind the running
-// one, or supersedes that one, or refuses (errRejected), as rec's onNewRollout says.
-func (c *Coordinator) claimRelease(ctx context.Context, rec *Record) error {
+// one, or supersedes that one (which it names: its abort waits in its outbox), or refuses
+// (errRejected), as rec's onNewRollout says.
+func (c *Coordinator) claimRelease(ctx context.Context, rec *Record) (superseded string, err error) {
 	id, policy := rec.State.ID, rec.State.Plan.Spec.OnNewRollout
 	var run, supersede string
-	err := c.store().updateQueue(ctx, releaseKey(rec.ReleaseKey), func(q *releaseQueue) error {
+	err = c.store().updateQueue(ctx, releaseKey(rec.ReleaseKey), func(q *releaseQueue) error {
 		run, supersede = "", ""
 		switch {
 		case q.Active == id || containsID(q.Queue, id):
@@ -104,17 +114,17 @@ func (c *Coordinator) claimRelease(ctx context.Context, rec *Record) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if supersede != "" {
 		if _, err := c.change(ctx, supersede, rollout.Abort{Reason: "superseded by rollout " + id}); err != nil && !errors.Is(err, rollout.ErrNotAllowed) {
-			return err
+			return "", err
 		}
 	}
 	if run != "" {
-		return c.unqueue(ctx, run)
+		return supersede, c.unqueue(ctx, run)
 	}
-	return nil
+	return supersede, nil
 }
 
 // running reports whether rollout id exists and is not over.
@@ -132,8 +142,9 @@ func containsID(ids []string, id string) bool {
 	return false
 }
 
-// reject publishes rollout.rejected for a request that was never stored.
-func (c *Coordinator) reject(ctx context.Context, e cloudevents.Event, id, reason string) error {
+// reject answers a request that was never stored with rollout.rejected (its id is fixed: a
+// redelivery publishes the same event).
+func (c *Coordinator) reject(e cloudevents.Event, id, reason string) (stage.Output, error) {
 	c.log().Info("rollout rejected", zap.String("rollout", id), zap.String("reason", reason))
 	if id == "" {
 		id = e.ID()
@@ -143,36 +154,23 @@ func (c *Coordinator) reject(ctx context.Context, e cloudevents.Event, id, reaso
 		Pipeline: events.PipelineOf(e), Rollout: id, Time: c.now(),
 	}, events.RolloutData{RolloutID: id, Phase: string(rollout.PhaseFailed), Reason: reason})
 	if err != nil {
-		return bus.Permanent(err)
+		return stage.Output{}, stage.Permanent(err)
 	}
-	msg, err := events.Encode(ev)
-	if err != nil {
-		return bus.Permanent(err)
-	}
-	_, err = c.Bus.Publish(ctx, msg, ev.ID())
-	return err
+	return stage.Output{Emits: []stage.Emit{stage.Verbatim(ev)}}, nil
 }
 
 // rejectStored ends a stored rollout that may not run (onNewRollout: reject).
-func (c *Coordinator) rejectStored(ctx context.Context, e cloudevents.Event, rec *Record, reason string) error {
+func (c *Coordinator) rejectStored(ctx context.Context, e cloudevents.Event, rec *Record, reason string) (stage.Output, error) {
 	if _, err := c.store().update(ctx, rec.State.ID, func(r *Record) error {
 		r.Queued = false
 		r.State.Phase, r.State.Reason, r.State.Announced = rollout.PhaseFailed, reason, rollout.PhaseFailed
 		r.State.FinishedAt = c.now()
 		return nil
 	}); err != nil {
-		return err
+		return stage.Output{}, err
 	}
 	if err := c.KV.Delete(ctx, activeKey(rec.State.ID), 0); err != nil {
-		return err
+		return stage.Output{}, err
 	}
-	return c.reject(ctx, e, rec.State.ID, reason)
-}
-
-// publishRequest publishes a deploy request of a rollout, signed as the CLI's are.
-func (c *Coordinator) publishRequest(ctx context.Context, ev cloudevents.Event) error {
-	if c.publish != nil {
-		return c.publish(ctx, ev)
-	}
-	return client.PublishRequest(ctx, c.Bus, ev)
+	return c.reject(e, rec.State.ID, reason)
 }

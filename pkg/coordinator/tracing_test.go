@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sealane/sealane/events"
@@ -29,24 +28,13 @@ func TestDeployTracesLinkToTheRollout(t *testing.T) {
 	rolloutTrace := client.SpanContext().TraceID()
 
 	a, b := w.coordinator("a"), w.coordinator("b")
-	for _, c := range []*Coordinator{a, b} {
-		publish := c.publish
-		c.publish = func(ctx context.Context, ev cloudevents.Event) error { // as client.PublishRequest does
-			_, span := tracing.StartRequest(ctx, "sealane request deploy", &ev)
-			defer span.End()
-			if events.TraceParentOf(ev) == "" {
-				t.Errorf("deploy request %s has no traceparent", ev.ID())
-			}
-			return publish(ctx, ev)
-		}
-	}
-	if err := a.start(w.ctx, req); err != nil {
+	if err := w.handle(a, req); err != nil {
 		t.Fatal(err)
 	}
 	if r := w.record("ro-t"); r.TraceParent != events.TraceParentOf(req) {
 		t.Fatalf("record trace parent %q, want the request's %q", r.TraceParent, events.TraceParentOf(req))
 	}
-	if err := b.recorded(w.ctx, w.deployed("ro-t", w.requested("c1")[0])); err != nil { // b publishes c2's
+	if err := w.handle(b, w.deployed("ro-t", w.requested("c1")[0])); err != nil { // b publishes c2's
 		t.Fatal(err)
 	}
 	if err := shutdown(context.Background()); err != nil {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/sealane/sealane/pkg/intake"
+	"github.com/sealane/sealane/pkg/admission"
 )
 
 // redirector answers every request with a 302 to the same path and query on target, and
@@ -28,7 +28,7 @@ func redirector(t *testing.T, target string) (*httptest.Server, *atomic.Int64) {
 // sourcePolicy is the renderer's real --allow-chart-source policy over patterns.
 func sourcePolicy(t *testing.T, patterns ...string) func(string) error {
 	t.Helper()
-	p, err := intake.NewSourcePolicy(patterns)
+	p, err := admission.NewSourcePolicy(patterns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,16 +117,20 @@ func (m *Manager) kick(ctx context.Context, t events.Target, from string) (*Hand
 	return handed, nil
 }
 
-// Sweep kicks every queue and publishes the hand-overs (Options.Publish): a lease whose holder
-// died passes to the next queued request once it expires even when no new request comes, and
-// a hand-over in flight (Handing) is published again, in case the handler that returned it
-// lost its events.
-func (m *Manager) Sweep(ctx context.Context) error {
+// Sweep kicks every queue and returns the hand-overs to publish: a lease whose holder died
+// passes to the next queued request once it expires even when no new request comes, and a
+// hand-over in flight (Handing) is returned again, in case the handler that returned it lost
+// its events. The router publishes them (the stage's OnTick); a queue that fails does not
+// hold up the others.
+func (m *Manager) Sweep(ctx context.Context) ([]*Handover, error) {
 	keys, err := m.kv.Keys(ctx, "queue.>")
 	if err != nil {
-		return fmt.Errorf("sweep lease queues: %w", err)
+		return nil, fmt.Errorf("sweep lease queues: %w", err)
 	}
-	var errs []error
+	var (
+		handed []*Handover
+		errs   []error
+	)
 	for _, key := range keys {
 		t, err := targetOfQueueKey(key)
 		if err != nil {
@@ -139,14 +143,14 @@ func (m *Manager) Sweep(ctx context.Context) error {
 			// once within the stream's duplicate window), not only after its lease expires.
 			h, err = m.Handing(ctx, t)
 		}
-		if err == nil && h != nil {
-			err = m.Publish(ctx, h)
+		if h != nil {
+			handed = append(handed, h)
 		}
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return handed, errors.Join(errs...)
 }
 
 // QueuedRequests counts the requests waiting in every release's queue (one read per queue):
@@ -167,28 +171,8 @@ func (m *Manager) QueuedRequests(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// RunSweeper sweeps every interval until ctx is done. An interval of 0 (or negative) is
-// TTL/4; the shortest is MinTTL/4.
-func (m *Manager) RunSweeper(ctx context.Context, interval time.Duration) {
-	if interval <= 0 {
-		interval = m.o.TTL / 4
-	}
-	interval = max(interval, MinTTL/4)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			sctx, cancel := context.WithTimeout(ctx, interval)
-			if err := m.Sweep(sctx); err != nil && ctx.Err() == nil {
-				m.o.Log.Warn("sweep release lease queues", zap.Error(err))
-			}
-			cancel()
-		}
-	}
-}
+// SweepEvery is how often the sweeper runs for a lease TTL: TTL/4, at least MinTTL/4.
+func SweepEvery(ttl time.Duration) time.Duration { return max(ttl/4, MinTTL/4) }
 
 // Handing returns the hand-over in flight, if any: the lease is held by the queue's marked
 // request, handed the lease and not yet taken it. It has the id it was handed with (the lease
@@ -229,22 +213,6 @@ func (r Request) event() (cloudevents.Event, error) {
 		return ev, fmt.Errorf("queued request %s of deploy %s: %w", r.EventID, r.DeployID, err)
 	}
 	return ev, nil
-}
-
-// Publish publishes a hand-over with Options.Publish (the sweeper's way; a stage handler
-// returns it as an event instead).
-func (m *Manager) Publish(ctx context.Context, h *Handover) error {
-	if m.o.Publish == nil {
-		return fmt.Errorf("re-publish queued deploy %s: no publisher", h.DeployID)
-	}
-	msg, err := events.Encode(h.Event)
-	if err != nil {
-		return fmt.Errorf("re-publish queued deploy %s: %w", h.DeployID, err)
-	}
-	if err := m.o.Publish(ctx, msg, h.Event.ID()); err != nil {
-		return fmt.Errorf("re-publish queued deploy %s: %w", h.DeployID, err)
-	}
-	return nil
 }
 
 // dequeue removes deployID's request from the target's queue.

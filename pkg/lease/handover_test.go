@@ -8,15 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/sealane/sealane/test/harness"
 	"go.uber.org/zap/zaptest"
 )
-
-// manager returns another Manager on e's bucket and clock, re-publishing with publish.
-func (e *env) manager(t *testing.T, publish func(context.Context, *nats.Msg, string) error) *Manager {
-	return New(e.kv, Options{TTL: time.Minute, Publish: publish, Clock: e.clock.Now, Log: zaptest.NewLogger(t)})
-}
 
 // writeLease writes a lease record for deployID directly, as a hand-over whose next steps
 // never ran would leave it; it returns the token.
@@ -82,10 +76,7 @@ func TestSupersedeDuringHandOverKeepsTheHead(t *testing.T) {
 			if window == "after the lease write" {
 				e.m.leaseWritten = func(string) { supersede() }
 			} else {
-				e.m.o.Publish = func(ctx context.Context, msg *nats.Msg, id string) error {
-					supersede()
-					return e.pub.publish(ctx, msg, id)
-				}
+				e.pub.before = supersede
 			}
 			tok := e.holdAndQueue(t, ctx, "a", "b", "c")
 			if err := e.release(ctx, target, tok); err != nil {
@@ -244,14 +235,14 @@ func TestUnpublishedHandOverIsPublishedBySweep(t *testing.T) {
 	}
 	// The sweeper publishes the hand-over in flight under its own id (a duplicate of one that
 	// did go out is dropped by the stream), and once b's lease expires, hands it over anew.
-	if err := e.m.Sweep(ctx); err != nil {
+	if err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(e.pub.deploys(), ","); got != "b" || e.pub.ids[0] != h.Event.ID() {
 		t.Fatalf("sweep while b's lease is live published %q as %v, want b's hand-over as %s", got, e.pub.ids, h.Event.ID())
 	}
 	e.clock.Add(2 * time.Minute)
-	if err := e.m.Sweep(ctx); err != nil {
+	if err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(e.pub.deploys(), ","); got != "b,b" || e.pub.ids[1] == h.Event.ID() {
@@ -260,8 +251,7 @@ func TestUnpublishedHandOverIsPublishedBySweep(t *testing.T) {
 	if got := e.holder(t, ctx); got != "b" {
 		t.Errorf("lease holder %q, want b", got)
 	}
-	// Nothing to release, and the queue's hand-over cannot be published: still no error.
-	e.m.o.Publish = func(context.Context, *nats.Msg, string) error { return errors.New("publish: connection closed") }
+	// Nothing to release: still no error.
 	if _, _, err := e.m.Enqueue(ctx, target, request("c", false)); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +271,7 @@ func TestExpiredHandOverKeepsItsPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Add(2 * time.Minute) // b's renderer never ran in time
-	if err := e.m.Sweep(ctx); err != nil {
+	if err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.pub.mu.Lock()
@@ -341,17 +331,11 @@ func TestTinyTTLIsRaised(t *testing.T) {
 	if m.TTL() != MinTTL {
 		t.Errorf("TTL() = %s, want %s", m.TTL(), MinTTL)
 	}
-	for _, interval := range []time.Duration{m.TTL() / 4, 0} {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Errorf("RunSweeper(%s) panicked: %v", interval, r)
-				}
-			}()
-			sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			defer cancel()
-			m.RunSweeper(sctx, interval)
-		}()
+	if every := SweepEvery(m.TTL()); every != MinTTL/4 {
+		t.Errorf("SweepEvery(%s) = %s, want %s", m.TTL(), every, MinTTL/4)
+	}
+	if every := SweepEvery(time.Nanosecond); every <= 0 {
+		t.Errorf("SweepEvery(1ns) = %s: a ticker panics on it", every)
 	}
 	if _, err := m.Acquire(ctx, target, "a", time.Nanosecond); err != nil {
 		t.Fatal(err)

@@ -24,10 +24,6 @@ type Options struct {
 	// TTL is the lease lifetime without renewal; zero means DefaultTTL. It must be at least
 	// MinTTL (see Validate); New raises a shorter one to MinTTL.
 	TTL time.Duration
-	// Publish publishes the hand-overs of the sweeper (Sweep, RunSweeper): a queued
-	// deploy.requested message, with a new Nats-Msg-Id, whose turn came. Kick and Release
-	// return their hand-over to the caller instead.
-	Publish func(ctx context.Context, msg *nats.Msg, msgID string) error
 	// Ended, if set, reports whether a deploy already ended (its release was recorded): such a
 	// holder's lease is free at once instead of after its expiry.
 	Ended func(ctx context.Context, deployID string) (bool, error)

@@ -32,18 +32,27 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// published records re-published requests.
+// published records the hand-overs published as the router would publish them (Verbatim):
+// the queued request re-encoded under its hand-over's id. before, if set, runs first.
 type published struct {
-	mu   sync.Mutex
-	msgs []*nats.Msg
-	ids  []string
+	mu     sync.Mutex
+	msgs   []*nats.Msg
+	ids    []string
+	before func()
 }
 
-func (p *published) publish(_ context.Context, msg *nats.Msg, id string) error {
+func (p *published) publish(h *Handover) error {
+	if p.before != nil {
+		p.before()
+	}
+	msg, err := events.Encode(h.Event)
+	if err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.msgs = append(p.msgs, msg)
-	p.ids = append(p.ids, id)
+	p.ids = append(p.ids, h.Event.ID())
 	return nil
 }
 
@@ -74,7 +83,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) }) // runs after the server's shutdown
 	kv := leasetest.Bucket(t)
 	e := &env{kv: kv, clock: &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}, pub: &published{}, ended: map[string]bool{}}
-	e.m = New(kv, Options{TTL: time.Minute, Publish: e.pub.publish, Clock: e.clock.Now, Log: zaptest.NewLogger(t),
+	e.m = New(kv, Options{TTL: time.Minute, Clock: e.clock.Now, Log: zaptest.NewLogger(t),
 		Ended: func(_ context.Context, id string) (bool, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -90,7 +99,17 @@ func (e *env) release(ctx context.Context, t events.Target, token uint64) error 
 	if err != nil || h == nil {
 		return err
 	}
-	return e.m.Publish(ctx, h)
+	return e.pub.publish(h)
+}
+
+// sweep runs the sweeper once and publishes what it hands over, as the router does with a
+// stage's OnTick.
+func (e *env) sweep(ctx context.Context) error {
+	handed, err := e.m.Sweep(ctx)
+	for _, h := range handed {
+		err = errors.Join(err, e.pub.publish(h))
+	}
+	return err
 }
 
 // holdAndQueue gives holder the lease and queues the requests of queued behind it, in order;
@@ -115,7 +134,7 @@ func (e *env) kick(ctx context.Context, t events.Target) error {
 	if err != nil || h == nil {
 		return err
 	}
-	return e.m.Publish(ctx, h)
+	return e.pub.publish(h)
 }
 
 var target = events.Target{Cluster: "kind", Namespace: "shop", Release: "api"}
@@ -323,17 +342,17 @@ func TestExpiredHandOverIsRetriedBySweep(t *testing.T) {
 	if _, _, err := e.m.Enqueue(ctx, target, request("b", false)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.Sweep(ctx); err != nil || len(e.pub.deploys()) != 0 {
+	if err := e.sweep(ctx); err != nil || len(e.pub.deploys()) != 0 {
 		t.Fatalf("sweep of a live lease: %v, published %v", err, e.pub.deploys())
 	}
 	e.clock.Add(2 * time.Minute)
-	if err := e.m.Sweep(ctx); err != nil {
+	if err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.pub.deploys(); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("published %v after the holder expired, want b", got)
 	}
-	if err := e.m.Sweep(ctx); err != nil { // nothing queued any more
+	if err := e.sweep(ctx); err != nil { // nothing queued any more
 		t.Fatal(err)
 	}
 }

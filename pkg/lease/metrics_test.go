@@ -17,7 +17,7 @@ func TestMetricsHooksAndQueuedRequests(t *testing.T) {
 	e := newEnv(t)
 	var queued int
 	takeovers := map[bool]int{}
-	e.m = New(e.kv, Options{TTL: time.Minute, Publish: e.pub.publish, Clock: e.clock.Now, Log: zaptest.NewLogger(t),
+	e.m = New(e.kv, Options{TTL: time.Minute, Clock: e.clock.Now, Log: zaptest.NewLogger(t),
 		Ended:      func(context.Context, string) (bool, error) { return false, nil },
 		OnQueued:   func() { queued++ },
 		OnTakeover: func(holderEnded bool) { takeovers[holderEnded]++ },

@@ -2,8 +2,8 @@
 // release), held in a JetStream KV entry with an expiry, renewed while the deploy works and
 // fenced by a monotonic token (the KV revision of the acquiring write). Requests for a busy
 // release wait in a per-release queue and are handed the lease in order when it is free: the
-// hand-over (Handover) is the request to publish again, which a stage handler returns as an
-// event and the sweeper publishes itself.
+// hand-over (Handover) is the request to publish again, which a stage handler — or the
+// sweeper, its stage's time-driven work — returns to the router as an event.
 //
 // Handing the lease to a queued request takes several compare-and-set writes (lease and queue
 // are two keys). Their single point of truth is the queue's hand-over mark (Queue.Handing):

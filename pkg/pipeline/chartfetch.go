@@ -15,7 +15,7 @@ const remoteChartTimeout = 2 * time.Minute
 
 // storeRemoteChart fetches a chart the request names by repository or OCI reference, stores
 // the packed archive in the Object Store and returns the source pointing at it.
-// opts bound its size and time and say which sources are allowed (Intake.fetchOptions).
+// opts bound its size and time and say which sources are allowed (Admission.fetchOptions).
 func storeRemoteChart(ctx context.Context, blobs Blobs, src events.ChartSource, opts chartsource.Options) (events.ChartSource, error) {
 	archive, meta, digest, err := chartsource.Resolve(ctx, chartsource.NewSource(src.Name, src.Repo, src.Version), opts)
 	if err != nil {

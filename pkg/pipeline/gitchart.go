@@ -25,7 +25,7 @@ var commitName = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 // checkGitChart refuses a git chart the renderer may not fetch: a commit that is not a full
 // object name, a path or values file outside the repository, a repository Sources does not
 // allow (unless trusted).
-func (i Intake) checkGitChart(g *events.GitChart) error {
+func (i Admission) checkGitChart(g *events.GitChart) error {
 	if !commitName.MatchString(g.Commit) {
 		return fmt.Errorf("chart in %s: commit %q is not a full commit SHA (40 or 64 lowercase hex): a webhook deploys exactly one commit, never a branch",
 			gitsource.Redact(g.URL), g.Commit)
@@ -68,7 +68,7 @@ func gitLocation(url string) string {
 }
 
 // gitOptions are the gitsource options of a git chart fetched for a request.
-func (i Intake) gitOptions() gitsource.Options {
+func (i Admission) gitOptions() gitsource.Options {
 	o := i.Git
 	if o.CacheDir == "" {
 		o.CacheDir = gitsource.DefaultCacheDir()
@@ -85,7 +85,7 @@ func (i Intake) gitOptions() gitsource.Options {
 // storeGitChart fetches the request's git chart at its commit, packs it as a local chart (a
 // werf project's .helm/ included) and stores it; it returns the stored source, Git kept, and
 // the repository's values files the chart names, in order.
-func storeGitChart(ctx context.Context, blobs Blobs, g events.GitChart, i Intake) (events.ChartSource, []chart.ValuesFile, error) {
+func storeGitChart(ctx context.Context, blobs Blobs, g events.GitChart, i Admission) (events.ChartSource, []chart.ValuesFile, error) {
 	tmp, err := os.MkdirTemp("", "sealane-git-")
 	if err != nil {
 		return events.ChartSource{}, nil, fmt.Errorf("chart in %s: %w", gitsource.Redact(g.URL), err)

@@ -7,21 +7,21 @@ import (
 	"testing"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/admission"
 	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/gitsource"
 	"github.com/sealane/sealane/pkg/gitsource/gittest"
-	"github.com/sealane/sealane/pkg/intake"
 )
 
 const sha = "0123456789abcdef0123456789abcdef01234567"
 
-// TestCheckGitChart: what the intake refuses of a git chart, each error naming the problem.
+// TestCheckGitChart: what admission refuses of a git chart, each error naming the problem.
 func TestCheckGitChart(t *testing.T) {
-	allowed, err := intake.NewSourcePolicy([]string{"https://git.example.com/acme/**", "ssh://git.example.com/acme/**"})
+	allowed, err := admission.NewSourcePolicy([]string{"https://git.example.com/acme/**", "ssh://git.example.com/acme/**"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Intake{Sources: allowed}
+	in := Admission{Sources: allowed}
 	for _, tc := range []struct {
 		name string
 		g    events.GitChart
@@ -46,7 +46,7 @@ func TestCheckGitChart(t *testing.T) {
 			}
 		})
 	}
-	if err := (Intake{Trusted: true}).checkGitChart(&events.GitChart{URL: "file:///srv/repo.git", Commit: sha}); err != nil {
+	if err := (Admission{Trusted: true}).checkGitChart(&events.GitChart{URL: "file:///srv/repo.git", Commit: sha}); err != nil {
 		t.Errorf("the embedded pipeline takes any repository: %v", err)
 	}
 }
@@ -65,7 +65,7 @@ func TestStoreGitChart(t *testing.T) {
 	}, "first")
 	repo.Commit(t, map[string]string{".helm/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.2.0\n",
 		".helm/values-staging.yaml": "message: second\n"}, "second")
-	in := Intake{Trusted: true, Git: gitsource.Options{CacheDir: t.TempDir()}}
+	in := Admission{Trusted: true, Git: gitsource.Options{CacheDir: t.TempDir()}}
 	blobs := bustest.NewBlobs()
 	ctx := context.Background()
 	src, values, err := storeGitChart(ctx, blobs, events.GitChart{URL: repo.URL(), Commit: first, ValuesFiles: []string{".helm/values-staging.yaml"}}, in)
@@ -108,6 +108,6 @@ func TestInsideTree(t *testing.T) {
 		}
 	}
 	if insideTree("/tmp/co", nil) != nil {
-		t.Error("a trusted intake (no policy) stays without one")
+		t.Error("a trusted admission (no policy) stays without one")
 	}
 }

@@ -30,7 +30,9 @@ func withLease(d Deps, all map[events.Stage]stage.Stage) {
 	}
 	for name, st := range all {
 		if name != events.StageRenderer { // the renderer's lease step is in its request chain (Stages)
-			st.Handler = &renewing{Deps: d, name: name, next: st.Handler}
+			r := &renewing{Deps: d, name: name, next: st.Handler}
+			r.closer, _ = st.Handler.(closer) // the recorder
+			st.Handler = r
 		}
 		all[name] = st
 	}
@@ -177,6 +179,18 @@ type renewing struct {
 	Deps
 	name events.Stage
 	next stage.Handler
+	// closer is the wrapped stage when it ends deploys (the recorder), else nil.
+	closer closer
+}
+
+// closer is a stage that ends deploys (the recorder): when the lease of a deploy it closes is
+// lost, the lease step has it close the deploy without touching the records (closeLost)
+// instead of failing it, and releases the lease once it has closed one.
+type closer interface {
+	// closes says whether the stage's handling of in ends the deploy.
+	closes(in stage.Input) bool
+	// closeLost ends a deploy whose lease is gone (recorderlease.go).
+	closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error)
 }
 
 // Handle renews the lease, then runs the stage's handler; the recorder's closing releases the
@@ -186,13 +200,13 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if in.State != nil {
 		token = in.State.LeaseToken
 	}
-	closing := r.name == events.StageRecorder && in.Type != events.DeployRendered
+	closing := r.closer != nil && r.closer.closes(in)
 	var lost *lease.LostError
 	if token != 0 {
 		err := r.Leases.Renew(ctx, in.Target, token, r.LeaseTTL)
 		switch {
 		case errors.As(err, &lost) && closing:
-			return r.closeLost(ctx, in, lost)
+			return r.closer.closeLost(ctx, in, lost)
 		case errors.As(err, &lost):
 			return leaseLost(r.name, in, lost), nil
 		case err != nil:
@@ -203,7 +217,7 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	switch {
 	case errors.As(err, &lost) && closing:
 		// A fence inside the handler found the lease lost: close now rather than retry.
-		return r.closeLost(ctx, in, lost)
+		return r.closer.closeLost(ctx, in, lost)
 	case errors.As(err, &lost):
 		return leaseLost(r.name, in, lost), nil
 	case err != nil || !closing || !emitsType(out, events.ReleaseRecorded):
@@ -255,7 +269,7 @@ func handedOver(h *lease.Handover) []stage.Emit {
 	if h == nil {
 		return nil
 	}
-	return []stage.Emit{stage.Handover(h.Event)}
+	return []stage.Emit{stage.Verbatim(h.Event)}
 }
 
 func emitsType(out stage.Output, t events.Type) bool {

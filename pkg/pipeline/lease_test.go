@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -57,9 +56,8 @@ type leaseEnv struct {
 	dyn     *dynamicfake.FakeDynamicClient
 	blobs   *bustest.Blobs
 
-	mu        sync.Mutex
-	clock     time.Time // zero: time.Now
-	published []string  // re-published queued requests' deploys
+	mu    sync.Mutex
+	clock time.Time // zero: time.Now
 }
 
 func newLeaseEnv(t *testing.T, objs ...runtime.Object) *leaseEnv {
@@ -73,13 +71,7 @@ func newLeaseEnv(t *testing.T, objs ...runtime.Object) *leaseEnv {
 	e := &leaseEnv{t: t, kv: kv, typed: k8sfake.NewClientset(), blobs: bustest.NewBlobs(),
 		dyn: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)}
 	e.cluster = &kube.Cluster{Name: leaseTarget.Cluster, Typed: e.typed, Dynamic: e.dyn, Mapper: resettableMapper{mapper}}
-	e.leases = lease.New(kv, lease.Options{TTL: time.Minute, Clock: e.now, Log: zaptest.NewLogger(t),
-		Publish: func(_ context.Context, msg *nats.Msg, _ string) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.published = append(e.published, msg.Header.Get("ce-correlationid"))
-			return nil
-		}})
+	e.leases = lease.New(kv, lease.Options{TTL: time.Minute, Clock: e.now, Log: zaptest.NewLogger(t)})
 	return e
 }
 
@@ -521,7 +513,7 @@ func TestApplierStopsAtDeadline(t *testing.T) {
 
 // closingRecorder is the recorder as the pipeline wires it: renewing around Recorder.
 func closingRecorder(d Deps) stage.Handler {
-	return &renewing{Deps: d, name: events.StageRecorder, next: &Recorder{d}}
+	return &renewing{Deps: d, name: events.StageRecorder, next: &Recorder{d}, closer: &Recorder{d}}
 }
 
 // TestRecorderClosingRetriedAfterRelease: the recorder's closing handler retried after it
@@ -646,7 +638,7 @@ func TestRecorderClosingLostLease(t *testing.T) {
 			in := input(t, events.DeployFailed, "a", events.FailedData{Target: leaseTarget, Revision: 2, Reason: "boom"}, st)
 			var h stage.Handler = closingRecorder(d)
 			if inside {
-				h = &renewing{Deps: d, name: events.StageRecorder, next: stage.HandlerFunc(func(ctx context.Context, in stage.Input) (stage.Output, error) {
+				h = &renewing{Deps: d, name: events.StageRecorder, closer: &Recorder{d}, next: stage.HandlerFunc(func(ctx context.Context, in stage.Input) (stage.Output, error) {
 					e.takeOver("c") // between the renewal and the recorder's fence
 					return (&Recorder{d}).Handle(ctx, in)
 				})}

@@ -76,9 +76,9 @@ type Deps struct {
 	// capabilities share one (renderonce.go); nil gives the stages the one $SEALANE_RENDER_CACHE_MB
 	// asks for (RenderCacheFromEnv).
 	Renders *RenderCache
-	// Intake is the renderer's policy for requests from the bus (intake.go): chart sources,
+	// Admission is the renderer's policy for requests from the bus (admission.go): chart sources,
 	// download limits, client keys. The zero value is a shared service's strictest.
-	Intake Intake
+	Admission Admission
 	// Metrics, if set, has the tracker report what it watches (pkg/metrics); the stage runner
 	// counts the rest from the events the stages emit.
 	Metrics *metrics.Metrics
@@ -127,14 +127,14 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
 	}
 	withLease(d, all) // lease.go: renew and fence in the stages after the renderer
-	// The renderer's chain over one decoded request: the intake's checks (intake.go), the
+	// The renderer's chain over one decoded request: the admission checks (admission.go), the
 	// lease (lease.go: acquire or queue), the render.
 	var render requestStep = renderer
 	if d.Leases != nil {
 		render = &leasedRenderer{Deps: d, next: render}
 	}
 	rs := all[events.StageRenderer]
-	rs.Handler = &intakeRenderer{Deps: d, next: render}
+	rs.Handler = &admittingRenderer{Deps: d, next: render}
 	all[events.StageRenderer] = rs
 	if len(names) == 0 || (len(names) == 1 && names[0] == "all") {
 		names = []events.Stage{events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker}

@@ -33,7 +33,7 @@ type Renderer struct {
 }
 
 // Handle renders one deploy.requested event, unverified: the stage's handler is the request
-// chain of Stages (intake checks, the lease, then handleRequest).
+// chain of Stages (admission checks, the lease, then handleRequest).
 func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	req := &request{}
 	if err := decode(in, &req.RequestedData); err != nil {
@@ -140,9 +140,9 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req *request) (st
 func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*chart.Loaded, chart.Inputs, error) {
 	var inputs chart.Inputs
 	var repoValues []chart.ValuesFile
-	if req.Chart.Ref == "" && req.Chart.Git != nil { // checked by the intake (intake.go)
-		src, values, err := storeGitChart(ctx, r.Blobs, *req.Chart.Git, r.Intake)
-		if reason, ok := r.Intake.fetchRefused(ctx, err); ok {
+	if req.Chart.Ref == "" && req.Chart.Git != nil { // checked at admission (admission.go)
+		src, values, err := storeGitChart(ctx, r.Blobs, *req.Chart.Git, r.Admission)
+		if reason, ok := r.Admission.fetchRefused(ctx, err); ok {
 			return nil, inputs, refuse("%s", reason)
 		}
 		if err != nil {
@@ -154,8 +154,8 @@ func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*c
 		if req.Chart.Name == "" {
 			return nil, inputs, refuse("the request names no chart")
 		}
-		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart, r.Intake.fetchOptions())
-		if reason, ok := r.Intake.fetchRefused(ctx, err); ok {
+		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart, r.Admission.fetchOptions())
+		if reason, ok := r.Admission.fetchRefused(ctx, err); ok {
 			return nil, inputs, refuse("%s", reason)
 		}
 		if err != nil {

@@ -22,13 +22,13 @@ import (
 // metadataSecret is what the loopback "metadata" host answers.
 const metadataSecret = "instance-credential-7f3a"
 
-// TestIntakeRefusesFetchesOutsideTheSources: --allow-chart-source holds for every URL the
+// TestAdmissionRefusesFetchesOutsideTheSources: --allow-chart-source holds for every URL the
 // renderer fetches for a request, not only the one the request names. A chart whose entry in
 // an allowed repository's index.yaml points at a loopback "metadata" host, and a git
 // repository on an allowed host that redirects to a git server on another, fail the deploy
 // (nothing to retry) with a reason naming the refused host and the rule; the other host gets
 // no request and its answer is in no reason.
-func TestIntakeRefusesFetchesOutsideTheSources(t *testing.T) {
+func TestAdmissionRefusesFetchesOutsideTheSources(t *testing.T) {
 	t.Run("chart URL in index.yaml", func(t *testing.T) {
 		var hits atomic.Int64
 		meta := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -50,7 +50,7 @@ func TestIntakeRefusesFetchesOutsideTheSources(t *testing.T) {
 		}
 		repoSrv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 		t.Cleanup(repoSrv.Close)
-		h, _, _ := intakeEnv(t, Intake{Sources: policy(t, repoSrv.URL+"/**")})
+		h, _, _ := admissionEnv(t, Admission{Sources: policy(t, repoSrv.URL+"/**")})
 		refusedFetch(t, h, events.ChartSource{Name: "web", Repo: repoSrv.URL}, strings.TrimPrefix(meta.URL, "http://"))
 		if n := hits.Load(); n != 0 {
 			t.Errorf("the metadata host got %d requests, want none", n)
@@ -64,7 +64,7 @@ func TestIntakeRefusesFetchesOutsideTheSources(t *testing.T) {
 			http.Redirect(w, r, gitSrv.URL()+r.URL.RequestURI(), http.StatusFound)
 		}))
 		t.Cleanup(front.Close)
-		h, _, _ := intakeEnv(t, Intake{Sources: policy(t, front.URL+"/**"), Git: gitsource.Options{CacheDir: t.TempDir()}})
+		h, _, _ := admissionEnv(t, Admission{Sources: policy(t, front.URL+"/**"), Git: gitsource.Options{CacheDir: t.TempDir()}})
 		url := front.URL + strings.TrimPrefix(gitRepo.URL(), gitSrv.URL())
 		refusedFetch(t, h, events.ChartSource{Git: &events.GitChart{URL: url, Commit: commit}}, strings.TrimPrefix(gitSrv.URL(), "http://"))
 		if n := gitSrv.Requests(); n != 0 {

@@ -4,34 +4,34 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sealane/sealane/pkg/admission"
 	"github.com/sealane/sealane/pkg/deploy"
-	"github.com/sealane/sealane/pkg/intake"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/plan"
 )
 
-// A tenant's deploys (a client with a scope in the client keys file, intake.Scope) are bounded
+// A tenant's deploys (a client with a scope in the client keys file, admission.Scope) are bounded
 // twice: the renderer refuses a plan that writes outside the scope before anything is applied
 // (checkBounds), and the stages that write the chart's objects or read the cluster for its
 // templates do it as the scope's ServiceAccount (Kubernetes impersonation), so the cluster's
 // RBAC has the last word: the renderer's `lookup` and dry runs, the applier's applies and
 // deletes. The tracker only reads the objects of the plan (already bounded) and the recorder
-// writes only the release's records in its namespace (the intake checked both namespaces):
+// writes only the release's records in its namespace (admission checked both namespaces):
 // they keep the service's identity. See docs/operations.md, "Security model".
 
 // tenant is the verified client of the request being handled and its scope; scope is nil for
 // an operator client and without client keys.
-func (d Deps) tenant(req *request) (string, *intake.Scope) {
+func (d Deps) tenant(req *request) (string, *admission.Scope) {
 	name, verified := req.requestedBy()
 	if !verified {
 		return "", nil
 	}
-	return name, d.Intake.Verifier.Keys.Scope(name)
+	return name, d.Admission.Verifier.Keys.Scope(name)
 }
 
 // runAs is the user the deploy's writes impersonate: the scope's ServiceAccount, "" for the
 // service's own identity.
-func runAs(s *intake.Scope) string {
+func runAs(s *admission.Scope) string {
 	if s == nil {
 		return ""
 	}

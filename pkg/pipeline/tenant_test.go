@@ -12,14 +12,14 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/admission"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/deploy"
-	"github.com/sealane/sealane/pkg/intake"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// tenantEnv is intakeEnv with two clients: "ops" (an operator client, no scope) and "team"
+// tenantEnv is admissionEnv with two clients: "ops" (an operator client, no scope) and "team"
 // (scoped to namespace shop, running as shop/deployer). The fake cluster has a REST config,
 // which nothing contacts unless a template calls lookup.
 func tenantEnv(t *testing.T) (h stage.Handler, e *leaseEnv, ops, team nkeys.KeyPair) {
@@ -28,7 +28,7 @@ func tenantEnv(t *testing.T) (h stage.Handler, e *leaseEnv, ops, team nkeys.KeyP
 	team, _ = nkeys.CreateUser()
 	opsPub, _ := ops.PublicKey()
 	teamPub, _ := team.PublicKey()
-	keys, err := intake.ParseClientKeys([]byte("ops: " + opsPub + "\nteam:\n  keys: " + teamPub +
+	keys, err := admission.ParseClientKeys([]byte("ops: " + opsPub + "\nteam:\n  keys: " + teamPub +
 		"\n  namespaces: [shop]\n  serviceAccount: shop/deployer\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func tenantEnv(t *testing.T) (h stage.Handler, e *leaseEnv, ops, team nkeys.KeyP
 	e, r, _ := rendererEnv(t)
 	e.cluster.Config = &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second} // Bounded: the fake
 	d := r.Deps
-	d.Intake = Intake{Verifier: intake.Verifier{Keys: keys}}
+	d.Admission = Admission{Verifier: admission.Verifier{Keys: keys}}
 	stages, err := Stages(d, events.StageRenderer)
 	if err != nil {
 		t.Fatal(err)
@@ -78,12 +78,12 @@ subjects: [{kind: ServiceAccount, name: default, namespace: shop}]
 `
 
 // TestTenantDeploysBounded: a scoped client's request for another namespace is refused at the
-// intake, before the lease; its chart with a ClusterRoleBinding or an object in kube-system
+// admission, before the lease; its chart with a ClusterRoleBinding or an object in kube-system
 // fails at render time naming the object and its template, with no render stored; an
 // allowed chart renders with the scope's ServiceAccount as the deploy's identity. The
 // operator client deploys the same ClusterRoleBinding with the service's identity.
 func TestTenantDeploysBounded(t *testing.T) {
-	t.Run("another namespace: refused at the intake", func(t *testing.T) {
+	t.Run("another namespace: refused at admission", func(t *testing.T) {
 		h, e, _, team := tenantEnv(t)
 		ch := storeChart(t, e, map[string]string{"templates/cm.yaml": cmManifest("web")})
 		target := events.Target{Cluster: leaseTarget.Cluster, Namespace: "kube-system", Release: "web"}

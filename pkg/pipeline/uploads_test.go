@@ -7,10 +7,10 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 )
 
-// TestIntakeUploadsOfTenants: a request names uploads in input buckets only, values by their
+// TestAdmissionUploadsOfTenants: a request names uploads in input buckets only, values by their
 // digest; a tenant's only in its own bucket; values whose content is not what the name says
 // are refused.
-func TestIntakeUploadsOfTenants(t *testing.T) {
+func TestAdmissionUploadsOfTenants(t *testing.T) {
 	values := []byte(`{"set":["a=1"]}`)
 	name := bus.InputsName(values)
 	own := bus.TenantInputBucket("team-a")

@@ -57,7 +57,7 @@ func TestDocsWebhooksExamples(t *testing.T) {
 		fs.String("nats", "", "")
 		o := WebhookOptionsFromEnv()
 		o.RegisterFlags(fs)
-		in := IntakeFlagsFromEnv()
+		in := AdmissionFlagsFromEnv()
 		in.Register(fs)
 		for _, m := range regexp.MustCompile(`--([a-z-]+)`).FindAllStringSubmatch(blocks[1].text, -1) {
 			if fs.Lookup(m[1]) == nil {

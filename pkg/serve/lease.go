@@ -2,9 +2,7 @@ package serve
 
 import (
 	"context"
-	"sync"
-
-	"github.com/nats-io/nats.go"
+	"slices"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
@@ -13,16 +11,11 @@ import (
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// NewLeases returns the release lease manager on b's lease bucket: the sweeper's hand-overs
-// are published on the deploy stream (handlers return theirs as events), and a holder whose deploy state says it was recorded is
-// free at once.
+// NewLeases returns the release lease manager on b's lease bucket: a holder whose deploy state
+// says it was recorded is free at once.
 func NewLeases(b *bus.Bus, deps pipeline.Deps) *lease.Manager {
 	return lease.New(b.Leases(), lease.Options{
-		TTL: deps.LeaseTTL,
-		Publish: func(ctx context.Context, msg *nats.Msg, msgID string) error {
-			_, err := b.Publish(ctx, msg, msgID)
-			return err
-		},
+		TTL:        deps.LeaseTTL,
 		Ended:      stage.States{KV: b.State()}.Ended,
 		Clock:      deps.Clock,
 		Log:        deps.Log,
@@ -39,16 +32,30 @@ func withLeases(r *stage.Runner, deps pipeline.Deps) pipeline.Deps {
 	return deps
 }
 
-// sweepLeases runs the lease queue sweeper (a queue whose hand-over was interrupted moves on
-// once the lease expires) next to the renderer or the recorder, until ctx is done.
-func sweepLeases(ctx context.Context, wg *sync.WaitGroup, deps pipeline.Deps, stages []stage.Stage) {
-	if deps.Leases == nil {
+// sweepLeases makes the lease queue sweeper the time-driven work of the renderer or, without
+// it, the recorder: a queue whose hand-over was interrupted moves on once the lease expires,
+// and the router publishes the hand-overs as it publishes the stages' events.
+func sweepLeases(leases *lease.Manager, stages []stage.Stage) {
+	if leases == nil {
 		return
 	}
-	for _, s := range stages {
-		if s.Name == events.StageRenderer || s.Name == events.StageRecorder {
-			wg.Go(func() { deps.Leases.RunSweeper(ctx, deps.Leases.TTL()/4) })
-			return
+	for _, name := range []events.Stage{events.StageRenderer, events.StageRecorder} {
+		i := slices.IndexFunc(stages, func(s stage.Stage) bool { return s.Name == name })
+		if i < 0 {
+			continue
 		}
+		every := lease.SweepEvery(leases.TTL())
+		stages[i].Every = every
+		stages[i].OnTick = func(ctx context.Context) (stage.Output, error) {
+			ctx, cancel := context.WithTimeout(ctx, every)
+			defer cancel()
+			handed, err := leases.Sweep(ctx)
+			var out stage.Output
+			for _, h := range handed {
+				out.Emits = append(out.Emits, stage.Verbatim(h.Event))
+			}
+			return out, err
+		}
+		return
 	}
 }

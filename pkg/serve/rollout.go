@@ -16,19 +16,20 @@ const RolloutSigningKeyEnv = "SEALANE_ROLLOUT_SIGNING_KEY"
 const RolloutSigningKeyUsage = "file with a user nkey seed (SU…) that signs the rollouts' deploy requests, for renderers with " +
 	"--client-keys when the coordinator's NATS user has no nkey ($" + RolloutSigningKeyEnv + ")"
 
-// RunRollout runs the rollout coordinator on node until ctx ends: it creates the rollout bucket
-// when missing and consumes rollout requests, commands and the pipeline's answers. fleet is
+// RunRollout runs the rollout coordinator on node's router until ctx ends: it creates the
+// rollout bucket when missing and consumes rollout requests, commands and the pipeline's
+// answers. fleet is
 // the cluster registry rollouts select their clusters from.
 func RunRollout(ctx context.Context, node *Node, fleet coordinator.Fleet, log *zap.Logger) error {
-	kv, err := node.Bus.Rollouts(ctx, true)
+	kv, err := coordinator.OpenBucket(ctx, node.Bus, true)
 	if err != nil {
 		return err
 	}
-	c := &coordinator.Coordinator{Bus: node.Bus, KV: kv, Fleet: fleet, Log: log.With(zap.String("stage", "rollout")), Metrics: node.metrics}
+	c := &coordinator.Coordinator{KV: kv, Fleet: fleet, Log: log.With(zap.String("stage", "rollout")), Metrics: node.metrics}
 	if node.metrics != nil {
 		// An error is a second coordinator in this process: the first one's collector counts.
 		_ = node.metrics.Register(metrics.NewCountCollector("sealane_rollout_active",
 			"Fleet rollouts not finished yet (running or queued for their release).", c.ActiveRollouts, log))
 	}
-	return c.Run(ctx)
+	return node.Runner(log).Run(ctx, c.Stage())
 }

@@ -302,10 +302,10 @@ func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names .
 	if err != nil {
 		return err
 	}
+	sweepLeases(deps.Leases, stages) // lease.go
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	sweepLeases(ctx, &wg, deps, stages)
 	errs := make(chan error, len(stages)+1)
 	wg.Go(func() { // bake.go: the tracker's bakes of fleet rollouts, wherever the tracker runs
 		if err := runBakes(ctx, r, bakeStage(r, deps, stages)); err != nil {

@@ -64,7 +64,7 @@ type WebhookOptions struct {
 func WebhookOptionsFromEnv() WebhookOptions {
 	o := WebhookOptions{Config: os.Getenv(WebhookConfigEnv), Addr: envOr(WebhookAddrEnv, DefaultWebhookAddr),
 		TLSCert: os.Getenv(WebhookTLSCertEnv), TLSKey: os.Getenv(WebhookTLSKeyEnv), SigningKey: os.Getenv(WebhookSigningKeyEnv),
-		DeliveryTTL: bus.DefaultDeliveryTTL, ReloadInterval: 2 * time.Second}
+		DeliveryTTL: webhook.DefaultDeliveryTTL, ReloadInterval: 2 * time.Second}
 	if d, err := time.ParseDuration(os.Getenv(WebhookDeliveryTTLEnv)); err == nil {
 		o.DeliveryTTL = d
 	}
@@ -178,7 +178,7 @@ func RunWebhook(ctx context.Context, node *Node, o WebhookOptions, log *zap.Logg
 	if o.Handler.Limits, err = o.limits(); err != nil {
 		return err
 	}
-	deliveries, err := node.Bus.Deliveries(ctx, o.DeliveryTTL)
+	deliveries, err := webhook.OpenDeliveries(ctx, node.Bus, o.DeliveryTTL)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ type flags struct {
 	updateTopology     bool
 	leaseTTL           time.Duration
 	clusters           serve.ClusterOptions
-	intake             serve.IntakeFlags
+	admission          serve.AdmissionFlags
 	pools              serve.PoolOptions
 	hook               serve.WebhookOptions
 	console            ConsoleFlags // console.go
@@ -55,7 +55,7 @@ type flags struct {
 // New returns the `sealane serve` command; globals gives, when it runs, the settings it does not
 // declare itself. Every flag default comes from its environment variable.
 func New(globals func() Globals) *cobra.Command {
-	f := &flags{clusters: serve.DefaultClusterOptions(), intake: serve.IntakeFlagsFromEnv(),
+	f := &flags{clusters: serve.DefaultClusterOptions(), admission: serve.AdmissionFlagsFromEnv(),
 		hook: serve.WebhookOptionsFromEnv(), pools: serve.PoolOptionsFromEnv()}
 	cmd := &cobra.Command{
 		Use:   "serve renderer|applier|tracker|recorder|webhook|rollout|console|all...",
@@ -94,7 +94,7 @@ func New(globals func() Globals) *cobra.Command {
 	fl.StringVar(&f.signingKey, "rollout-signing-key", os.Getenv(serve.RolloutSigningKeyEnv), serve.RolloutSigningKeyUsage)
 	f.clusters.RegisterFlags(fl)
 	f.pools.RegisterFlags(fl)
-	f.intake.Register(fl)
+	f.admission.Register(fl)
 	f.hook.RegisterFlags(fl)
 	f.console.Register(fl, "console-addr", consoleAddrUsage, os.Getenv(ConsoleAddrEnv)) // console.go
 	f.console.Clusters = &f.clusters
@@ -179,7 +179,7 @@ func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
 	return node.WithProbes(ctx, f.httpAddr, f.console.with(node, log, func(ctx context.Context) error { return runTogether(ctx, work...) }))
 }
 
-// setDeps adds the lease TTL (--lease-ttl) and, for the renderer, the intake settings to deps.
+// setDeps adds the lease TTL (--lease-ttl) and, for the renderer, the admission settings to deps.
 func (f *flags) setDeps(cmd *cobra.Command, deps *pipeline.Deps, names []events.Stage, log *zap.Logger) error {
 	if cmd.Flags().Changed("lease-ttl") {
 		if err := (lease.Options{TTL: f.leaseTTL}).Validate(); err != nil || f.leaseTTL == 0 {
@@ -187,15 +187,15 @@ func (f *flags) setDeps(cmd *cobra.Command, deps *pipeline.Deps, names []events.
 		}
 		deps.LeaseTTL = f.leaseTTL
 	}
-	if !runsRenderer(names) { // only the renderer reads the intake settings
+	if !runsRenderer(names) { // only the renderer reads the admission settings
 		return nil
 	}
-	in, err := f.intake.Intake()
+	in, err := f.admission.Admission()
 	if err != nil {
 		return err
 	}
-	deps.Intake = in
-	serve.LogIntake(log, in)
+	deps.Admission = in
+	serve.LogAdmission(log, in)
 	return nil
 }
 

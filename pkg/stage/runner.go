@@ -63,12 +63,37 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 		}
 		log = log.With(zap.String("consumer", opts.Durable))
 	}
+	if st.OnTick != nil {
+		ctx, cancel := context.WithCancel(ctx)
+		ticks := make(chan struct{})
+		go func() {
+			defer close(ticks)
+			r.tickLoop(ctx, st, log) // store.go
+		}()
+		defer func() { cancel(); <-ticks }()
+	}
 	return r.Bus.Consume(ctx, opts, func(ctx context.Context, msg jetstream.Msg) error {
-		m := r.Metrics.Start(string(st.Name), r.now())
-		err := r.handle(ctx, st, msg, log, &m)
-		m.Done(err, r.now())
-		return err
+		return r.deliver(ctx, st, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, log)
 	})
+}
+
+// Handle handles one event of st as a delivery from its consumer would be — decoded, traced,
+// counted, handled, its answers published — without NATS delivering it: what a replica does
+// with a message, for tests that drive a stage event by event.
+func (r *Runner) Handle(ctx context.Context, st Stage, e cloudevents.Event) error {
+	msg, err := events.Encode(e)
+	if err != nil {
+		return err
+	}
+	return r.deliver(ctx, st, msg, r.logger().With(zap.String("stage", string(st.Name))))
+}
+
+// deliver handles one message of st and counts it.
+func (r *Runner) deliver(ctx context.Context, st Stage, msg *nats.Msg, log *zap.Logger) error {
+	m := r.Metrics.Start(string(st.Name), r.now())
+	err := r.handle(ctx, st, msg, log, &m)
+	m.Done(err, r.now())
+	return err
 }
 
 // now and logger read the optional fields without writing them: stages share one Runner.
@@ -86,18 +111,18 @@ func (r *Runner) logger() *zap.Logger {
 	return r.Log
 }
 
-func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *zap.Logger, m *metrics.Handling) (err error) {
+func (r *Runner) handle(ctx context.Context, st Stage, msg *nats.Msg, log *zap.Logger, m *metrics.Handling) (err error) {
 	in, mine, err := r.input(st, msg, log)
 	if err != nil || !mine {
 		m.Outcome(metrics.OutcomeIgnored) // another pipeline's; an error counts as permanent
 		return err
 	}
 	e := in.Event
-	ctx, span := tracing.StartHandle(ctx, st.Name, msg.Headers(), e, in.Target)
+	ctx, span := tracing.StartHandle(ctx, st.Name, msg.Header, e, in.Target)
 	defer func() { tracing.End(span, err) }()
 	log = log.With(append(tracing.LogFields(ctx, "", e, in.DeployID, in.Target.Release), zap.String("event", e.ID()), zap.String("cluster", in.Target.Cluster))...)
 	in.Log = log
-	if st.Stateless {
+	if st.Stateless || st.Store != nil {
 		return r.handleStateless(ctx, st, in, log, m)
 	}
 
@@ -166,8 +191,9 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg jetstream.Msg, log *z
 	return nil
 }
 
-// handleStateless runs a stateless stage's handler and publishes its events in order: no
-// state is loaded or saved, and a redelivery publishes the same event ids again.
+// handleStateless runs the handler of a stage without deploy states and publishes its events
+// in order: no state is loaded or saved, and a redelivery publishes the same event ids again.
+// A stage with its own store then has the outboxes the handler names published (store.go).
 func (r *Runner) handleStateless(ctx context.Context, st Stage, in Input, log *zap.Logger, m *metrics.Handling) error {
 	live := &livePublisher{r: r, st: st, in: in}
 	in.Publish = live.publish
@@ -190,6 +216,9 @@ func (r *Runner) handleStateless(ctx context.Context, st Stage, in Input, log *z
 			return err
 		}
 	}
+	if err := r.flushAll(ctx, st, out.Flush); err != nil {
+		return err
+	}
 	r.observe(in, out, start, r.now())
 	log.Debug("handled", zap.Duration("took", r.now().Sub(start)), zap.Int("emitted", len(out.Emits)))
 	return nil
@@ -197,10 +226,10 @@ func (r *Runner) handleStateless(ctx context.Context, st Stage, in Input, log *z
 
 // input decodes msg into the handler's Input; mine is false (and the message acknowledged)
 // for an event of another process's private pipeline. A malformed event is a permanent error.
-func (r *Runner) input(st Stage, msg jetstream.Msg, log *zap.Logger) (in Input, mine bool, err error) {
-	e, err := events.Decode(msg.Headers(), msg.Data())
+func (r *Runner) input(st Stage, msg *nats.Msg, log *zap.Logger) (in Input, mine bool, err error) {
+	e, err := events.Decode(msg.Header, msg.Data)
 	if err != nil {
-		return in, false, bus.Permanent(fmt.Errorf("%s: message on %s: %w", st.Name, msg.Subject(), err))
+		return in, false, bus.Permanent(fmt.Errorf("%s: message on %s: %w", st.Name, msg.Subject, err))
 	}
 	if p := events.PipelineOf(e); p != r.Bus.Options().Pipeline {
 		// Another process's private pipeline (several share one data directory): its own
@@ -208,8 +237,8 @@ func (r *Runner) input(st Stage, msg jetstream.Msg, log *zap.Logger) (in Input, 
 		log.Debug("skipping an event of another pipeline", zap.String("event", e.ID()), zap.String("pipeline", p))
 		return in, false, nil
 	}
-	in = Input{Event: e, Subject: msg.Subject(), Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
-	if in.DeployID == "" {
+	in = Input{Event: e, Subject: msg.Subject, Type: events.Type(e.Type()), DeployID: events.CorrelationID(e)}
+	if in.DeployID == "" && st.Store == nil { // a stage with its own store keys its state itself
 		return in, false, bus.Permanent(fmt.Errorf("%s: event %s has no %s extension", st.Name, e.ID(), events.ExtCorrelationID))
 	}
 	if in.Target, err = events.TargetOf(e); err != nil {
@@ -344,7 +373,7 @@ func (r *Runner) deadLetter(ctx context.Context, st Stage, msg jetstream.Msg, re
 
 // giveUp publishes what st.OnGiveUp says for an event the stage gave up on.
 func (r *Runner) giveUp(ctx context.Context, st Stage, msg jetstream.Msg, reason string, log *zap.Logger) {
-	in, mine, err := r.input(st, msg, log)
+	in, mine, err := r.input(st, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, log)
 	if err != nil || !mine {
 		log.Error("dead letter cannot be answered", zap.String("subject", msg.Subject()), zap.String("reason", reason), zap.Error(err))
 		return

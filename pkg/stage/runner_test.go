@@ -164,7 +164,7 @@ func TestRunnerLiveEventsAndOtherDeploys(t *testing.T) {
 			{Type: events.DeployFailed, Step: "failed", DeployID: "dep-old",
 				Data: events.FailedData{Target: in.Target, Stage: events.StageTracker, Reason: "superseded"}},
 			{Type: events.PhaseTracked, Step: "phase_tracked.0", Data: events.PhaseTrackedData{Target: in.Target, Ready: true, Phases: 1}},
-			Handover(handed),
+			Verbatim(handed),
 		}}, nil
 	}}
 	e.start(r, Stage{Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: tracker}, false)

@@ -26,14 +26,15 @@ type Emit struct {
 	// prefix): the renderer closes the queued requests a superseding request dropped. Such
 	// events do not change this deploy's state.
 	DeployID string
-	// Event, when set, is published as it is, and the other fields are ignored: a queued
-	// request of another deploy handed the release lease (see Handover), whose id the lease
-	// chose. It does not change this deploy's state.
+	// Event, when set, is published as it is, and the other fields are ignored (see
+	// Verbatim): a queued request of another deploy handed the release lease, whose id the
+	// lease chose, or a stateless stage's answer. It does not change this deploy's state.
 	Event *cloudevents.Event
 }
 
-// Handover is the Emit that publishes a queued deploy.requested handed the release lease.
-func Handover(e cloudevents.Event) Emit { return Emit{Event: &e} }
+// Verbatim is the Emit that publishes e as it is, with the id its handler chose: a queued
+// deploy.requested handed the release lease, a rollout's rejection.
+func Verbatim(e cloudevents.Event) Emit { return Emit{Event: &e} }
 
 // deployOf is the deploy an emitted event belongs to.
 func deployOf(in Input, em Emit) string {
@@ -78,6 +79,9 @@ func (in Input) Logger(fallback *zap.Logger) *zap.Logger {
 type Output struct {
 	Emits []Emit
 	State *deploy.State
+	// Flush names the keys of a stage's own store (Stage.Store) whose outboxes the router
+	// publishes after the handler returns: the rollouts a coordinator's change touched.
+	Flush []string
 }
 
 // Handler handles one event of a stage. An error means "retry later"; a deploy that cannot
@@ -108,6 +112,16 @@ type Stage struct {
 	// OnGiveUp, if set, gives the events published for an event the stage gave up on (a dead
 	// letter) instead of failing its deploy: a bake's undecided answer.
 	OnGiveUp func(in Input, reason string) ([]Emit, error)
+	// Store, if set, is the stage's own state — the rollout coordinator's records — in place
+	// of the deploy states: the handler stores the events it decided to publish there and
+	// names the keys in Output.Flush; the router publishes them and tells the store. Events
+	// of such a stage need no deploy id.
+	Store Store
+	// OnTick, if set, is the stage's time-driven work, run every Every by each replica besides
+	// its events (a rollout's bake end, a lapsed lease): its Output is published as a
+	// handler's is.
+	OnTick func(ctx context.Context) (Output, error)
+	Every  time.Duration
 }
 
 // Fail builds the DeployFailed event a handler emits when the deploy cannot go on.

@@ -153,7 +153,7 @@ func newIntake(t *testing.T, options ...func(*HandlerOptions)) *intake {
 		t.Fatal(err)
 	}
 	shortDuplicateWindow(ctx, t, b)
-	deliveries, err := b.Deliveries(ctx, 0)
+	deliveries, err := OpenDeliveries(ctx, b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func DeployIDs(key string, n int) []string {
 	return ids
 }
 
-// NATSSink records deliveries in the delivery bucket (bus.Deliveries), publishes deploy
+// NATSSink records deliveries in the delivery bucket (OpenDeliveries), publishes deploy
 // requests to the deploy stream, signed with the bus's Signer when it has one, and audit events
 // to the webhook stream (bus.WebhookAudit, which must exist).
 type NATSSink struct {

@@ -19,17 +19,12 @@ var publishCall = regexp.MustCompile(`\.(Publish|PublishAsync|PublishLog|Publish
 // webhook intake), which consume nothing.
 var publishers = []string{"pkg/bus", "pkg/stage", "pkg/client", "cmd/sealane", "pkg/webhook"}
 
-// notYetOnTheRouter are consumers that still publish themselves instead of returning events to
-// the router: the rollout coordinator (its outbox and tick loop) and the lease sweeper's
-// hand-overs (pkg/lease, wired in pkg/serve/lease.go). The list only shrinks.
-var notYetOnTheRouter = []string{"pkg/coordinator", "pkg/lease", "pkg/serve"}
-
 // TestOnlyTheRouterPublishes fails when production code outside the transport, the router and
 // the producers publishes to JetStream: a consumer returns its events to the router (pkg/stage),
 // which alone publishes (outbox), acks, retries, dead-letters, counts and traces them.
 func TestOnlyTheRouterPublishes(t *testing.T) {
 	root := filepath.Join("..", "..")
-	allowed := append(slices.Clone(publishers), notYetOnTheRouter...)
+	allowed := publishers
 	seen := 0
 	for _, top := range []string{"pkg", "cmd", "services"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {

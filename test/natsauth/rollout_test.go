@@ -63,7 +63,7 @@ func startCoordinator(ctx context.Context, t *testing.T, e *natsEnv) {
 		node.Close()
 	})
 	for {
-		if _, err := node.Bus.Rollouts(ctx, false); err == nil {
+		if _, err := coordinator.OpenBucket(ctx, node.Bus, false); err == nil {
 			return
 		}
 		select {
@@ -238,7 +238,7 @@ func decodeEvent(t *testing.T, msg jetstream.Msg) cloudevents.Event {
 // waitRollout waits until rollout id's record reads final, as the client user.
 func waitRollout(ctx context.Context, t *testing.T, cli *serve.Node, id string) *coordinator.Record {
 	t.Helper()
-	kv, err := cli.Bus.Rollouts(ctx, false)
+	kv, err := coordinator.OpenBucket(ctx, cli.Bus, false)
 	if err != nil {
 		t.Fatalf("the client cannot bind the rollout bucket: %v", err)
 	}

@@ -7,9 +7,9 @@ import (
 	"github.com/sealane/sealane/pkg/serve"
 )
 
-// TestServeIntakeFlags: `sealane serve` takes the renderer's intake flags, with the
+// TestServeAdmissionFlags: `sealane serve` takes the renderer's admission flags, with the
 // environment as their defaults and repeated patterns replacing it.
-func TestServeIntakeFlags(t *testing.T) {
+func TestServeAdmissionFlags(t *testing.T) {
 	t.Setenv(serve.AllowChartSourceEnv, "https://env.example.com/*")
 	cmd := New(func() Globals { return Globals{} })
 	for _, name := range []string{"allow-chart-source", "client-keys", "request-max-age", "max-chart-size", "chart-fetch-timeout"} {

@@ -1,5 +1,8 @@
 package pipeline
 
+// The recorder's side of the release lease: closing a deploy whose lease was lost (the lease
+// step in lease.go asks it to) and closing the pending revision a dead holder abandoned.
+
 import (
 	"context"
 	"errors"
@@ -49,12 +52,16 @@ func closingOf(in stage.Input) closingEvent {
 	return closingEvent{}
 }
 
+// closes says whether the recorder's handling of in ends the deploy: every event but the
+// rendered one, which records the pending revision.
+func (r *Recorder) closes(in stage.Input) bool { return in.Type != events.DeployRendered }
+
 // closeLost ends a deploy whose lease is gone without touching the release records or the
 // cluster (the new holder owns them). It reports the deploy's own outcome when that is
 // certain — its records show it, or this deploy released the lease itself (the closing is
 // retried after the release: the lease is absent or was handed over from this deploy) — and
 // otherwise a failure naming the lease.
-func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
+func (r *Recorder) closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
 	ev := closingOf(in)
 	held, err := r.Leases.Get(ctx, in.Target)
 	if err != nil {
@@ -83,7 +90,7 @@ func (r *renewing) closeLost(ctx context.Context, in stage.Input, lost *lease.Lo
 	emits := []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}
 	// The same events a closing that kept the lease emits (a retried closing must not lose
 	// the CDEvent of its first attempt): a service event, or pipelinerun.finished for a failure.
-	if emits, err = (&Recorder{r.Deps}).withCDEvent(ctx, in, emits, nil); err != nil {
+	if emits, err = r.withCDEvent(ctx, in, emits, nil); err != nil {
 		return stage.Output{}, err
 	}
 	holder := ""
@@ -118,7 +125,7 @@ type closeResult struct {
 
 // lostOutcome reads, without writing, whether the records show the deploy's own outcome (see
 // closeLost); released says that this deploy gave the lease up itself.
-func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
+func (r *Recorder) lostOutcome(ctx context.Context, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
 	st := in.State
 	if st.Revision <= 0 {
 		return closeResult{own: released}, nil // nothing was recorded
@@ -162,7 +169,7 @@ func (r *renewing) lostOutcome(ctx context.Context, in stage.Input, ev closingEv
 // lostUninstall is lostOutcome for an uninstall: its records deleted (or, with
 // --keep-history, its revision uninstalled) and its namespace gone when asked, or its revision
 // failed with its reason.
-func (r *renewing) lostUninstall(ctx context.Context, cluster *kube.Cluster, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
+func (r *Recorder) lostUninstall(ctx context.Context, cluster *kube.Cluster, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
 	st := in.State
 	h, err := releaseStore(cluster, in.Target, storageOf(st), in.Logger(r.log())).History(ctx, in.Target.Release)
 	if err != nil {

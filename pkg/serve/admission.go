@@ -10,12 +10,12 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/sealane/sealane/pkg/admission"
 	"github.com/sealane/sealane/pkg/gitsource"
-	"github.com/sealane/sealane/pkg/intake"
 	"github.com/sealane/sealane/pkg/pipeline"
 )
 
-// The environment variables of the renderer's intake policy (IntakeFlags).
+// The environment variables of the renderer's admission policy (AdmissionFlags).
 const (
 	AllowChartSourceEnv  = "SEALANE_ALLOW_CHART_SOURCE" // comma-separated patterns
 	ClientKeysEnv        = "SEALANE_CLIENT_KEYS"        // file
@@ -26,10 +26,10 @@ const (
 	GitCacheDirEnv       = "SEALANE_GIT_CACHE_DIR"
 )
 
-// IntakeFlags configure what a service's renderer accepts from the bus (pipeline.Intake):
+// AdmissionFlags configure what a service's renderer accepts from the bus (pipeline.Admission):
 // --allow-chart-source (repeatable), --client-keys, --request-max-age, --max-chart-size,
 // --chart-fetch-timeout, each with its environment variable as the default.
-type IntakeFlags struct {
+type AdmissionFlags struct {
 	AllowChartSources []string
 	ClientKeys        string
 	RequestMaxAge     time.Duration
@@ -39,11 +39,11 @@ type IntakeFlags struct {
 	GitCacheDir       string
 }
 
-// IntakeFlagsFromEnv is the default of every intake flag: its environment variable, else the
-// built-in default. A malformed duration in the environment is reported by Intake.
-func IntakeFlagsFromEnv() IntakeFlags {
-	f := IntakeFlags{ClientKeys: os.Getenv(ClientKeysEnv), MaxChartSize: os.Getenv(MaxChartSizeEnv),
-		RequestMaxAge: intake.DefaultMaxAge, ChartFetchTimeout: 2 * time.Minute,
+// AdmissionFlagsFromEnv is the default of every admission flag: its environment variable, else the
+// built-in default. A malformed duration in the environment is reported by Admission.
+func AdmissionFlagsFromEnv() AdmissionFlags {
+	f := AdmissionFlags{ClientKeys: os.Getenv(ClientKeysEnv), MaxChartSize: os.Getenv(MaxChartSizeEnv),
+		RequestMaxAge: admission.DefaultMaxAge, ChartFetchTimeout: 2 * time.Minute,
 		GitCredentials: os.Getenv(GitCredentialsEnv), GitCacheDir: envOr(GitCacheDirEnv, gitsource.DefaultCacheDir())}
 	for _, p := range strings.Split(os.Getenv(AllowChartSourceEnv), ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -59,7 +59,7 @@ func IntakeFlagsFromEnv() IntakeFlags {
 	return f
 }
 
-// Usage texts of the intake flags.
+// Usage texts of the admission flags.
 const (
 	UsageAllowChartSource = "a remote chart source requests may name, as a URL glob (repeatable; default $" + AllowChartSourceEnv +
 		", comma-separated): e.g. oci://registry.example.com/charts/* or https://charts.example.com/*; none: only charts uploaded with the request. " +
@@ -73,9 +73,9 @@ const (
 	UsageGitCacheDir       = "directory of the bare clones of chart repositories, fetched incrementally ($" + GitCacheDirEnv + ")"
 )
 
-// Register adds the intake flags to fs, with f's values (IntakeFlagsFromEnv) as defaults; the
+// Register adds the admission flags to fs, with f's values (AdmissionFlagsFromEnv) as defaults; the
 // first --allow-chart-source replaces the environment's patterns, more add to them.
-func (f *IntakeFlags) Register(fs *pflag.FlagSet) {
+func (f *AdmissionFlags) Register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.AllowChartSources, "allow-chart-source", f.AllowChartSources, UsageAllowChartSource)
 	fs.StringVar(&f.ClientKeys, "client-keys", f.ClientKeys, UsageClientKeys)
 	fs.DurationVar(&f.RequestMaxAge, "request-max-age", f.RequestMaxAge, UsageRequestMaxAge)
@@ -85,15 +85,15 @@ func (f *IntakeFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.GitCacheDir, "git-cache-dir", f.GitCacheDir, UsageGitCacheDir)
 }
 
-// Intake turns the flags into the renderer's policy; errors name the flag at fault.
-func (f IntakeFlags) Intake() (pipeline.Intake, error) {
-	var in pipeline.Intake
+// Admission turns the flags into the renderer's policy; errors name the flag at fault.
+func (f AdmissionFlags) Admission() (pipeline.Admission, error) {
+	var in pipeline.Admission
 	var err error
-	if in.Sources, err = intake.NewSourcePolicy(f.AllowChartSources); err != nil {
+	if in.Sources, err = admission.NewSourcePolicy(f.AllowChartSources); err != nil {
 		return in, fmt.Errorf("--allow-chart-source: %w", err)
 	}
 	if f.ClientKeys != "" {
-		if in.Verifier.Keys, err = intake.LoadClientKeys(f.ClientKeys); err != nil {
+		if in.Verifier.Keys, err = admission.LoadClientKeys(f.ClientKeys); err != nil {
 			return in, fmt.Errorf("--client-keys: %w", err)
 		}
 	}
@@ -121,10 +121,10 @@ func (f IntakeFlags) Intake() (pipeline.Intake, error) {
 	return in, nil
 }
 
-// LogIntake says what the renderer accepts, once at start (no keys: their count and names'
+// LogAdmission says what the renderer accepts, once at start (no keys: their count and names'
 // count only).
-func LogIntake(log *zap.Logger, in pipeline.Intake) {
-	log.Info("renderer intake",
+func LogAdmission(log *zap.Logger, in pipeline.Admission) {
+	log.Info("renderer admission",
 		zap.Strings("allowChartSources", in.Sources.Patterns()),
 		zap.Int("clientKeys", in.Verifier.Keys.Len()),
 		zap.Bool("signaturesRequired", in.Verifier.Required()),

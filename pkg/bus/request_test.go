@@ -1,4 +1,4 @@
-package client
+package bus
 
 import (
 	"testing"
@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/bus"
 )
 
 // TestSignRequest: a request for a shared pipeline is signed with the bus connection's nkey
@@ -23,16 +22,16 @@ func TestSignRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	private, unkeyed := ev.Clone(), ev.Clone()
-	if err := signRequest(&ev, bus.Options{Signer: user}); err != nil {
+	if err := SignRequest(&ev, Options{Signer: user}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := events.VerifyRequest(ev); err != nil || got != pub {
 		t.Errorf("VerifyRequest = %q, %v; want %s", got, err, pub)
 	}
-	if err := signRequest(&private, bus.Options{Pipeline: "local-0123abcd", Signer: user}); err != nil {
+	if err := SignRequest(&private, Options{Pipeline: "local-0123abcd", Signer: user}); err != nil {
 		t.Fatal(err)
 	}
-	if err := signRequest(&unkeyed, bus.Options{}); err != nil {
+	if err := SignRequest(&unkeyed, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, e := range map[string]cloudevents.Event{"the embedded pipeline": private, "a client without a key": unkeyed} {

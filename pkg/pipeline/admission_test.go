@@ -16,19 +16,19 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/admission"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/deploy"
-	"github.com/sealane/sealane/pkg/intake"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// intakeEnv is rendererEnv with the renderer stage's whole handler (intake, lease, renderer)
+// admissionEnv is rendererEnv with the renderer stage's whole handler (admission, lease, renderer)
 // under policy.
-func intakeEnv(t *testing.T, policy Intake) (stage.Handler, events.ChartSource, *leaseEnv) {
+func admissionEnv(t *testing.T, policy Admission) (stage.Handler, events.ChartSource, *leaseEnv) {
 	t.Helper()
 	e, r, ch := rendererEnv(t)
 	d := r.Deps
-	d.Intake = policy
+	d.Admission = policy
 	stages, err := Stages(d, events.StageRenderer)
 	if err != nil {
 		t.Fatal(err)
@@ -97,27 +97,27 @@ func slowRepo(t *testing.T) string {
 	return srv.URL
 }
 
-func policy(t *testing.T, patterns ...string) intake.SourcePolicy {
+func policy(t *testing.T, patterns ...string) admission.SourcePolicy {
 	t.Helper()
-	p, err := intake.NewSourcePolicy(patterns)
+	p, err := admission.NewSourcePolicy(patterns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// TestIntakeRefuses: every request the renderer may not serve fails its deploy with a reason
+// TestAdmissionRefuses: every request the renderer may not serve fails its deploy with a reason
 // naming the source, the rule and what to do (the deploy.failed event is the audit record);
 // nothing is fetched, queued or rendered, and nothing is to retry.
-func TestIntakeRefuses(t *testing.T) {
+func TestAdmissionRefuses(t *testing.T) {
 	ci, _ := nkeys.CreateUser()
 	ciPub, _ := ci.PublicKey()
 	stranger, _ := nkeys.CreateUser()
-	keys, err := intake.ParseClientKeys([]byte("ci-deployer: " + ciPub + "\n"))
+	keys, err := admission.ParseClientKeys([]byte("ci-deployer: " + ciPub + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	signed := Intake{Verifier: intake.Verifier{Keys: keys, MaxAge: 5 * time.Minute}}
+	signed := Admission{Verifier: admission.Verifier{Keys: keys, MaxAge: 5 * time.Minute}}
 	fileDep := func(t *testing.T) string {
 		return chartRepoOf(t, &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0",
 			Dependencies: []*helmchart.Dependency{{Name: "dep", Version: "1.0.0", Repository: "file:///etc"}}}})
@@ -125,34 +125,34 @@ func TestIntakeRefuses(t *testing.T) {
 	now := time.Now()
 	for _, tt := range []struct {
 		name   string
-		policy Intake
+		policy Admission
 		req    func(t *testing.T, ch events.ChartSource) events.RequestedData
 		in     func(in *stage.Input)
 		kp     nkeys.KeyPair
 		at     time.Time
 		reason []string
 	}{
-		{name: "local path", policy: Intake{Sources: policy(t, "https://charts.example.com/*")},
+		{name: "local path", policy: Admission{Sources: policy(t, "https://charts.example.com/*")},
 			req: func(t *testing.T, _ events.ChartSource) events.RequestedData {
 				return events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: "/srv/charts/web"}}
 			}, reason: []string{"chart /srv/charts/web", "local chart paths are refused", "never reads its own filesystem", "upload the chart"}},
-		{name: "file:// dependency of an allowed chart", policy: Intake{Sources: policy(t, "http://127.0.0.1:*/**")},
+		{name: "file:// dependency of an allowed chart", policy: Admission{Sources: policy(t, "http://127.0.0.1:*/**")},
 			req: func(t *testing.T, _ events.ChartSource) events.RequestedData {
 				return events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: "web", Repo: fileDep(t)}}
 			}, reason: []string{"file:///etc", "local chart paths are refused"}},
-		{name: "no remote source allowed", policy: Intake{},
+		{name: "no remote source allowed", policy: Admission{},
 			req: func(t *testing.T, _ events.ChartSource) events.RequestedData {
 				return events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: "web", Repo: "https://charts.example.com/stable"}}
 			}, reason: []string{"https://charts.example.com/stable is not allowed", "only charts uploaded with the request", "--allow-chart-source"}},
-		{name: "source not allowed", policy: Intake{Sources: policy(t, "oci://registry.example.com/charts/*")},
+		{name: "source not allowed", policy: Admission{Sources: policy(t, "oci://registry.example.com/charts/*")},
 			req: func(t *testing.T, _ events.ChartSource) events.RequestedData {
 				return events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: "oci://ghcr.io/evil/web:1.0.0"}}
 			}, reason: []string{"oci://ghcr.io/evil/web is not allowed", "(oci://registry.example.com/charts/*)", "ask the operator"}},
-		{name: "chart over the size limit", policy: Intake{Sources: policy(t, "http://127.0.0.1:*/**"), MaxChartBytes: 64 << 10},
+		{name: "chart over the size limit", policy: Admission{Sources: policy(t, "http://127.0.0.1:*/**"), MaxChartBytes: 64 << 10},
 			req: func(t *testing.T, _ events.ChartSource) events.RequestedData {
 				return events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: "web", Repo: bigChartRepo(t, 256<<10)}}
 			}, reason: []string{"downloads exceed the limit of 65536 bytes (64 KiB)", "--max-chart-size", "upload it with the request"}},
-		{name: "chart download too slow", policy: Intake{Sources: policy(t, "http://127.0.0.1:*/**"), FetchTimeout: 300 * time.Millisecond},
+		{name: "chart download too slow", policy: Admission{Sources: policy(t, "http://127.0.0.1:*/**"), FetchTimeout: 300 * time.Millisecond},
 			req: func(t *testing.T, _ events.ChartSource) events.RequestedData {
 				return events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: "web", Repo: slowRepo(t)}}
 			}, reason: []string{"--chart-fetch-timeout (300ms)"}},
@@ -189,7 +189,7 @@ func TestIntakeRefuses(t *testing.T) {
 		{name: "too old", policy: signed, kp: ci, at: now.Add(-6 * time.Minute), reason: []string{"longer than the renderer's maximum age 5m0s"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h, ch, _ := intakeEnv(t, tt.policy)
+			h, ch, _ := admissionEnv(t, tt.policy)
 			req := events.RequestedData{Target: leaseTarget, Chart: ch}
 			if tt.req != nil {
 				req = tt.req(t, ch)
@@ -216,17 +216,17 @@ func TestIntakeRefuses(t *testing.T) {
 	}
 }
 
-// TestIntakeAccepts: an uploaded chart, an allowed remote source and a request signed by a
+// TestAdmissionAccepts: an uploaded chart, an allowed remote source and a request signed by a
 // registered client are rendered; the verified client is who the deploy records.
-func TestIntakeAccepts(t *testing.T) {
+func TestAdmissionAccepts(t *testing.T) {
 	ci, _ := nkeys.CreateUser()
 	ciPub, _ := ci.PublicKey()
-	keys, err := intake.ParseClientKeys([]byte("ci-deployer: [" + ciPub + "]\n"))
+	keys, err := admission.ParseClientKeys([]byte("ci-deployer: [" + ciPub + "]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Run("uploaded chart", func(t *testing.T) {
-		h, ch, _ := intakeEnv(t, Intake{})
+		h, ch, _ := admissionEnv(t, Admission{})
 		out, err := h.Handle(testContext(t), fromBus(t, events.RequestedData{Target: leaseTarget, Chart: ch, RequestedBy: "alice@laptop"}, nil, time.Now()))
 		if err != nil {
 			t.Fatal(err)
@@ -237,7 +237,7 @@ func TestIntakeAccepts(t *testing.T) {
 		}
 	})
 	t.Run("allowed remote source", func(t *testing.T) {
-		h, _, _ := intakeEnv(t, Intake{Sources: policy(t, "http://127.0.0.1:*/**")})
+		h, _, _ := admissionEnv(t, Admission{Sources: policy(t, "http://127.0.0.1:*/**")})
 		repoURL := helmRepo(t, "1.0.0")
 		out, err := h.Handle(testContext(t), fromBus(t, events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: "web", Repo: repoURL}}, nil, time.Now()))
 		if err != nil {
@@ -253,7 +253,7 @@ func TestIntakeAccepts(t *testing.T) {
 			Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(cmManifest("web"))}}}, dir); err != nil {
 			t.Fatal(err)
 		}
-		h, _, _ := intakeEnv(t, TrustedIntake())
+		h, _, _ := admissionEnv(t, TrustedAdmission())
 		out, err := h.Handle(testContext(t), fromBus(t, events.RequestedData{Target: leaseTarget, Chart: events.ChartSource{Name: filepath.Join(dir, "web")}}, nil, time.Now()))
 		if err != nil {
 			t.Fatal(err)
@@ -261,7 +261,7 @@ func TestIntakeAccepts(t *testing.T) {
 		renderedData(t, out)
 	})
 	t.Run("signed by a registered client", func(t *testing.T) {
-		h, ch, _ := intakeEnv(t, Intake{Verifier: intake.Verifier{Keys: keys}})
+		h, ch, _ := admissionEnv(t, Admission{Verifier: admission.Verifier{Keys: keys}})
 		out, err := h.Handle(testContext(t), fromBus(t, events.RequestedData{Target: leaseTarget, Chart: ch, RequestedBy: "root@somewhere"}, ci, time.Now()))
 		if err != nil {
 			t.Fatal(err)
@@ -272,7 +272,7 @@ func TestIntakeAccepts(t *testing.T) {
 		}
 	})
 	t.Run("handed over from the queue long after it was signed", func(t *testing.T) {
-		h, ch, _ := intakeEnv(t, Intake{Verifier: intake.Verifier{Keys: keys}})
+		h, ch, _ := admissionEnv(t, Admission{Verifier: admission.Verifier{Keys: keys}})
 		in := fromBus(t, events.RequestedData{Target: leaseTarget, Chart: ch}, ci, time.Now().Add(-time.Hour))
 		in.Event.SetID(in.Event.ID() + ".dequeued.3")
 		in.State = &deploy.State{ID: "a", Target: leaseTarget, Status: deploy.Queued}
@@ -286,18 +286,18 @@ func TestIntakeAccepts(t *testing.T) {
 	})
 }
 
-// TestIntakeLeavesExistingDeploys: a request that fails the checks but names a deploy that
+// TestAdmissionLeavesExistingDeploys: a request that fails the checks but names a deploy that
 // exists (queued) is dropped, not failed: nobody can end another client's deploy by reusing
 // its id. The same copy as a hand-over from the queue fails (a key removed meanwhile).
-func TestIntakeLeavesExistingDeploys(t *testing.T) {
+func TestAdmissionLeavesExistingDeploys(t *testing.T) {
 	ci, _ := nkeys.CreateUser()
 	other, _ := nkeys.CreateUser()
 	otherPub, _ := other.PublicKey()
-	keys, err := intake.ParseClientKeys([]byte("other: " + otherPub + "\n"))
+	keys, err := admission.ParseClientKeys([]byte("other: " + otherPub + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, ch, _ := intakeEnv(t, Intake{Verifier: intake.Verifier{Keys: keys}})
+	h, ch, _ := admissionEnv(t, Admission{Verifier: admission.Verifier{Keys: keys}})
 	queued := &deploy.State{ID: "a", Target: leaseTarget, Status: deploy.Queued}
 	in := fromBus(t, events.RequestedData{Target: leaseTarget, Chart: ch}, ci, time.Now())
 	in.State = queued

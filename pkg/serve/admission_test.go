@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func TestIntakeFlags(t *testing.T) {
+func TestAdmissionFlags(t *testing.T) {
 	user, _ := nkeys.CreateUser()
 	pub, _ := user.PublicKey()
 	keys := filepath.Join(t.TempDir(), "keys.yaml")
@@ -24,7 +24,7 @@ func TestIntakeFlags(t *testing.T) {
 	t.Setenv(MaxChartSizeEnv, "10Mi")
 	t.Setenv(ChartFetchTimeoutEnv, "30s")
 
-	in, err := IntakeFlagsFromEnv().Intake()
+	in, err := AdmissionFlagsFromEnv().Admission()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,17 +32,17 @@ func TestIntakeFlags(t *testing.T) {
 		t.Errorf("patterns %q", got)
 	}
 	if in.Verifier.Keys.Len() != 1 || in.Verifier.MaxAge != 2*time.Minute || in.MaxChartBytes != 10<<20 || in.FetchTimeout != 30*time.Second || in.Trusted {
-		t.Errorf("intake %+v", in)
+		t.Errorf("admission %+v", in)
 	}
 
 	// Flags replace the environment; a repeated --allow-chart-source adds patterns.
-	f := IntakeFlagsFromEnv()
+	f := AdmissionFlagsFromEnv()
 	fs := pflag.NewFlagSet("renderer", pflag.ContinueOnError)
 	f.Register(fs)
 	if err := fs.Parse([]string{"--allow-chart-source", "https://a.example.com/*", "--allow-chart-source", "https://b.example.com/*", "--max-chart-size", "1M"}); err != nil {
 		t.Fatal(err)
 	}
-	in, err = f.Intake()
+	in, err = f.Admission()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,20 +52,20 @@ func TestIntakeFlags(t *testing.T) {
 
 	for _, tt := range []struct {
 		name   string
-		change func(f *IntakeFlags)
+		change func(f *AdmissionFlags)
 		err    string
 	}{
-		{"bad pattern", func(f *IntakeFlags) { f.AllowChartSources = []string{"charts.example.com"} }, "--allow-chart-source"},
-		{"missing keys file", func(f *IntakeFlags) { f.ClientKeys = filepath.Join(t.TempDir(), "none") }, "--client-keys"},
-		{"bad size", func(f *IntakeFlags) { f.MaxChartSize = "lots" }, `--max-chart-size "lots"`},
-		{"no max age", func(f *IntakeFlags) { f.RequestMaxAge = 0 }, "--request-max-age"},
-		{"no fetch timeout", func(f *IntakeFlags) { f.ChartFetchTimeout = -time.Second }, "--chart-fetch-timeout"},
+		{"bad pattern", func(f *AdmissionFlags) { f.AllowChartSources = []string{"charts.example.com"} }, "--allow-chart-source"},
+		{"missing keys file", func(f *AdmissionFlags) { f.ClientKeys = filepath.Join(t.TempDir(), "none") }, "--client-keys"},
+		{"bad size", func(f *AdmissionFlags) { f.MaxChartSize = "lots" }, `--max-chart-size "lots"`},
+		{"no max age", func(f *AdmissionFlags) { f.RequestMaxAge = 0 }, "--request-max-age"},
+		{"no fetch timeout", func(f *AdmissionFlags) { f.ChartFetchTimeout = -time.Second }, "--chart-fetch-timeout"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := IntakeFlagsFromEnv()
+			f := AdmissionFlagsFromEnv()
 			tt.change(&f)
-			if _, err := f.Intake(); err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Fatalf("Intake = %v, want %q", err, tt.err)
+			if _, err := f.Admission(); err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("Admission = %v, want %q", err, tt.err)
 			}
 		})
 	}

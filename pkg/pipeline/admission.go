@@ -13,32 +13,32 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/admission"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chartsource"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/gitsource"
-	"github.com/sealane/sealane/pkg/intake"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
 // DefaultMaxChartBytes bounds what the renderer downloads for one remote chart (its
-// dependencies included) when Intake.MaxChartBytes is zero.
+// dependencies included) when Admission.MaxChartBytes is zero.
 const DefaultMaxChartBytes = 100 << 20
 
-// Intake is the renderer's policy for the requests it takes from the bus (see pkg/intake):
+// Admission is the renderer's policy for the requests it takes from the bus (see pkg/admission):
 // which chart sources it fetches, how much and for how long, and whose requests it accepts.
 // The zero value is a shared service's strictest: only charts uploaded with the request, no
 // local paths, unsigned requests accepted (no client keys) and their requestedBy as claimed.
-type Intake struct {
+type Admission struct {
 	// Trusted fetches any chart source a request names, local paths included: the CLI's
 	// embedded pipeline, whose only requester is the user running it, with their own files.
 	Trusted bool
 	// Sources are the remote sources (Helm repositories, OCI repositories, archive URLs) a
 	// request may name besides uploaded charts (--allow-chart-source).
-	Sources intake.SourcePolicy
+	Sources admission.SourcePolicy
 	// Verifier checks request signatures against the client keys (--client-keys); without
 	// keys nothing is checked.
-	Verifier intake.Verifier
+	Verifier admission.Verifier
 	// MaxChartBytes bounds one remote chart's downloads (0: DefaultMaxChartBytes);
 	// FetchTimeout their time (0: remoteChartTimeout).
 	MaxChartBytes int64
@@ -48,11 +48,11 @@ type Intake struct {
 	Git gitsource.Options
 }
 
-// TrustedIntake is the Intake of the CLI's embedded pipeline: every chart source is fetched.
-func TrustedIntake() Intake { return Intake{Trusted: true} }
+// TrustedAdmission is the Admission of the CLI's embedded pipeline: every chart source is fetched.
+func TrustedAdmission() Admission { return Admission{Trusted: true} }
 
 // fetchOptions are the chartsource options of a remote chart fetched for a request.
-func (i Intake) fetchOptions() chartsource.Options {
+func (i Admission) fetchOptions() chartsource.Options {
 	o := chartsource.Options{MaxBytes: i.MaxChartBytes, Timeout: i.FetchTimeout}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxChartBytes
@@ -66,12 +66,12 @@ func (i Intake) fetchOptions() chartsource.Options {
 	return o
 }
 
-// request is a deploy.requested as the renderer's steps (intake, lease, render) hand it on:
-// decoded once, with the client whose signature the intake verified.
+// request is a deploy.requested as the renderer's steps (admission, lease, render) hand it on:
+// decoded once, with the client whose signature admission verified.
 type request struct {
 	events.RequestedData
 	// client is the verified client ("" when the request was not verified: no client keys,
-	// or the renderer called without the intake).
+	// or the renderer called without admission).
 	client string
 }
 
@@ -95,19 +95,19 @@ func (f requestFunc) handleRequest(ctx context.Context, in stage.Input, req *req
 	return f(ctx, in, req)
 }
 
-// intakeRenderer checks a deploy.requested before the lease step and the renderer see it:
+// admittingRenderer checks a deploy.requested before the lease step and the renderer see it:
 // subject and payload agree, the signature names a registered client, the chart is uploaded
 // or from an allowed source. A refused new request fails its deploy with the reason (the
 // deploy.failed event is the audit record); a refused copy of a deploy that exists already
 // is dropped, so that nobody can fail another client's deploy by reusing its id.
-type intakeRenderer struct {
+type admittingRenderer struct {
 	Deps
 	next requestStep
 }
 
 // Handle decodes one request — the one decoding of the renderer's chain — checks it and passes
 // it on with the verified client. A payload that does not decode fails its deploy at once.
-func (g *intakeRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+func (g *admittingRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	req := &request{}
 	if err := decode(in, &req.RequestedData); err != nil {
 		return stage.Output{}, stage.Permanent(err)
@@ -142,19 +142,19 @@ func (g *intakeRenderer) Handle(ctx context.Context, in stage.Input) (stage.Outp
 	return stage.Output{}, nil // another copy of a queued deploy: not its requester's to fail
 }
 
-// check runs the intake checks; it returns the verified client ("" without client keys), also
+// check runs the admission checks; it returns the verified client ("" without client keys), also
 // with the error of a check after the signature's, for the refusal to name who was refused.
-func (g *intakeRenderer) check(in stage.Input, req events.RequestedData, handed bool) (string, error) {
-	client, err := g.Intake.Verifier.Verify(in.Event, g.now(), handed)
+func (g *admittingRenderer) check(in stage.Input, req events.RequestedData, handed bool) (string, error) {
+	client, err := g.Admission.Verifier.Verify(in.Event, g.now(), handed)
 	if err != nil {
 		return "", err
 	}
 	if in.Subject != "" {
-		if err := intake.CheckSubject(in.Subject, in.Target, req.Target); err != nil {
+		if err := admission.CheckSubject(in.Subject, in.Target, req.Target); err != nil {
 			return client, err
 		}
 	}
-	scope := g.Intake.Verifier.Keys.Scope(client)
+	scope := g.Admission.Verifier.Keys.Scope(client)
 	if err := scope.CheckRequest(client, req); err != nil { // tenant.go
 		return client, err
 	}
@@ -168,7 +168,7 @@ func (g *intakeRenderer) check(in stage.Input, req events.RequestedData, handed 
 	if err := checkUploadBucket("chart "+req.Chart.Name, req.Chart.Ref, own); err != nil {
 		return client, err
 	}
-	return client, g.Intake.checkChart(req.Chart)
+	return client, g.Admission.checkChart(req.Chart)
 }
 
 // checkUploadBucket refuses an upload that is not in an input bucket (the blob bucket is the
@@ -196,8 +196,8 @@ var chartDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // checkChart refuses a chart the renderer may not fetch: an uploaded chart must be stored
 // under its digest, a remote one must be allowed by Sources; a local path is refused unless
-// the intake is trusted.
-func (i Intake) checkChart(ch events.ChartSource) error {
+// admission is trusted.
+func (i Admission) checkChart(ch events.ChartSource) error {
 	if ch.Ref == "" && ch.Git != nil {
 		return i.checkGitChart(ch.Git) // gitchart.go
 	}
@@ -239,7 +239,7 @@ func checkInputsRef(ref, own string) error {
 // fetchRefused says whether a remote chart fetch failed for a reason retrying cannot fix, and
 // words it: a missing chart, a source not allowed, a download over the size limit, or one that
 // took longer than the fetch timeout (ctx, the handler's, still live).
-func (i Intake) fetchRefused(ctx context.Context, err error) (string, bool) {
+func (i Admission) fetchRefused(ctx context.Context, err error) (string, bool) {
 	opts := i.fetchOptions()
 	switch {
 	case chartMissing(err), errors.Is(err, chartsource.ErrNotAllowed), gitRefused(err):

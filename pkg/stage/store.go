@@ -1,0 +1,124 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"go.uber.org/zap"
+
+	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bus"
+	"github.com/sealane/sealane/pkg/tracing"
+)
+
+// Store is the state of a stage that keeps its own (Stage.Store): the rollout coordinator's
+// records, each with the events a change decided to publish (its outbox) stored with it, so
+// that a replica killed between deciding and publishing loses nothing.
+type Store interface {
+	// Outbox returns the events stored under key and not yet published, in order.
+	Outbox(ctx context.Context, key string) ([]Outgoing, error)
+	// Sent tells the store which of key's events are published (all of them unless a publish
+	// failed); it removes them and may finish what waited for them (a rollout's end).
+	Sent(ctx context.Context, key string, ids []string) error
+}
+
+// Outgoing is one stored event waiting to be published.
+type Outgoing struct {
+	Event cloudevents.Event
+	// Request marks a deploy.requested: published signed, as a client's request is, in a
+	// trace of its own that links to Link (W3C trace context; "" none).
+	Request bool
+	Link    string
+}
+
+// DefaultEvery is how often a stage's OnTick runs when it sets no Every.
+const DefaultEvery = time.Second
+
+// flushAll publishes the outboxes of keys in order: one that fails does not hold up the others.
+func (r *Runner) flushAll(ctx context.Context, st Stage, keys []string) error {
+	if len(keys) > 0 && st.Store == nil {
+		return fmt.Errorf("%s: the handler named outboxes to publish but the stage has no store", st.Name)
+	}
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, r.flush(ctx, st, k))
+	}
+	return errors.Join(errs...)
+}
+
+// flush publishes key's outbox, then tells the store what went out, even when a publish
+// failed part way: what was published is not published again.
+func (r *Runner) flush(ctx context.Context, st Stage, key string) error {
+	pending, err := st.Store.Outbox(ctx, key)
+	if err != nil {
+		return fmt.Errorf("%s: outbox of %s: %w", st.Name, key, err)
+	}
+	sent := make([]string, 0, len(pending))
+	var failed error
+	for _, o := range pending {
+		failed = r.publishOutgoing(ctx, st, o)
+		r.Metrics.OutboxPublished(failed)
+		if failed != nil {
+			failed = fmt.Errorf("%s: outbox of %s: %w", st.Name, key, failed)
+			break
+		}
+		sent = append(sent, o.Event.ID())
+	}
+	if err := st.Store.Sent(ctx, key, sent); err != nil {
+		return errors.Join(failed, fmt.Errorf("%s: outbox of %s: %w", st.Name, key, err))
+	}
+	return failed
+}
+
+func (r *Runner) publishOutgoing(ctx context.Context, st Stage, o Outgoing) error {
+	if o.Request {
+		return r.Bus.PublishRequest(tracing.LinkTo(ctx, o.Link), o.Event)
+	}
+	msg, err := events.Encode(o.Event)
+	if err != nil {
+		return bus.Permanent(fmt.Errorf("%s: %w", st.Name, err))
+	}
+	return r.publishMsg(ctx, st, o.Event, msg)
+}
+
+// tickLoop runs st.OnTick every st.Every until ctx ends, publishing what each round decided;
+// a round that fails is logged and the next one tries again.
+func (r *Runner) tickLoop(ctx context.Context, st Stage, log *zap.Logger) {
+	every := st.Every
+	if every <= 0 {
+		every = DefaultEvery
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := r.Tick(ctx, st); err != nil && ctx.Err() == nil {
+			log.Warn("time-driven work failed; the next round tries again", zap.Error(err))
+		}
+	}
+}
+
+// Tick runs one round of st's time-driven work (st.OnTick) and publishes what it decided,
+// also when the round failed part way: what each replica does every st.Every, for tests that
+// drive a stage round by round. A tick answers no event, so its Emits must carry their event
+// whole (Verbatim); its Flush names outboxes of the stage's store.
+func (r *Runner) Tick(ctx context.Context, st Stage) error {
+	out, err := st.OnTick(ctx)
+	errs := []error{err}
+	for _, em := range out.Emits {
+		if em.Event == nil {
+			errs = append(errs, fmt.Errorf("%s: a tick's event %s answers no event: emit it Verbatim", st.Name, em.Type))
+			continue
+		}
+		errs = append(errs, r.publish(ctx, st, Input{}, em))
+	}
+	errs = append(errs, r.flushAll(ctx, st, out.Flush))
+	return errors.Join(errs...)
+}
