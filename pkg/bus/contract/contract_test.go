@@ -116,6 +116,9 @@ func runReal(t *testing.T, nc *nats.Conn, replicas int) {
 		contract.PubSub(t, contract.PubSubSubject{Publisher: b, Subject: "sealane.deploy.contract",
 			Messages: func(t *testing.T, subject string) []*nats.Msg { return streamMessages(t, js, opts.Stream, subject) }})
 	})
+	t.Run("consumer", func(t *testing.T) {
+		contract.Consumers(t, contract.ConsumerSubject{Consumer: b, Subject: "sealane.deploy.consumer"})
+	})
 }
 
 // streamMessages reads the messages of stream on subject, oldest first. A read that fails (no

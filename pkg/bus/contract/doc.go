@@ -1,6 +1,8 @@
 // Package contract holds the behaviours every implementation of a bus-facing interface must
 // show, as test suites that run against the in-memory implementations (package bustest) and
-// JetStream alike: Blobs, KV and PubSub.
+// JetStream alike: Blobs, KV and PubSub; Consumers (consume, ack, retry, dead letters,
+// heartbeats, workers, replicas, asynchronous publishes) holds the embedded server and a
+// cluster, as the router needs a real consumer.
 package contract
 
 import (
