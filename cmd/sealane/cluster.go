@@ -35,7 +35,7 @@ func (g *globalFlags) targetCluster(registry *clusters.Registry) (string, error)
 		return g.kubeContext, nil
 	}
 	name, err := registry.DefaultName()
-	if err != nil && g.natsURL != "" {
+	if err != nil && g.NATSURL != "" {
 		return "", fmt.Errorf("a shared pipeline (--nats) needs the target cluster: pass --cluster NAME (see `sealane cluster list`): %w", err)
 	}
 	return name, err

@@ -75,7 +75,7 @@ func clusterRows(ctx context.Context, g *globalFlags, h *homeFlags, selector str
 		reg.PutSecret(&list.Items[i])
 	}
 	var statuses map[string]clusters.Status
-	if g.natsURL != "" {
+	if g.NATSURL != "" {
 		if statuses, err = storedStatuses(ctx, g); err != nil {
 			return nil, err
 		}

@@ -32,10 +32,10 @@ func TestTargetCluster(t *testing.T) {
 	}{
 		{"current context", globalFlags{kubeconfig: kc}, "here", ""},
 		{"--kube-context", globalFlags{kubeconfig: kc, kubeContext: "there"}, "there", ""},
-		{"--cluster", globalFlags{kubeconfig: kc, cluster: "prod", natsURL: "nats://x"}, "prod", ""},
+		{"--cluster", globalFlags{kubeconfig: kc, cluster: "prod", Connection: serve.Connection{NATSURL: "nats://x"}}, "prod", ""},
 		{"both agree", globalFlags{kubeconfig: kc, cluster: "prod", kubeContext: "prod"}, "prod", ""},
 		{"both disagree", globalFlags{kubeconfig: kc, cluster: "prod", kubeContext: "dev"}, "", "--cluster prod and --kube-context dev disagree"},
-		{"shared pipeline without a cluster", globalFlags{kubeconfig: filepath.Join(t.TempDir(), "none"), natsURL: "nats://x"}, "",
+		{"shared pipeline without a cluster", globalFlags{kubeconfig: filepath.Join(t.TempDir(), "none"), Connection: serve.Connection{NATSURL: "nats://x"}}, "",
 			"a shared pipeline (--nats) needs the target cluster: pass --cluster NAME"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

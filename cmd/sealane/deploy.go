@@ -87,7 +87,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 				return client.Result{}, err
 			}
 			req.ReleaseStorage = storage
-			if g.natsURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
+			if g.NATSURL != "" && (f.secretKey != "" || f.ignoreSecretKey) {
 				s.log.Warn("--secret-key and --ignore-secret-key do not travel to a shared pipeline: its renderer decrypts with its own key")
 			}
 			res, err := client.Deploy(ctx, s.node.Bus, req, s.onEvent)
@@ -174,7 +174,7 @@ func openPipelineWith(ctx context.Context, g *globalFlags, secrets render.Secret
 		return nil, err
 	}
 	var schemas *pipeline.SchemaCache
-	if g.natsURL == "" {
+	if g.NATSURL == "" {
 		tuneGC() // this process hosts the whole pipeline for one deploy
 		if _, err := registry.Get(cluster); err != nil {
 			return nil, err
@@ -188,14 +188,14 @@ func openPipelineWith(ctx context.Context, g *globalFlags, secrets render.Secret
 	if err != nil {
 		return nil, err
 	}
-	node, err := serve.Open(ctx, serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, DataDir: g.dataDir, Name: "sealane-cli", Log: log, PayloadKeyFile: g.payloadKeyFile})
+	node, err := serve.Open(ctx, serve.Options{NATSURL: g.NATSURL, Auth: g.NATSAuth, DataDir: g.dataDir, Name: "sealane-cli", Log: log, PayloadKeyFile: g.PayloadKeyFile})
 	if err != nil {
 		return nil, err
 	}
 	stagesCtx, stopStages := context.WithCancel(ctx)
 	stagesDone := make(chan error, 1)
 	var bundles *pipeline.BundleCache
-	if g.natsURL == "" {
+	if g.NATSURL == "" {
 		stageLog, err := g.stageLogger()
 		if err != nil {
 			node.Close()
@@ -236,7 +236,7 @@ type session struct {
 // so that a client without the payload key reads its notes; "" for the embedded pipeline,
 // whose notes this process reads from its own render.
 func (s *session) replyKey(g *globalFlags) (string, error) {
-	if g.natsURL == "" {
+	if g.NATSURL == "" {
 		return "", nil
 	}
 	k, err := payload.GenerateKey()

@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
@@ -30,8 +29,8 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 type globalFlags struct {
-	natsURL     string
-	natsAuth    bus.Auth
+	// Connection is --nats, the NATS credentials and --payload-key-file.
+	serve.Connection
 	dataDir     string
 	kubeconfig  string
 	kubeContext string
@@ -40,9 +39,6 @@ type globalFlags struct {
 	// logLevelSet says --log-level was given: only then do the embedded stages log to stderr
 	// (otherwise the terminal shows the progress alone).
 	logLevelSet bool
-
-	// payloadKeyFile holds the key that encrypts payloads at rest (--payload-key-file).
-	payloadKeyFile string
 
 	// cluster is the target cluster (--cluster): a registry cluster of a shared pipeline.
 	cluster string
@@ -89,12 +85,12 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.natsURL, "nats", os.Getenv("SEALANE_NATS_URL"), "NATS URL of a shared pipeline, $SEALANE_NATS_URL (default: embedded NATS and all stages in this process)")
-	pf.Lookup("nats").DefValue = bus.RedactURL(g.natsURL) // --help prints no URL credentials
-	serve.RegisterNATSFlags(pf, &g.natsAuth)
+	serve.RegisterConnectionFlags(pf, &g.Connection, "", serve.ConnectionUsage{
+		NATS: "NATS URL of a shared pipeline, $" + serve.NATSURLEnv + " (default: embedded NATS and all stages in this process)",
+		PayloadKeyFile: "file with the 64-hex-character key that encrypts payloads in NATS ($" + serve.PayloadKeyFileEnv +
+			"; default $SEALANE_PAYLOAD_KEY; embedded: <data-dir>/payload.key, created on first use)",
+	})
 	pf.StringVar(&g.dataDir, "data-dir", os.Getenv("SEALANE_DATA_DIR"), "where the embedded NATS keeps its JetStream data (default ~/.local/share/sealane)")
-	pf.StringVar(&g.payloadKeyFile, "payload-key-file", os.Getenv("SEALANE_PAYLOAD_KEY_FILE"),
-		"file with the 64-hex-character key that encrypts payloads in NATS (default $SEALANE_PAYLOAD_KEY; embedded: <data-dir>/payload.key, created on first use)")
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	pf.StringVar(&g.kubeContext, "kube-context", "", "kubeconfig context = cluster name (default: the current context)")
 	pf.StringVar(&g.cluster, "cluster", os.Getenv("SEALANE_CLUSTER"), "target cluster of a pipeline command (deploy, plan, rollback, dismiss, test): a registered cluster of the shared pipeline (--nats, see `sealane cluster list`); embedded: a kubeconfig context, like --kube-context ($SEALANE_CLUSTER)")
@@ -121,7 +117,7 @@ func (g *globalFlags) openReader(ctx context.Context) (*serve.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return serve.Open(ctx, serve.Options{NATSURL: g.natsURL, Auth: g.natsAuth, DataDir: g.dataDir, Name: "sealane-events", Log: log})
+	return serve.Open(ctx, serve.Options{NATSURL: g.NATSURL, Auth: g.NATSAuth, DataDir: g.dataDir, Name: "sealane-events", Log: log})
 }
 
 // stageLogger is the logger of the stages an embedded pipeline runs in this process: the

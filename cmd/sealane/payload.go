@@ -22,7 +22,7 @@ to pin it; without it they read the key the stages publish in the KV bucket seal
 It opens nothing: only the payload key, which the stages alone hold, does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			key, _, err := payload.FromConfig(g.payloadKeyFile)
+			key, _, err := payload.FromConfig(g.PayloadKeyFile)
 			if err != nil {
 				return err
 			}

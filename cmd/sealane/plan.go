@@ -122,7 +122,7 @@ func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, char
 	req.RequestedBy = whoami()
 	req.ApplyMethod, req.TakeOwnership = f.applyMethod, f.takeOwnership
 	req.Operation, req.DiffContextLines = events.OperationPlan, f.diffContextLines()
-	if g.natsURL != "" {
+	if g.NATSURL != "" {
 		if req.ReplyKey, err = payload.GenerateKey(); err != nil {
 			return nil, err
 		}

@@ -93,7 +93,7 @@ func newPoolsDeleteCmd(g *globalFlags) *cobra.Command {
 
 // poolsReport reads the stage consumers and the registered clusters of the shared pipeline.
 func poolsReport(ctx context.Context, g *globalFlags) (poolReport, error) {
-	if g.natsURL == "" {
+	if g.NATSURL == "" {
 		return poolReport{}, fmt.Errorf("pools needs --nats URL (or $SEALANE_NATS_URL): pools serve a shared pipeline")
 	}
 	node, err := g.openReader(ctx)

@@ -50,7 +50,7 @@ func openRollouts(ctx context.Context, g *globalFlags) (*rolloutConn, error) {
 // pipeline with a rollout coordinator in this process: its clusters are the kubeconfig's
 // contexts and the cluster Secrets on the home cluster. closeConn stops what it started.
 func startRollouts(ctx context.Context, g *globalFlags, h *homeFlags) (conn *rolloutConn, closeConn func(), err error) {
-	if g.natsURL != "" {
+	if g.NATSURL != "" {
 		conn, err := openRollouts(ctx, g)
 		if err != nil {
 			return nil, nil, err
@@ -110,7 +110,7 @@ func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, in rolloutIn
 	if _, err := rollout.Resolve(spec, registered); err != nil {
 		return fmt.Errorf("%s: %w (nothing was started)", file, err)
 	}
-	if detach && g.natsURL == "" {
+	if detach && g.NATSURL == "" {
 		return errors.New("--detach needs a shared pipeline (--nats): in the embedded mode this process runs the rollout")
 	}
 	conn, closeConn, err := startRollouts(ctx, g, h)

@@ -9,7 +9,7 @@ import (
 // newServeCmd is `sealane serve` (pkg/servecmd), with the global flags it needs.
 func newServeCmd(g *globalFlags) *cobra.Command {
 	return servecmd.New(func() servecmd.Globals {
-		return servecmd.Globals{NATSURL: g.natsURL, NATSAuth: g.natsAuth, PayloadKeyFile: g.payloadKeyFile,
+		return servecmd.Globals{Connection: g.Connection,
 			Kubeconfig: g.kubeconfig, Logger: g.logger}
 	})
 }

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"os"
+
 	"github.com/spf13/pflag"
 
 	"github.com/sealane/sealane/pkg/bus"
@@ -28,4 +30,35 @@ func RegisterNATSFlags(fs *pflag.FlagSet, a *bus.Auth) {
 	} {
 		fs.StringVar(f.p, f.name, "", f.usage)
 	}
+}
+
+// NATSURLEnv names the environment variable with the default of --nats.
+const NATSURLEnv = "SEALANE_NATS_URL"
+
+// RegisterConnectionFlags registers --nats (default $SEALANE_NATS_URL, else fallback),
+// --payload-key-file ($SEALANE_PAYLOAD_KEY_FILE) and the NATS authentication and TLS flags on
+// fs: the connection settings the CLI and every service binary share, each declared here
+// once. The usages say what the default means where they are used; --help shows no URL
+// credentials.
+func RegisterConnectionFlags(fs *pflag.FlagSet, c *Connection, fallback string, usage ConnectionUsage) {
+	url := os.Getenv(NATSURLEnv)
+	if url == "" {
+		url = fallback
+	}
+	fs.StringVar(&c.NATSURL, "nats", url, usage.NATS)
+	fs.Lookup("nats").DefValue = bus.RedactURL(c.NATSURL)
+	RegisterNATSFlags(fs, &c.NATSAuth)
+	fs.StringVar(&c.PayloadKeyFile, "payload-key-file", os.Getenv(PayloadKeyFileEnv), usage.PayloadKeyFile)
+}
+
+// Connection is what RegisterConnectionFlags fills.
+type Connection struct {
+	NATSURL        string
+	NATSAuth       bus.Auth
+	PayloadKeyFile string
+}
+
+// ConnectionUsage is the help text of the connection flags.
+type ConnectionUsage struct {
+	NATS, PayloadKeyFile string
 }

@@ -27,9 +27,8 @@ const AckWaitEnv = "SEALANE_ACK_WAIT"
 // Globals are the settings of `sealane serve` that are not its own flags: the CLI's global
 // flags, or a service binary's (Service).
 type Globals struct {
-	NATSURL        string
-	NATSAuth       bus.Auth
-	PayloadKeyFile string
+	// Connection is --nats, the NATS credentials and --payload-key-file.
+	serve.Connection
 	// Kubeconfig's contexts are clusters ("" = $KUBECONFIG, then ~/.kube/config).
 	Kubeconfig string
 	// Logger builds the command's logger.

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
@@ -48,13 +47,12 @@ func newService(part string) *service {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd, []string{part}) }
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	fl := cmd.Flags()
-	fl.StringVar(&g.NATSURL, "nats", envOr("SEALANE_NATS_URL", DefaultNATSURL), "NATS URL ($SEALANE_NATS_URL)")
-	fl.Lookup("nats").DefValue = bus.RedactURL(g.NATSURL) // --help prints no URL credentials
-	serve.RegisterNATSFlags(fl, &g.NATSAuth)
+	serve.RegisterConnectionFlags(fl, &g.Connection, DefaultNATSURL, serve.ConnectionUsage{
+		NATS:           "NATS URL ($" + serve.NATSURLEnv + ")",
+		PayloadKeyFile: "file with the key that encrypts payloads at rest, 64 hex characters ($" + serve.PayloadKeyFileEnv + "; default $SEALANE_PAYLOAD_KEY)",
+	})
 	fl.StringVar(&g.Kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
 		"kubeconfig whose contexts are clusters (optional: see --in-cluster-name, --cluster-secrets-namespace)")
-	fl.StringVar(&g.PayloadKeyFile, "payload-key-file", os.Getenv(serve.PayloadKeyFileEnv),
-		"file with the key that encrypts payloads at rest, 64 hex characters ($"+serve.PayloadKeyFileEnv+"; default $SEALANE_PAYLOAD_KEY)")
 	fl.StringVar(&level, "log-level", envOr(LogLevelEnv, "info"), "log level: debug, info, warn, error ($"+LogLevelEnv+")")
 	s.cmd = cmd
 	return s
