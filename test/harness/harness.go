@@ -144,16 +144,26 @@ func Context(t testing.TB, d time.Duration) context.Context {
 func BuildServices(repoRoot, dir string) (map[string]string, error) {
 	bins := map[string]string{}
 	for _, s := range []string{"renderer", "applier", "tracker", "recorder", "webhook", "rollout", "console"} {
-		out := filepath.Join(dir, "sealane-"+s)
-		build := exec.Command("go", "build", "-o", out, "./services/"+s)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		build.Dir = repoRoot
-		if b, err := build.CombinedOutput(); err != nil {
-			return nil, errors.New("build services/" + s + ": " + err.Error() + "\n" + string(b))
+		out, err := BuildService(repoRoot, dir, s)
+		if err != nil {
+			return nil, err
 		}
 		bins["/sealane-"+s] = out
 	}
 	return bins, nil
+}
+
+// BuildService builds the service binary of part (./services/<part>) into dir as
+// sealane-<part>, statically as the image has it, and returns its path.
+func BuildService(repoRoot, dir, part string) (string, error) {
+	out := filepath.Join(dir, "sealane-"+part)
+	build := exec.Command("go", "build", "-o", out, "./services/"+part)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Dir = repoRoot
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", errors.New("build services/" + part + ": " + err.Error() + "\n" + string(b))
+	}
+	return out, nil
 }
 
 // NATSLeftover ignores, in goleak checks, the goroutine an embedded nats-server starts to set

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,9 @@ import (
 	"github.com/sealane/sealane/test/podrun"
 )
 
-// TestComposeServices runs docker-compose.yaml's services as it configures them — NATS and the
-// four stage binaries, commands and environment from the file, the kubeconfig bind-mounted —
-// and deploys a chart through them with the CLI.
+// TestComposeServices runs docker-compose.yaml's services as it configures them — NATS, the
+// four stage binaries and the console, commands and environment from the file, the kubeconfig
+// bind-mounted — deploys a chart through them with the CLI and finds it in the console.
 func TestComposeServices(t *testing.T) {
 	bins, err := harness.BuildServices(env.RepoRoot, t.TempDir())
 	if err != nil {
@@ -33,7 +34,9 @@ func TestComposeServices(t *testing.T) {
 	}
 	natsPort, monitorPort := harness.FreePort(t), harness.FreePort(t)
 	// host networking: the file's fixed port 4222 becomes a free one
+	consoleAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	rewrite := func(s string) string {
+		s = strings.ReplaceAll(s, "127.0.0.1:8091", consoleAddr)
 		return strings.ReplaceAll(s, "127.0.0.1:4222", fmt.Sprintf("127.0.0.1:%d", natsPort))
 	}
 	bins[project.Services["nats"].Image] = env.NATSServer
@@ -41,12 +44,15 @@ func TestComposeServices(t *testing.T) {
 	nats := podrun.Start(t, ComposeProc(t, project.Services["nats"], bins, root, rewrite),
 		"-p", fmt.Sprint(natsPort), "-m", fmt.Sprint(monitorPort))
 	waitHTTP(ctx, t, fmt.Sprintf("http://127.0.0.1:%d/healthz", monitorPort), nats)
-	for _, name := range []string{"renderer", "applier", "tracker", "recorder"} {
+	service := func(name string) *podrun.Running {
 		s, ok := project.Services[name]
 		if !ok {
 			t.Fatalf("docker-compose.yaml has no service %s", name)
 		}
-		podrun.Start(t, ComposeProc(t, s, bins, root, rewrite))
+		return podrun.Start(t, ComposeProc(t, s, bins, root, rewrite))
+	}
+	for _, name := range []string{"renderer", "applier", "tracker", "recorder"} {
+		service(name)
 	}
 
 	ns := "selfhost-compose-" + hex.EncodeToString(key[:3])
@@ -63,6 +69,21 @@ func TestComposeServices(t *testing.T) {
 	out, err := exec.Command(env.Helm, "status", "web", "-n", ns, "--kubeconfig", env.Kubeconfig).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "STATUS: deployed") {
 		t.Fatalf("helm status: %v\n%s", err, out)
+	}
+	// The console (started now: compose restarts it until the stages made the streams), on
+	// this machine's loopback without a token, shows the deploy as succeeded.
+	console := service("console")
+	waitHTTP(ctx, t, "http://"+consoleAddr+"/readyz", console)
+	for {
+		var ds []struct{ Release, Namespace, Status string }
+		if code := consoleGet(ctx, t, "http://"+consoleAddr+"/api/deploys", "", &ds); code == http.StatusOK &&
+			len(ds) == 1 && ds[0].Release == "web" && ds[0].Namespace == ns && ds[0].Status == "succeeded" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the compose console does not show the deploy as succeeded\n%s", console.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -51,8 +51,8 @@ func TestChartConsoleNeedsAccessControl(t *testing.T) {
 		t.Fatal("console.enabled with an auth proxy header: no Deployment sealane-console")
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	if !slices.Equal(c.Command, []string{"/sealane", "serve", "console"}) || !slices.Contains(c.Args, "--auth-proxy-header=X-Forwarded-User") {
-		t.Errorf("console container runs %v %v, want serve console with --auth-proxy-header", c.Command, c.Args)
+	if !slices.Equal(c.Command, []string{"/sealane-console"}) || !slices.Contains(c.Args, "--auth-proxy-header=X-Forwarded-User") {
+		t.Errorf("console container runs %v %v, want the console service with --auth-proxy-header", c.Command, c.Args)
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
 		t.Errorf("console probes %+v %+v, want /readyz and /healthz", c.ReadinessProbe, c.LivenessProbe)
@@ -99,8 +99,12 @@ func TestChartConsole(t *testing.T) {
 		t.Fatal("the render has no Deployment sealane-console")
 	}
 	spec := d.Spec.Template.Spec
+	console, err := harness.BuildService(env.RepoRoot, t.TempDir(), "console")
+	if err != nil {
+		t.Fatal(err)
+	}
 	proc, err := objs.Container(spec, spec.Containers[0], podrun.Pod{Name: d.Name + "-0", Namespace: consoleNamespace,
-		Root: t.TempDir(), Binaries: map[string]string{"/sealane": env.Sealane}})
+		Root: t.TempDir(), Binaries: map[string]string{"/sealane-console": console}})
 	if err != nil {
 		t.Fatal(err)
 	}
