@@ -9,11 +9,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bake"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// bakeStage returns the tracker's bake stage (pipeline.BakeStage) to run beside stages — when
+// bakeStage returns the tracker's bake stage (bake.Stage) to run beside stages — when
 // the tracker is one of them — with the runner's log and ack wait; nil otherwise.
 func bakeStage(r *stage.Runner, deps pipeline.Deps, stages []stage.Stage) *stage.Stage {
 	for _, st := range stages {
@@ -22,8 +23,9 @@ func bakeStage(r *stage.Runner, deps pipeline.Deps, stages []stage.Stage) *stage
 			if log == nil {
 				log = zap.NewNop()
 			}
-			deps.Log = log.With(zap.String("stage", string(events.StageTracker)), zap.String("handler", "bake"))
-			bakes := pipeline.BakeStage(&pipeline.Baker{Deps: deps}, cmp.Or(r.AckWait, pipeline.DefaultBakeAckWait))
+			baker := &bake.Baker{Clusters: deps.Clusters, Clock: deps.Clock,
+				Log: log.With(zap.String("stage", string(events.StageTracker)), zap.String("handler", "bake"))}
+			bakes := bake.Stage(baker, cmp.Or(r.AckWait, bake.DefaultAckWait))
 			return &bakes
 		}
 	}

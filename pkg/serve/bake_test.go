@@ -9,10 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bake"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
-	"github.com/sealane/sealane/pkg/pipeline"
 )
 
 // TestBakes deploys three releases through the shared pipeline and bakes them on the tracker:
@@ -85,7 +85,7 @@ func TestBakeResumes(t *testing.T) {
 	if err != nil || res.Revision != 1 {
 		t.Fatalf("deploy: %+v, %v", res, err)
 	}
-	end := time.Now().Add(pipeline.DefaultBakeAckWait + 10*time.Second)
+	end := time.Now().Add(bake.DefaultAckWait + 10*time.Second)
 	e.request("bake-resumed", target, 1, end)
 	time.Sleep(3 * time.Second)
 	e.stop()
@@ -127,7 +127,7 @@ func TestBakesInPrivatePipeline(t *testing.T) {
 
 func checkAnswer(t *testing.T, a answer, requestID string) {
 	t.Helper()
-	if a.ev.ID() != pipeline.BakeFinishedID(requestID) || events.CorrelationID(a.ev) != "rollout-bake-test" ||
+	if a.ev.ID() != bake.FinishedID(requestID) || events.CorrelationID(a.ev) != "rollout-bake-test" ||
 		events.RolloutOf(a.ev) != "rollout-bake-test" || a.data.Wave != "canary" || a.data.RolloutID != "rollout-bake-test" {
 		t.Errorf("answer to %s: id %s, correlation %s, rollout %s, payload %+v", requestID, a.ev.ID(), events.CorrelationID(a.ev), events.RolloutOf(a.ev), a.data)
 	}

@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/bake"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
 	"github.com/sealane/sealane/pkg/payload"
-	pipelines "github.com/sealane/sealane/pkg/pipeline"
 )
 
 // bakeEnv is a shared pipeline (all stages, bakes included) on a test NATS, with the sandbox's
@@ -139,7 +139,7 @@ func (e *bakeEnv) request(id string, target events.Target, revision int, until t
 // requestIn is request for the pipeline named pipeline ("" the shared one).
 func (e *bakeEnv) requestIn(pipeline, id string, target events.Target, revision int, until time.Time) {
 	e.t.Helper()
-	ev, err := pipelines.BakeRequestEvent(id, pipeline,
+	ev, err := bake.RequestEvent(id, pipeline,
 		events.BakeRequestedData{Target: target, RolloutID: "rollout-bake-test", Wave: "canary", Revision: revision, Until: until}, time.Now())
 	if err != nil {
 		e.t.Fatal(err)

@@ -1,4 +1,4 @@
-package pipeline
+package bake
 
 import (
 	"context"
@@ -23,35 +23,64 @@ import (
 // workloads of a revision until a time and says whether they stayed healthy, by the rules of
 // readiness.Bake. A cluster it cannot watch makes the bake undecided, never passed.
 type Baker struct {
-	Deps
+	// Clusters gives the clients of the cluster a bake watches; one that also reports
+	// reachability (clusters.Registry) has its answer checked first.
+	Clusters Clusters
+	Log      *zap.Logger
+	Clock    func() time.Time
 	// Rules tune the verdict (zero: readiness.DefaultBakeGrace, no restart allowed).
 	Rules readiness.BakeRules
 	// Unreachable is how long calls to the cluster may keep failing before the bake is
-	// undecided (default DefaultBakeUnreachable).
+	// undecided (default DefaultUnreachable).
 	Unreachable time.Duration
 	// Probe is how often the cluster is asked whether it answers while the bake watches it
-	// (default DefaultBakeProbe); each probe has that long to answer.
+	// (default DefaultProbe); each probe has that long to answer.
 	Probe time.Duration
 	// Tick is how often the workloads are judged again without news (default 1s).
 	Tick time.Duration
 }
 
+// Clusters gives the clients of a registered cluster (clusters.Registry, kube clients of a
+// kubeconfig context).
+type Clusters interface {
+	Get(name string) (*kube.Cluster, error)
+}
+
+// reachability is what a Clusters may add: whether a cluster answered its last check.
+type reachability interface {
+	Reachable(ctx context.Context, name string) error
+}
+
+func (b *Baker) now() time.Time {
+	if b.Clock == nil {
+		return time.Now()
+	}
+	return b.Clock()
+}
+
+func (b *Baker) log() *zap.Logger {
+	if b.Log == nil {
+		return zap.NewNop()
+	}
+	return b.Log
+}
+
 // Bake defaults.
 const (
-	DefaultBakeUnreachable = 30 * time.Second
-	DefaultBakeProbe       = 5 * time.Second
+	DefaultUnreachable = 30 * time.Second
+	DefaultProbe       = 5 * time.Second
 )
 
 func (b *Baker) unreachable() time.Duration {
 	if b.Unreachable > 0 {
 		return b.Unreachable
 	}
-	return DefaultBakeUnreachable
+	return DefaultUnreachable
 }
 
-// BakeRequest is one bake to run: the request's payload and when the bake started (the
+// Request is one bake to run: the request's payload and when the bake started (the
 // request event's time).
-type BakeRequest struct {
+type Request struct {
 	events.BakeRequestedData
 	Started time.Time
 }
@@ -59,7 +88,7 @@ type BakeRequest struct {
 // Bake runs one bake and returns the BakeFinished payload. It returns an error only when ctx
 // ends before a verdict (the request is then handled again, bakes until the same Until). A
 // request whose Until has passed is decided from the workloads' current state.
-func (b *Baker) Bake(ctx context.Context, req BakeRequest) (events.BakeFinishedData, error) {
+func (b *Baker) Bake(ctx context.Context, req Request) (events.BakeFinishedData, error) {
 	out := events.BakeFinishedData{Target: req.Target, RolloutID: req.RolloutID, Wave: req.Wave, Revision: req.Revision}
 	log := b.log().With(zap.String("rollout", req.RolloutID), zap.String("cluster", req.Target.Cluster),
 		zap.String("release", req.Target.Release), zap.Int("revision", req.Revision))
@@ -129,8 +158,8 @@ func recordStatus(rel *helmrelease.Release) string {
 
 // record reads the revision's release record, retrying failed calls for up to the unreachable
 // window (each call is bounded by the bounded client's request timeout).
-func (b *Baker) record(ctx context.Context, cluster *kube.Cluster, req BakeRequest) (*helmrelease.Release, error) {
-	store := releaseStore(cluster, req.Target, req.ReleaseStorage, b.log())
+func (b *Baker) record(ctx context.Context, cluster *kube.Cluster, req Request) (*helmrelease.Release, error) {
+	store := release.Open(cluster.Bounded(), req.Target, req.ReleaseStorage, b.log())
 	give := b.now().Add(b.unreachable())
 	delay := 250 * time.Millisecond
 	for {
@@ -175,16 +204,16 @@ func bakeTargets(text, ns string) ([]track.Target, error) {
 func bakeReason(fs []events.ResourceFailure) string {
 	parts := make([]string, 0, len(fs))
 	for _, f := range fs {
-		parts = append(parts, toKubeRef(f.Resource).String()+": "+f.Reason)
+		parts = append(parts, manifest.Ref{APIVersion: f.Resource.APIVersion, Kind: f.Resource.Kind, Namespace: f.Resource.Namespace, Name: f.Resource.Name}.String()+": "+f.Reason)
 	}
 	return fmt.Sprintf("%d of the released workloads failed the bake: %s", len(fs), strings.Join(parts, "; "))
 }
 
-// BakeRequestEvent is the BakeRequested the rollout coordinator publishes for d: id id (make it
+// RequestEvent is the BakeRequested the rollout coordinator publishes for d: id id (make it
 // deterministic, e.g. events.StepID(rolloutID, "bake", wave, cluster, attempt)), the rollout id
 // as correlation id and rolloutid extension, pipeline the private pipeline of an embedded
 // coordinator ("" for the shared pipeline), and now as its time: the bake's start.
-func BakeRequestEvent(id, pipeline string, d events.BakeRequestedData, now time.Time) (cloudevents.Event, error) {
+func RequestEvent(id, pipeline string, d events.BakeRequestedData, now time.Time) (cloudevents.Event, error) {
 	ev, err := events.New(events.BakeRequested, events.Meta{
 		ID: id, Source: "/sealane/rollout", Target: d.Target, CorrelationID: d.RolloutID, Rollout: d.RolloutID,
 		Pipeline: pipeline, Time: now,
@@ -195,14 +224,14 @@ func BakeRequestEvent(id, pipeline string, d events.BakeRequestedData, now time.
 	return ev, nil
 }
 
-// BakeFinishedID is the id of the BakeFinished answering the BakeRequested with id requestID.
-func BakeFinishedID(requestID string) string { return requestID + ".finished" }
+// FinishedID is the id of the BakeFinished answering the BakeRequested with id requestID.
+func FinishedID(requestID string) string { return requestID + ".finished" }
 
-// BakeFinishedEvent is the tracker's answer d to the bake request req: id
-// BakeFinishedID(req.ID()), caused by req, with req's correlation id, rollout and pipeline.
-func BakeFinishedEvent(req cloudevents.Event, d events.BakeFinishedData, now time.Time) (cloudevents.Event, error) {
+// FinishedEvent is the tracker's answer d to the bake request req: id
+// FinishedID(req.ID()), caused by req, with req's correlation id, rollout and pipeline.
+func FinishedEvent(req cloudevents.Event, d events.BakeFinishedData, now time.Time) (cloudevents.Event, error) {
 	ev, err := events.New(events.BakeFinished, events.Meta{
-		ID: BakeFinishedID(req.ID()), Source: "/sealane/" + string(events.StageTracker), Target: d.Target,
+		ID: FinishedID(req.ID()), Source: "/sealane/" + string(events.StageTracker), Target: d.Target,
 		CorrelationID: events.CorrelationID(req), CausationID: req.ID(), Pipeline: events.PipelineOf(req),
 		Rollout: events.RolloutOf(req), Time: now,
 	}, d)

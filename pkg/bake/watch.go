@@ -1,4 +1,4 @@
-package pipeline
+package bake
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const bakeOverrun = 30 * time.Second
 // bakeWatch is one bake's watch: the verdict so far and what it needs to reach one.
 type bakeWatch struct {
 	b     *Baker
-	req   BakeRequest
+	req   Request
 	judge *readiness.Bake
 	probe *probe
 	refs  map[string]manifest.Ref
@@ -36,11 +36,11 @@ type bakeWatch struct {
 // watch watches targets until the bake is decided, probing the cluster beside it: a cluster
 // that does not answer for the unreachable window makes the bake undecided, and a pass needs
 // the cluster answering at the end (the informers' caches may be stale otherwise).
-func (b *Baker) watch(ctx context.Context, cluster *kube.Cluster, req BakeRequest, targets []track.Target) (events.BakeFinishedData, error) {
+func (b *Baker) watch(ctx context.Context, cluster *kube.Cluster, req Request, targets []track.Target) (events.BakeFinishedData, error) {
 	out := events.BakeFinishedData{Target: req.Target, RolloutID: req.RolloutID, Wave: req.Wave, Revision: req.Revision}
 	every := b.Probe
 	if every <= 0 {
-		every = DefaultBakeProbe
+		every = DefaultProbe
 	}
 	w := &bakeWatch{b: b, req: req, judge: readiness.NewBake(b.Rules, req.Started, req.Until),
 		probe: &probe{cluster: cluster, every: every, now: b.now}, refs: map[string]manifest.Ref{}, from: b.now()}
@@ -85,7 +85,9 @@ func (w *bakeWatch) look(now time.Time, samples []track.Sample) bool {
 	case done:
 		fs := make([]events.ResourceFailure, 0, len(v.Failures))
 		for _, f := range v.Failures {
-			fs = append(fs, events.ResourceFailure{Resource: toEventRef(w.refs[f.Name]), Reason: f.Reason})
+			r := w.refs[f.Name]
+			fs = append(fs, events.ResourceFailure{Resource: events.ResourceRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
+				Reason: f.Reason})
 		}
 		return w.finish(events.BakeFinishedData{Reason: bakeReason(fs), Failures: fs})
 	case len(v.Unlisted) > 0 && now.Sub(laterOf(w.req.Until, w.from)) >= unreachable:

@@ -1,4 +1,4 @@
-package pipeline
+package bake
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // unreachableClusters is a registry that found every cluster unreachable.
-type unreachableClusters struct{ *leaseEnv }
+type unreachableClusters struct{ *env }
 
 func (unreachableClusters) Reachable(context.Context, string) error {
 	return errors.New(`cluster "kind" is unreachable: the check failed`)
@@ -25,21 +25,21 @@ func (unreachableClusters) Reachable(context.Context, string) error {
 // it cannot reach or does not know is undecided, a revision without record or not deployed
 // fails, a release without workloads passes — and a stopped bake is an error (retried).
 func TestBakeDecidesWithoutWatching(t *testing.T) {
-	e := newLeaseEnv(t)
+	e := newEnv(t)
 	recordRevision(t, e.store(), 1, "failed")
 	recordRevision(t, e.store(), 2, "deployed")
-	req := func(cluster string, revision int) BakeRequest {
-		target := leaseTarget
+	req := func(cluster string, revision int) Request {
+		target := target
 		target.Cluster = cluster
-		return BakeRequest{BakeRequestedData: events.BakeRequestedData{Target: target, RolloutID: "r1", Wave: "canary", Revision: revision,
+		return Request{BakeRequestedData: events.BakeRequestedData{Target: target, RolloutID: "r1", Wave: "canary", Revision: revision,
 			Until: time.Now().Add(time.Minute)}, Started: time.Now()}
 	}
-	reachable := &Baker{Deps: e.deps(), Unreachable: time.Second}
-	unreachable := &Baker{Deps: Deps{Clusters: unreachableClusters{e}}, Unreachable: time.Second}
+	reachable := &Baker{Clusters: e, Unreachable: time.Second}
+	unreachable := &Baker{Clusters: unreachableClusters{e}, Unreachable: time.Second}
 	for _, tt := range []struct {
 		name      string
 		baker     *Baker
-		req       BakeRequest
+		req       Request
 		passed    bool
 		undecided bool
 		reason    string
@@ -116,14 +116,14 @@ metadata: {name: not-apps}
 // the request.
 func TestBakeFinishedEvent(t *testing.T) {
 	started := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	req, err := BakeRequestEvent("r1.bake.canary.kind", "local-12345678", events.BakeRequestedData{Target: leaseTarget, RolloutID: "r1"}, started)
+	req, err := RequestEvent("r1.bake.canary.kind", "local-12345678", events.BakeRequestedData{Target: target, RolloutID: "r1"}, started)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if events.CorrelationID(req) != "r1" || events.RolloutOf(req) != "r1" || !req.Time().Equal(started) || req.Subject() != leaseTarget.String() {
+	if events.CorrelationID(req) != "r1" || events.RolloutOf(req) != "r1" || !req.Time().Equal(started) || req.Subject() != target.String() {
 		t.Fatalf("request %+v", req)
 	}
-	ev, err := BakeFinishedEvent(req, events.BakeFinishedData{Target: leaseTarget, Passed: true}, time.Now())
+	ev, err := FinishedEvent(req, events.BakeFinishedData{Target: target, Passed: true}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package bake
 
 import (
 	"context"
@@ -40,9 +40,9 @@ func TestBakerWatchesReleasedWorkloads(t *testing.T) {
 	storage := events.ReleaseStorage{Driver: events.StorageConfigMap}
 	recordDeployment(ctx, t, c, target, storage)
 
-	b := &Baker{Deps: Deps{Clusters: oneCluster{c}}, Probe: time.Second}
+	b := &Baker{Clusters: oneCluster{c}, Probe: time.Second}
 	start := time.Now()
-	req := BakeRequest{BakeRequestedData: events.BakeRequestedData{Target: target, RolloutID: "r1", Wave: "w1", Revision: 1,
+	req := Request{BakeRequestedData: events.BakeRequestedData{Target: target, RolloutID: "r1", Wave: "w1", Revision: 1,
 		Until: start.Add(3 * time.Second), ReleaseStorage: storage}, Started: start}
 	got, err := b.Bake(ctx, req)
 	if err != nil || !got.Passed || got.Undecided || time.Since(start) < 3*time.Second {

@@ -1,4 +1,4 @@
-package pipeline
+package bake
 
 import (
 	"cmp"
@@ -12,33 +12,33 @@ import (
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// BakeDurable names the durable consumer of bake requests (events.BakeRequested) that every
-// tracker replica shares; a private pipeline's (the CLI's) is BakeDurable-<pipeline>.
-const BakeDurable = "tracker-bake"
+// Durable names the durable consumer of bake requests (events.BakeRequested) that every
+// tracker replica shares; a private pipeline's (the CLI's) is Durable-<pipeline>.
+const Durable = "tracker-bake"
 
-// DefaultBakeWorkers is how many bakes one tracker replica watches at once. A bake mostly
+// DefaultWorkers is how many bakes one tracker replica watches at once. A bake mostly
 // waits (informers, a probe every few seconds), so a replica takes a wave's clusters at once;
 // more requests wait in the stream.
-const DefaultBakeWorkers = 64
+const DefaultWorkers = 64
 
-// DefaultBakeAckWait is the ack wait of the bake consumer: how soon a bake whose tracker died
+// DefaultAckWait is the ack wait of the bake consumer: how soon a bake whose tracker died
 // is delivered to another (heartbeats keep a live bake's message for as long as it watches).
 // A stopped tracker naks its bakes for at once redelivery, but the redelivery may go to a pull
 // request of a worker that stopped with it and then waits for the ack wait too.
-const DefaultBakeAckWait = 10 * time.Second
+const DefaultAckWait = 10 * time.Second
 
-// BakeStage is the tracker's bakes as a stateless stage: each BakeRequested is answered with
-// one BakeFinished (BakeFinishedID of the request, its correlation id, rollout and pipeline).
+// Stage is the tracker's bakes as a stateless stage: each BakeRequested is answered with
+// one BakeFinished (FinishedID of the request, its correlation id, rollout and pipeline).
 // The message is kept alive while the bake watches; a bake stopped with its process is
 // delivered again and watches until the same Until. A request the stage gives up on is
-// answered undecided. ackWait zero is DefaultBakeAckWait.
-func BakeStage(b *Baker, ackWait time.Duration) stage.Stage {
+// answered undecided. ackWait zero is DefaultAckWait.
+func Stage(b *Baker, ackWait time.Duration) stage.Stage {
 	return stage.Stage{
-		Name:      events.Stage(BakeDurable),
+		Name:      events.Stage(Durable),
 		Types:     []events.Type{events.BakeRequested},
 		Handler:   b,
-		Workers:   DefaultBakeWorkers,
-		AckWait:   cmp.Or(ackWait, DefaultBakeAckWait),
+		Workers:   DefaultWorkers,
+		AckWait:   cmp.Or(ackWait, DefaultAckWait),
 		Stateless: true,
 		OnGiveUp:  bakeGivenUp,
 	}
@@ -71,7 +71,7 @@ func bakeGivenUp(in stage.Input, reason string) ([]stage.Emit, error) {
 
 // bakeAnswer is the BakeFinished event answering request e.
 func bakeAnswer(e cloudevents.Event, d events.BakeFinishedData) (stage.Output, error) {
-	ev, err := BakeFinishedEvent(e, d, time.Now())
+	ev, err := FinishedEvent(e, d, time.Now())
 	if err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
@@ -79,8 +79,8 @@ func bakeAnswer(e cloudevents.Event, d events.BakeFinishedData) (stage.Output, e
 }
 
 // bakeRequestOf decodes a bake request event.
-func bakeRequestOf(e cloudevents.Event) (BakeRequest, error) {
-	var req BakeRequest
+func bakeRequestOf(e cloudevents.Event) (Request, error) {
+	var req Request
 	if err := events.DecodeData(e, &req.BakeRequestedData); err != nil {
 		return req, fmt.Errorf("bake request %s: %w", e.ID(), err)
 	}
