@@ -20,6 +20,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/pipeline"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/serve"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -53,9 +54,9 @@ func (resettableMapper) Reset() {}
 
 // fleetRenderer is a renderer stage handler as `sealane serve renderer` builds it, over the
 // node's Object Store and the fake fleet, with renders as cache says.
-func fleetRenderer(node *serve.Node, fleet benchFleet, renders *pipeline.RenderCache) *pipeline.Renderer {
-	return &pipeline.Renderer{Deps: pipeline.Deps{Blobs: node.Bus, Clusters: fleet, Log: zap.NewNop(), Charts: chart.NewCache(8),
-		Schemas: pipeline.NewSchemaCache(pipeline.SchemaTTL, nil), Renders: renders}}
+func fleetRenderer(node *serve.Node, fleet benchFleet, renders *stagekit.RenderCache) *pipeline.Renderer {
+	return &pipeline.Renderer{Deps: stagekit.Deps{Blobs: node.Bus, Clusters: fleet, Log: zap.NewNop(), Charts: chart.NewCache(8),
+		Schemas: stagekit.NewSchemaCache(stagekit.SchemaTTL, nil), Renders: renders}}
 }
 
 // renderTarget runs the renderer on one deploy.requested of the chart to target, as the
@@ -100,13 +101,13 @@ func BenchmarkRenderFleetOnce100(b *testing.B) {
 	ch := events.ChartSource{Name: "big", Ref: ref, Digest: chart.Digest(archive)}
 	const targets = 100
 	var once, first, replica, off, cli, lib time.Duration
-	var stats pipeline.RenderCacheStats
+	var stats stagekit.RenderCacheStats
 	iter := 0
 	for b.Loop() {
 		iter++
 		ns := fmt.Sprintf("bench-%d", iter) // a new render key per iteration: nothing stored before
 		fleet := benchFleet{}
-		r := fleetRenderer(node, fleet, pipeline.NewRenderCache(pipeline.DefaultRenderCacheMB<<20))
+		r := fleetRenderer(node, fleet, stagekit.NewRenderCache(stagekit.DefaultRenderCacheMB<<20))
 		start := time.Now()
 		for i := range targets {
 			renderTarget(b, r, fmt.Sprintf("once-%d-%d", iter, i), events.Target{Cluster: fmt.Sprintf("c%d", i), Namespace: ns, Release: "big"}, ch)
@@ -118,7 +119,7 @@ func BenchmarkRenderFleetOnce100(b *testing.B) {
 		stats = r.Renders.Stats()
 
 		// Another replica (empty memory) reads the stored render back for its first target.
-		other := fleetRenderer(node, fleet, pipeline.NewRenderCache(pipeline.DefaultRenderCacheMB<<20))
+		other := fleetRenderer(node, fleet, stagekit.NewRenderCache(stagekit.DefaultRenderCacheMB<<20))
 		start = time.Now()
 		renderTarget(b, other, fmt.Sprintf("replica-%d", iter), events.Target{Cluster: "c0", Namespace: ns, Release: "big"}, ch)
 		replica += time.Since(start)
@@ -127,7 +128,7 @@ func BenchmarkRenderFleetOnce100(b *testing.B) {
 		}
 
 		start = time.Now()
-		noReuse := fleetRenderer(node, fleet, pipeline.DisabledRenderCache())
+		noReuse := fleetRenderer(node, fleet, stagekit.DisabledRenderCache())
 		for i := range targets {
 			renderTarget(b, noReuse, fmt.Sprintf("off-%d-%d", iter, i), events.Target{Cluster: fmt.Sprintf("c%d", i), Namespace: ns, Release: "big"}, ch)
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -17,48 +16,19 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chartsource"
 	"github.com/sealane/sealane/pkg/deploy"
-	"github.com/sealane/sealane/pkg/gitsource"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// DefaultMaxChartBytes bounds what the renderer downloads for one remote chart (its
-// dependencies included) when Admission.MaxChartBytes is zero.
-const DefaultMaxChartBytes = 100 << 20
-
-// Admission is the renderer's policy for the requests it takes from the bus (see pkg/admission):
-// which chart sources it fetches, how much and for how long, and whose requests it accepts.
-// The zero value is a shared service's strictest: only charts uploaded with the request, no
-// local paths, unsigned requests accepted (no client keys) and their requestedBy as claimed.
-type Admission struct {
-	// Trusted fetches any chart source a request names, local paths included: the CLI's
-	// embedded pipeline, whose only requester is the user running it, with their own files.
-	Trusted bool
-	// Sources are the remote sources (Helm repositories, OCI repositories, archive URLs) a
-	// request may name besides uploaded charts (--allow-chart-source).
-	Sources admission.SourcePolicy
-	// Verifier checks request signatures against the client keys (--client-keys); without
-	// keys nothing is checked.
-	Verifier admission.Verifier
-	// MaxChartBytes bounds one remote chart's downloads (0: DefaultMaxChartBytes);
-	// FetchTimeout their time (0: remoteChartTimeout).
-	MaxChartBytes int64
-	FetchTimeout  time.Duration
-	// Git is how git charts are fetched (a webhook's push): the cache of bare clones and the
-	// credentials (--git-cache-dir, --git-credentials). Its Timeout 0 is FetchTimeout.
-	Git gitsource.Options
-}
-
-// TrustedAdmission is the Admission of the CLI's embedded pipeline: every chart source is fetched.
-func TrustedAdmission() Admission { return Admission{Trusted: true} }
-
-// fetchOptions are the chartsource options of a remote chart fetched for a request.
-func (i Admission) fetchOptions() chartsource.Options {
+// fetchOptions are the chartsource options of a remote chart fetched for a request under the
+// policy i.
+func fetchOptions(i stagekit.Admission) chartsource.Options {
 	o := chartsource.Options{MaxBytes: i.MaxChartBytes, Timeout: i.FetchTimeout}
 	if o.MaxBytes <= 0 {
-		o.MaxBytes = DefaultMaxChartBytes
+		o.MaxBytes = stagekit.DefaultMaxChartBytes
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = remoteChartTimeout
+		o.Timeout = stagekit.DefaultFetchTimeout
 	}
 	if !i.Trusted {
 		o.Allow = i.Sources.Allow
@@ -109,7 +79,7 @@ type admittingRenderer struct {
 // it on with the verified client. A payload that does not decode fails its deploy at once.
 func (g *admittingRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	req := &request{}
-	if err := decode(in, &req.RequestedData); err != nil {
+	if err := stagekit.Decode(in, &req.RequestedData); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
 	if !admitsRequest(in.State) {
@@ -125,13 +95,13 @@ func (g *admittingRenderer) Handle(ctx context.Context, in stage.Input) (stage.O
 	if client != "" {
 		reason += " (request signed by client " + client + ")"
 	}
-	in.Logger(g.log()).Warn("deploy request refused", zap.String("event", in.Event.ID()),
+	in.Logger(g.Logger()).Warn("deploy request refused", zap.String("event", in.Event.ID()),
 		zap.String("subject", in.Subject), zap.String("reason", reason))
 	switch {
 	case in.State == nil:
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}}, nil
 	case handed && g.Leases != nil:
-		released, err := g.releaseHeld(ctx, in)
+		released, err := g.ReleaseHeld(ctx, in)
 		if err != nil {
 			return stage.Output{}, err
 		}
@@ -145,7 +115,7 @@ func (g *admittingRenderer) Handle(ctx context.Context, in stage.Input) (stage.O
 // check runs the admission checks; it returns the verified client ("" without client keys), also
 // with the error of a check after the signature's, for the refusal to name who was refused.
 func (g *admittingRenderer) check(in stage.Input, req events.RequestedData, handed bool) (string, error) {
-	client, err := g.Admission.Verifier.Verify(in.Event, g.now(), handed)
+	client, err := g.Admission.Verifier.Verify(in.Event, g.Now(), handed)
 	if err != nil {
 		return "", err
 	}
@@ -168,7 +138,7 @@ func (g *admittingRenderer) check(in stage.Input, req events.RequestedData, hand
 	if err := checkUploadBucket("chart "+req.Chart.Name, req.Chart.Ref, own); err != nil {
 		return client, err
 	}
-	return client, g.Admission.checkChart(req.Chart)
+	return client, checkChart(g.Admission, req.Chart)
 }
 
 // checkUploadBucket refuses an upload that is not in an input bucket (the blob bucket is the
@@ -194,12 +164,12 @@ func checkUploadBucket(what, ref, own string) error {
 // chartDigest is a chart digest as the client computes it: SHA-256, lowercase hex.
 var chartDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// checkChart refuses a chart the renderer may not fetch: an uploaded chart must be stored
-// under its digest, a remote one must be allowed by Sources; a local path is refused unless
-// admission is trusted.
-func (i Admission) checkChart(ch events.ChartSource) error {
+// checkChart refuses a chart the renderer may not fetch under the policy i: an uploaded chart
+// must be stored under its digest, a remote one must be allowed by Sources; a local path is
+// refused unless admission is trusted.
+func checkChart(i stagekit.Admission, ch events.ChartSource) error {
 	if ch.Ref == "" && ch.Git != nil {
-		return i.checkGitChart(ch.Git) // gitchart.go
+		return checkGitChart(i, ch.Git) // gitchart.go
 	}
 	if ch.Ref != "" {
 		_, name, err := bus.ParseBlobRef(ch.Ref)
@@ -236,11 +206,11 @@ func checkInputsRef(ref, own string) error {
 	return checkUploadBucket("values", ref, own)
 }
 
-// fetchRefused says whether a remote chart fetch failed for a reason retrying cannot fix, and
-// words it: a missing chart, a source not allowed, a download over the size limit, or one that
-// took longer than the fetch timeout (ctx, the handler's, still live).
-func (i Admission) fetchRefused(ctx context.Context, err error) (string, bool) {
-	opts := i.fetchOptions()
+// fetchRefused says whether a remote chart fetch under the policy i failed for a reason
+// retrying cannot fix, and words it: a missing chart, a source not allowed, a download over the
+// size limit, or one that took longer than the fetch timeout (ctx, the handler's, still live).
+func fetchRefused(ctx context.Context, i stagekit.Admission, err error) (string, bool) {
+	opts := fetchOptions(i)
 	switch {
 	case chartMissing(err), errors.Is(err, chartsource.ErrNotAllowed), gitRefused(err):
 		return err.Error(), true

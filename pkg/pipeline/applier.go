@@ -13,6 +13,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/tracing"
 )
@@ -29,17 +30,17 @@ type Applier struct{ Deps }
 // is cancelled when the lease is lost, every batch of writes is fenced (phaseRun.fence), and
 // a lost lease fails the deploy. The work also ends with the deploy's deadline (applyBudget).
 func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
-	work, stopLease := a.keepLease(ctx, in)
+	work, stopLease := a.KeepLease(ctx, in)
 	defer stopLease()
 	work, cancel := a.applyBudget(work, in)
 	defer cancel()
 	out, err := a.handle(work, in)
 	if lost := stopLease(); lost != nil {
-		return leaseLost(events.StageApplier, in, lost), nil
+		return stagekit.LeaseLost(events.StageApplier, in, lost), nil
 	}
 	var lost *lease.LostError
 	if errors.As(err, &lost) {
-		return leaseLost(events.StageApplier, in, lost), nil
+		return stagekit.LeaseLost(events.StageApplier, in, lost), nil
 	}
 	if err != nil && timedOut(work) {
 		revision := 0
@@ -68,7 +69,7 @@ func (a *Applier) applyBudget(ctx context.Context, in stage.Input) (context.Cont
 	if in.State == nil || in.State.Deadline.IsZero() {
 		return ctx, func() {}
 	}
-	return context.WithTimeoutCause(ctx, max(in.State.Deadline.Sub(a.now()), minApplyBudget), errApplyDeadline)
+	return context.WithTimeoutCause(ctx, max(in.State.Deadline.Sub(a.Now()), minApplyBudget), errApplyDeadline)
 }
 
 // timedOut reports whether ctx ended with the deploy's deadline (applyBudget).
@@ -78,13 +79,13 @@ func (a *Applier) handle(ctx context.Context, in stage.Input) (stage.Output, err
 	switch in.Type {
 	case events.DeployStarted:
 		var d events.StartedData
-		if err := decode(in, &d); err != nil {
+		if err := stagekit.Decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
 		return a.applyPhase(ctx, in, d.Revision, d.RenderRef, 0)
 	case events.PhaseTracked:
 		var d events.PhaseTrackedData
-		if err := decode(in, &d); err != nil {
+		if err := stagekit.Decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
 		var renderRef string
@@ -114,11 +115,11 @@ func (a *Applier) handle(ctx context.Context, in stage.Input) (stage.Output, err
 }
 
 func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, renderRef string, phase int) (stage.Output, error) {
-	started := a.now()
+	started := a.Now()
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageApplier, in, revision, reason)}}, nil
 	}
-	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, a.Charts, renderRef, in.Target)
+	bundle, prepared, err := a.Bundles.Prepared(ctx, a.Blobs, a.Charts, renderRef, in.Target)
 	if bundle == nil {
 		return stage.Output{}, err // not read: retried
 	}
@@ -127,7 +128,7 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
 	if err == nil {
-		cluster, err = deployCluster(cluster, in.State) // tenant.go: the tenant's writes impersonate its ServiceAccount
+		cluster, err = stagekit.DeployCluster(cluster, in.State) // tenant.go: the tenant's writes impersonate its ServiceAccount
 	}
 	if err != nil {
 		return fail(err.Error())
@@ -136,7 +137,7 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	run.deployID = in.DeployID // a redelivered phase does not run its hooks again
 	// Fencing (lease.go): the phase writes to the cluster only while the deploy holds the
 	// lease, renewed right before each batch of deletes or applies.
-	run.fence = func(ctx context.Context) error { return a.fence(ctx, in) }
+	run.fence = func(ctx context.Context) error { return a.Fence(ctx, in) }
 	if phase >= len(bundle.Plan.Phases) {
 		return fail(fmt.Sprintf("phase %d of a %d-phase plan", phase+1, len(bundle.Plan.Phases)))
 	}
@@ -213,7 +214,7 @@ func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef st
 	if renderRef == "" {
 		return nil
 	}
-	bundle, prepared, err := a.Bundles.prepared(ctx, a.Blobs, a.Charts, renderRef, in.Target)
+	bundle, prepared, err := a.Bundles.Prepared(ctx, a.Blobs, a.Charts, renderRef, in.Target)
 	if bundle == nil {
 		return err
 	}
@@ -222,12 +223,12 @@ func (a *Applier) deleteFailed(ctx context.Context, in stage.Input, renderRef st
 	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
 	if err == nil {
-		cluster, err = deployCluster(cluster, in.State)
+		cluster, err = stagekit.DeployCluster(cluster, in.State)
 	}
 	if err != nil {
 		return nil // reported by the failure itself
 	}
 	run := newPhaseRun(cluster, in.Target, bundle, prepared)
-	run.fence = func(ctx context.Context) error { return a.fence(ctx, in) } // deleting is a cluster write too
+	run.fence = func(ctx context.Context) error { return a.Fence(ctx, in) } // deleting is a cluster write too
 	return run.deleteOnFailure(ctx, d.Phase, d.Failures)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/resource"
 )
@@ -108,7 +109,7 @@ func (r *phaseRun) notYetRecreated(ctx context.Context, objs []manifest.Object) 
 			todo = append(todo, o)
 		case err != nil:
 			return nil, nil, fmt.Errorf("get %s: %w", ref, err)
-		case live.GetAnnotations()[AnnotationDeployID] == r.deployID && live.GetDeletionTimestamp() == nil:
+		case live.GetAnnotations()[stagekit.AnnotationDeployID] == r.deployID && live.GetDeletionTimestamp() == nil:
 			if m.Scope.Name() != meta.RESTScopeNameNamespace {
 				ref.Namespace = ""
 			}
@@ -129,7 +130,7 @@ func (r *phaseRun) deleteOnFailure(ctx context.Context, phase int, failures []ev
 	}
 	failedRefs := map[string]bool{}
 	for _, f := range failures {
-		failedRefs[refKey(toKubeRef(f.Resource))] = true
+		failedRefs[refKey(stagekit.ToKubeRef(f.Resource))] = true
 	}
 	var failed []resource.Key
 	for _, res := range r.plan.Resources {
@@ -139,7 +140,7 @@ func (r *phaseRun) deleteOnFailure(ctx context.Context, phase int, failures []ev
 	}
 	var objs []manifest.Object
 	for _, k := range r.plan.FailureDeletions(phase, failed) {
-		if o, ok := r.objects.get(k); ok {
+		if o, ok := r.prepared.Object(k); ok {
 			objs = append(objs, o)
 		}
 	}

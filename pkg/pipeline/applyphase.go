@@ -15,29 +15,23 @@ import (
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/readiness"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/tracing"
 )
 
-// AnnotationDeployID is put on every object the applier recreates (hooks, before-creation
-// delete policy) with the id of the deploy that created it. A phase applied again — its event
-// redelivered because the applier died or lost NATS before the ack — finds the object it
-// already created and leaves it alone instead of deleting and creating it anew, so a hook runs
-// once per deploy (invariant 3). The cluster write and its record are one object: no crash
-// window between them.
-const AnnotationDeployID = "sealane.dev/deploy-id"
-
 // phaseRun applies one phase of a plan.
 type phaseRun struct {
-	cluster  *kube.Cluster
-	target   events.Target
-	plan     *plan.Plan
-	objects  *objectIndex // the new objects, decorated for apply
-	previous *objectIndex // the previous revision's objects, decorated the same way
+	cluster *kube.Cluster
+	target  events.Target
+	plan    *plan.Plan
+	// prepared are the new objects, decorated for apply (Object), and the previous revision's,
+	// decorated the same way (PreviousObject, prevList).
+	prepared *stagekit.Prepared
 	prevList []manifest.Object
-	settings ApplySettings
+	settings stagekit.ApplySettings
 	// deployID, when set, marks recreated objects and skips the ones this deploy created.
 	deployID string
 	// fence, when set, is called right before each batch of cluster writes (a delete batch, an
@@ -71,9 +65,8 @@ func (r *phaseRun) fenceWrites(ctx context.Context) error {
 
 // newPhaseRun runs the phases of bundle b with its prepared objects p, which it does not
 // modify (they are shared: BundleCache).
-func newPhaseRun(c *kube.Cluster, target events.Target, b *RenderBundle, p *Prepared) *phaseRun {
-	return &phaseRun{cluster: c, target: target, plan: b.Plan, settings: b.Apply, prevList: p.Previous,
-		objects: p.objects, previous: p.previous}
+func newPhaseRun(c *kube.Cluster, target events.Target, b *stagekit.RenderBundle, p *stagekit.Prepared) *phaseRun {
+	return &phaseRun{cluster: c, target: target, plan: b.Plan, settings: b.Apply, prevList: p.Previous, prepared: p}
 }
 
 // run performs the applier steps of phase, one step after another, and returns what happened
@@ -139,7 +132,7 @@ func (r *phaseRun) step(ctx context.Context, n int, ids []string) (_ []events.Ap
 			return nil, err
 		}
 		for _, ref := range done {
-			out = append(out, events.AppliedResource{Resource: toEventRef(ref), Action: events.ActionUnchanged})
+			out = append(out, events.AppliedResource{Resource: stagekit.ToEventRef(ref), Action: events.ActionUnchanged})
 		}
 		w.recreate = withDeployID(w.recreate, r.deployID)
 	}
@@ -155,7 +148,7 @@ func (r *phaseRun) step(ctx context.Context, n int, ids []string) (_ []events.Ap
 		}
 		for _, d := range deleted.results {
 			if !batch.recreate {
-				out = append(out, events.AppliedResource{Resource: toEventRef(d.Ref), Action: events.Action(d.Action)})
+				out = append(out, events.AppliedResource{Resource: stagekit.ToEventRef(d.Ref), Action: events.Action(d.Action)})
 			} else if d.Action == apply.Deleted {
 				recreated[refKey(d.Ref)] = true // reported with the create below
 			}
@@ -183,12 +176,12 @@ func (r *phaseRun) step(ctx context.Context, n int, ids []string) (_ []events.Ap
 		if recreated[refKey(a.Ref)] {
 			action = events.ActionRecreated
 		}
-		out = append(out, events.AppliedResource{Resource: toEventRef(a.Ref), Action: action})
+		out = append(out, events.AppliedResource{Resource: stagekit.ToEventRef(a.Ref), Action: action})
 	}
 	return out, err
 }
 
-// withDeployID returns copies of objs marked with deployID (AnnotationDeployID); objs are
+// withDeployID returns copies of objs marked with deployID (stagekit.AnnotationDeployID); objs are
 // shared and stay as they are.
 func withDeployID(objs []manifest.Object, deployID string) []manifest.Object {
 	out := make([]manifest.Object, len(objs))
@@ -196,7 +189,7 @@ func withDeployID(objs []manifest.Object, deployID string) []manifest.Object {
 		o.Obj = o.Obj.DeepCopy()
 		out[i] = o
 	}
-	apply.WithMetadata(out, map[string]string{AnnotationDeployID: deployID}, nil)
+	apply.WithMetadata(out, map[string]string{stagekit.AnnotationDeployID: deployID}, nil)
 	return out
 }
 
@@ -221,7 +214,7 @@ func (r *phaseRun) sortStep(ids []string) (stepWork, error) {
 		}
 		switch op.Type {
 		case plan.OpApply, plan.OpRecreate:
-			o, ok := r.objects.get(res.Key)
+			o, ok := r.prepared.Object(res.Key)
 			if !ok {
 				return w, fmt.Errorf("plan: %s is not in the render", res.Key)
 			}
@@ -231,9 +224,9 @@ func (r *phaseRun) sortStep(ids []string) (stepWork, error) {
 				w.apply = append(w.apply, o)
 			}
 		case plan.OpDelete:
-			if o, ok := r.objects.get(res.Key); ok {
+			if o, ok := r.prepared.Object(res.Key); ok {
 				w.hookDel = append(w.hookDel, o)
-			} else if o, ok := r.previous.get(res.Key); ok {
+			} else if o, ok := r.prepared.PreviousObject(res.Key); ok {
 				w.del = append(w.del, o)
 			} else {
 				return w, fmt.Errorf("plan: %s to delete is in neither revision", res.Key)
@@ -253,7 +246,7 @@ func (r *phaseRun) readyWhenApplied(id string) bool {
 	if op == nil || op.Type != plan.OpWaitReady {
 		return false
 	}
-	o, ok := r.objects.get(op.Resource)
+	o, ok := r.prepared.Object(op.Resource)
 	return ok && readiness.ReadyWhenApplied(o.Obj)
 }
 
@@ -266,11 +259,11 @@ func (r *phaseRun) servedUnchangedCRD(id string, applied []events.AppliedResourc
 	if op == nil || op.Type != plan.OpWaitReady || op.Resource.Kind != "CustomResourceDefinition" {
 		return false
 	}
-	o, ok := r.objects.get(op.Resource)
+	o, ok := r.prepared.Object(op.Resource)
 	if !ok {
 		return false
 	}
-	ref := toEventRef(manifest.RefOf(o.Obj))
+	ref := stagekit.ToEventRef(manifest.RefOf(o.Obj))
 	unchanged := false
 	for _, a := range applied {
 		if a.Resource.Kind == ref.Kind && a.Resource.Name == ref.Name && a.Action == events.ActionUnchanged {
@@ -309,7 +302,7 @@ func (r *phaseRun) wait(id string) (events.Wait, error) {
 		if err != nil {
 			return events.Wait{}, err
 		}
-		return events.Wait{Resource: toEventRef(ref), Until: "ready"}, nil
+		return events.Wait{Resource: stagekit.ToEventRef(ref), Until: "ready"}, nil
 	}
 	res := r.plan.Resource(op.Resource)
 	if res == nil {
@@ -319,7 +312,7 @@ func (r *phaseRun) wait(id string) (events.Wait, error) {
 	if until == "" {
 		return events.Wait{}, fmt.Errorf("plan: operation %s of type %s is not the tracker's", id, op.Type)
 	}
-	return events.Wait{Resource: toEventRef(res.Ref), Until: until}, nil
+	return events.Wait{Resource: stagekit.ToEventRef(res.Ref), Until: until}, nil
 }
 
 // externalRef resolves an external dependency ("deployment/db", "deployments.v1.apps/db") to
@@ -353,7 +346,7 @@ func (r *phaseRun) check(ctx context.Context) error {
 			continue
 		}
 		if res := r.plan.Resource(op.Resource); res != nil {
-			if o, ok := r.objects.get(res.Key); ok {
+			if o, ok := r.prepared.Object(res.Key); ok {
 				objs = append(objs, o)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	helmchart "helm.sh/helm/v3/pkg/chart"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -59,7 +60,7 @@ func (r *Recorder) cdFailureEvent(in stage.Input, rec events.RecordedData) (*sta
 		return nil, nil
 	}
 	payload, err := events.NewCDPipelineRunFinished(events.CDPipelineRun{ID: events.StepID(in.DeployID, cdEventStep),
-		Source: recorderSource, Time: r.now(), DeployID: in.DeployID, Operation: in.State.Operation, Target: in.Target,
+		Source: recorderSource, Time: r.Now(), DeployID: in.DeployID, Operation: in.State.Operation, Target: in.Target,
 		Reason: rec.Reason, RequestedBy: in.State.RequestedBy, RequestedByVerified: in.State.RequestedByVerified})
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func (r *Recorder) cdServiceEvent(ctx context.Context, in stage.Input, rec event
 	if rec.UpToDate || rec.Revision == 0 {
 		return nil, nil
 	}
-	svc := events.CDService{ID: events.StepID(in.DeployID, cdEventStep), Source: recorderSource, Time: r.now(), Target: in.Target,
+	svc := events.CDService{ID: events.StepID(in.DeployID, cdEventStep), Source: recorderSource, Time: r.Now(), Target: in.Target,
 		RequestedBy: in.State.RequestedBy, RequestedByVerified: in.State.RequestedByVerified}
 	switch in.State.Operation {
 	case events.OperationUninstall:
@@ -112,9 +113,9 @@ func (r *Recorder) recordedChart(ctx context.Context, in stage.Input, revision i
 	if err != nil {
 		return "", "", false, err
 	}
-	rel, err := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log())).Get(ctx, in.Target.Release, revision)
+	rel, err := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(in.State), in.Logger(r.Logger())).Get(ctx, in.Target.Release, revision)
 	if errors.Is(err, release.ErrNotFound) || err == nil && (rel.Chart == nil || rel.Chart.Metadata == nil) {
-		in.Logger(r.log()).Warn("no chart in the release record: no CDEvent", zap.Int("revision", revision))
+		in.Logger(r.Logger()).Warn("no chart in the release record: no CDEvent", zap.Int("revision", revision))
 		return "", "", false, nil
 	}
 	if err != nil {

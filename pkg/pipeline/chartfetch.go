@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chartsource"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
-
-// remoteChartTimeout bounds fetching a remote chart and its dependencies.
-const remoteChartTimeout = 2 * time.Minute
 
 // storeRemoteChart fetches a chart the request names by repository or OCI reference, stores
 // the packed archive in the Object Store and returns the source pointing at it.
-// opts bound its size and time and say which sources are allowed (Admission.fetchOptions).
-func storeRemoteChart(ctx context.Context, blobs Blobs, src events.ChartSource, opts chartsource.Options) (events.ChartSource, error) {
+// opts bound its size and time and say which sources are allowed (fetchOptions).
+func storeRemoteChart(ctx context.Context, blobs stagekit.Blobs, src events.ChartSource, opts chartsource.Options) (events.ChartSource, error) {
 	archive, meta, digest, err := chartsource.Resolve(ctx, chartsource.NewSource(src.Name, src.Repo, src.Version), opts)
 	if err != nil {
 		return src, fmt.Errorf("fetch chart %s: %w", chartsource.NewSource(src.Name, src.Repo, src.Version), err)

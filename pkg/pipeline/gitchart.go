@@ -14,6 +14,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/chartsource"
 	"github.com/sealane/sealane/pkg/gitsource"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
 
 // maxValuesFileBytes bounds one values file read from a chart's repository.
@@ -22,10 +23,10 @@ const maxValuesFileBytes = 4 << 20
 // commitName is a full commit object name: SHA-1 or SHA-256, lowercase hex.
 var commitName = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
-// checkGitChart refuses a git chart the renderer may not fetch: a commit that is not a full
-// object name, a path or values file outside the repository, a repository Sources does not
-// allow (unless trusted).
-func (i Admission) checkGitChart(g *events.GitChart) error {
+// checkGitChart refuses a git chart the renderer may not fetch under the policy i: a commit
+// that is not a full object name, a path or values file outside the repository, a repository
+// Sources does not allow (unless trusted).
+func checkGitChart(i stagekit.Admission, g *events.GitChart) error {
 	if !commitName.MatchString(g.Commit) {
 		return fmt.Errorf("chart in %s: commit %q is not a full commit SHA (40 or 64 lowercase hex): a webhook deploys exactly one commit, never a branch",
 			gitsource.Redact(g.URL), g.Commit)
@@ -67,14 +68,14 @@ func gitLocation(url string) string {
 	return url
 }
 
-// gitOptions are the gitsource options of a git chart fetched for a request.
-func (i Admission) gitOptions() gitsource.Options {
+// gitOptions are the gitsource options of a git chart fetched for a request under the policy i.
+func gitOptions(i stagekit.Admission) gitsource.Options {
 	o := i.Git
 	if o.CacheDir == "" {
 		o.CacheDir = gitsource.DefaultCacheDir()
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = i.fetchOptions().Timeout
+		o.Timeout = fetchOptions(i).Timeout
 	}
 	if !i.Trusted {
 		o.Allow = i.Sources.Allow // every request and redirect of the fetch, not only the URL
@@ -85,17 +86,17 @@ func (i Admission) gitOptions() gitsource.Options {
 // storeGitChart fetches the request's git chart at its commit, packs it as a local chart (a
 // werf project's .helm/ included) and stores it; it returns the stored source, Git kept, and
 // the repository's values files the chart names, in order.
-func storeGitChart(ctx context.Context, blobs Blobs, g events.GitChart, i Admission) (events.ChartSource, []chart.ValuesFile, error) {
+func storeGitChart(ctx context.Context, blobs stagekit.Blobs, g events.GitChart, i stagekit.Admission) (events.ChartSource, []chart.ValuesFile, error) {
 	tmp, err := os.MkdirTemp("", "sealane-git-")
 	if err != nil {
 		return events.ChartSource{}, nil, fmt.Errorf("chart in %s: %w", gitsource.Redact(g.URL), err)
 	}
 	defer os.RemoveAll(tmp)
-	tree, err := gitsource.Checkout(ctx, gitsource.Source{URL: g.URL, Commit: g.Commit}, tmp, i.gitOptions())
+	tree, err := gitsource.Checkout(ctx, gitsource.Source{URL: g.URL, Commit: g.Commit}, tmp, gitOptions(i))
 	if err != nil {
 		return events.ChartSource{}, nil, err
 	}
-	opts := i.fetchOptions()
+	opts := fetchOptions(i)
 	opts.Allow = insideTree(tree, opts.Allow)
 	archive, meta, digest, err := chartsource.Resolve(ctx, chartsource.Source{Path: filepath.Join(tree, filepath.FromSlash(g.Path))}, opts)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestCheckGitChart(t *testing.T) {
 		{"local file", events.GitChart{URL: "file:///srv/repo.git", Commit: sha}, "file:///srv/repo.git"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := in.checkGitChart(&tc.g)
+			err := checkGitChart(in, &tc.g)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -46,7 +46,7 @@ func TestCheckGitChart(t *testing.T) {
 			}
 		})
 	}
-	if err := (Admission{Trusted: true}).checkGitChart(&events.GitChart{URL: "file:///srv/repo.git", Commit: sha}); err != nil {
+	if err := checkGitChart(Admission{Trusted: true}, &events.GitChart{URL: "file:///srv/repo.git", Commit: sha}); err != nil {
 		t.Errorf("the embedded pipeline takes any repository: %v", err)
 	}
 }
@@ -86,7 +86,7 @@ func TestStoreGitChart(t *testing.T) {
 	if !errors.Is(err, gitsource.ErrCommitNotFound) {
 		t.Fatalf("unknown commit: %v, want ErrCommitNotFound", err)
 	}
-	if reason, ok := in.fetchRefused(ctx, err); !ok || !strings.Contains(reason, sha) {
+	if reason, ok := fetchRefused(ctx, in, err); !ok || !strings.Contains(reason, sha) {
 		t.Errorf("unknown commit refused = %v (%q), want a refusal naming it (retrying cannot fix it)", ok, reason)
 	}
 }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -20,8 +19,9 @@ import (
 // the renderer acquires it for a request or queues the request; every stage renews it when it
 // handles an event of the deploy, and the applier and the tracker keep it renewed on a ticker
 // while they work; the applier and the recorder renew it again right before each write to the
-// cluster or the release records (fence); the recorder releases it, handing the release to the
-// next queued request, when the deploy ends. A lost lease fails the deploy.
+// cluster or the release records (the handlers' side: stagekit/lease.go, KeepLease and Fence);
+// the recorder releases it, handing the release to the next queued request, when the deploy
+// ends. A lost lease fails the deploy.
 
 // withLease wraps the stages' handlers with the lease steps; without Deps.Leases it does nothing.
 func withLease(d Deps, all map[events.Stage]stage.Stage) {
@@ -59,7 +59,7 @@ type leasedRenderer struct {
 // handleRequest admits, queues or refuses one deploy.requested, then renders it holding the lease.
 func (l *leasedRenderer) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
 	if !admitsRequest(in.State) {
-		in.Logger(l.log()).Info("ignoring a repeated request of a deploy underway",
+		in.Logger(l.Logger()).Info("ignoring a repeated request of a deploy underway",
 			zap.String("event", in.Event.ID()), zap.String("status", string(in.State.Status)))
 		return stage.Output{}, nil
 	}
@@ -72,7 +72,7 @@ func (l *leasedRenderer) handleRequest(ctx context.Context, in stage.Input, req 
 		}
 		// A queued request may have been handed the lease already (its state has no token
 		// yet): give it back at once, or the queue would wait for the next sweep.
-		handed, err := l.releaseHeld(ctx, in)
+		handed, err := l.ReleaseHeld(ctx, in)
 		if err != nil {
 			return stage.Output{}, err
 		}
@@ -119,7 +119,7 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 	// The holder may have released the lease between Acquire and Enqueue: hand it on.
 	h, err := l.Leases.Kick(ctx, in.Target)
 	if err != nil {
-		in.Logger(l.log()).Warn("hand the release lease to the queue", zap.Stringer("target", in.Target), zap.Error(err))
+		in.Logger(l.Logger()).Warn("hand the release lease to the queue", zap.Stringer("target", in.Target), zap.Error(err))
 	}
 	holder := busy.Holder
 	if holder == "" {
@@ -134,8 +134,8 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 		emits = append(emits, stage.Emit{Type: events.DeployFailed, Step: "failed", DeployID: id,
 			Data: events.FailedData{Target: in.Target, Stage: events.StageRenderer, Reason: "superseded by deploy " + in.DeployID}})
 	}
-	emits = append(emits, handedOver(h)...)
-	in.Logger(l.log()).Info("deploy queued behind the release's lease holder",
+	emits = append(emits, stagekit.HandedOver(h)...)
+	in.Logger(l.Logger()).Info("deploy queued behind the release's lease holder",
 		zap.Stringer("target", in.Target), zap.String("holder", holder), zap.Int("position", pos), zap.Strings("superseded", dropped))
 	return stage.Output{State: &st, Emits: emits}, nil
 }
@@ -143,11 +143,11 @@ func (l *leasedRenderer) queue(ctx context.Context, in stage.Input, req events.R
 // helmPending returns Helm's refusal when the release's last revision is pending and was not
 // written by sealane: helm itself is mid-operation on the release.
 func (l *leasedRenderer) helmPending(ctx context.Context, in stage.Input, req events.RequestedData) (string, error) {
-	cluster, err := newDeployCluster(ctx, l.Clusters, in.Target.Cluster)
+	cluster, err := stagekit.NewDeployCluster(ctx, l.Clusters, in.Target.Cluster)
 	if err != nil {
 		return "", nil // the renderer reports it
 	}
-	store := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(l.log()))
+	store := stagekit.ReleaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(l.Logger()))
 	h, err := store.LastHeader(ctx, in.Target.Release)
 	if errors.Is(err, release.ErrNotFound) {
 		return "", nil
@@ -184,13 +184,13 @@ type renewing struct {
 }
 
 // closer is a stage that ends deploys (the recorder): when the lease of a deploy it closes is
-// lost, the lease step has it close the deploy without touching the records (closeLost)
+// lost, the lease step has it close the deploy without touching the records (CloseLost)
 // instead of failing it, and releases the lease once it has closed one.
 type closer interface {
-	// closes says whether the stage's handling of in ends the deploy.
-	closes(in stage.Input) bool
-	// closeLost ends a deploy whose lease is gone (recorderlease.go).
-	closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error)
+	// Closes says whether the stage's handling of in ends the deploy.
+	Closes(in stage.Input) bool
+	// CloseLost ends a deploy whose lease is gone (recorder/recorderlease.go).
+	CloseLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error)
 }
 
 // Handle renews the lease, then runs the stage's handler; the recorder's closing releases the
@@ -200,15 +200,15 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if in.State != nil {
 		token = in.State.LeaseToken
 	}
-	closing := r.closer != nil && r.closer.closes(in)
+	closing := r.closer != nil && r.closer.Closes(in)
 	var lost *lease.LostError
 	if token != 0 {
 		err := r.Leases.Renew(ctx, in.Target, token, r.LeaseTTL)
 		switch {
 		case errors.As(err, &lost) && closing:
-			return r.closer.closeLost(ctx, in, lost)
+			return r.closer.CloseLost(ctx, in, lost)
 		case errors.As(err, &lost):
-			return leaseLost(r.name, in, lost), nil
+			return stagekit.LeaseLost(r.name, in, lost), nil
 		case err != nil:
 			return stage.Output{}, fmt.Errorf("renew release lease of %s: %w", in.Target, err)
 		}
@@ -217,9 +217,9 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	switch {
 	case errors.As(err, &lost) && closing:
 		// A fence inside the handler found the lease lost: close now rather than retry.
-		return r.closer.closeLost(ctx, in, lost)
+		return r.closer.CloseLost(ctx, in, lost)
 	case errors.As(err, &lost):
-		return leaseLost(r.name, in, lost), nil
+		return stagekit.LeaseLost(r.name, in, lost), nil
 	case err != nil || !closing || !emitsType(out, events.ReleaseRecorded):
 		return out, err
 	case token == 0:
@@ -227,7 +227,7 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		// it (refused, superseded, dead-lettered): its state has no token, but it holds the
 		// release. Free it now instead of at the next sweep.
 		if in.State == nil || takesLease(in.State.Operation) {
-			handed, err := r.releaseHeld(ctx, in)
+			handed, err := r.ReleaseHeld(ctx, in)
 			if err != nil {
 				return stage.Output{}, err
 			}
@@ -239,37 +239,8 @@ func (r *renewing) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release the release lease of %s: %w", in.Target, err)
 	}
-	out.Emits = append(out.Emits, handedOver(h)...)
+	out.Emits = append(out.Emits, stagekit.HandedOver(h)...)
 	return out, nil
-}
-
-// releaseHeld releases the target's lease when the bucket shows this deploy as its holder,
-// whatever the deploy's state says (see renewing.Handle), and returns the event handing it
-// to the next queued request, if any.
-func (d Deps) releaseHeld(ctx context.Context, in stage.Input) ([]stage.Emit, error) {
-	held, err := d.Leases.Get(ctx, in.Target)
-	if err != nil {
-		return nil, fmt.Errorf("release lease of %s: %w", in.Target, err)
-	}
-	if held == nil || held.DeployID != in.DeployID {
-		return nil, nil
-	}
-	h, err := d.Leases.Release(ctx, in.Target, held.Token)
-	if err != nil {
-		return nil, fmt.Errorf("release the release lease of %s: %w", in.Target, err)
-	}
-	in.Logger(d.log()).Info("released the release lease a closed deploy was handed",
-		zap.Stringer("target", in.Target), zap.Uint64("token", held.Token))
-	return handedOver(h), nil
-}
-
-// handedOver is the event re-publishing the queued request a lease hand-over chose, if any:
-// the stage runtime publishes it with the handler's other events, through the outbox.
-func handedOver(h *lease.Handover) []stage.Emit {
-	if h == nil {
-		return nil
-	}
-	return []stage.Emit{stage.Verbatim(h.Event)}
 }
 
 func emitsType(out stage.Output, t events.Type) bool {
@@ -279,103 +250,4 @@ func emitsType(out stage.Output, t events.Type) bool {
 		}
 	}
 	return false
-}
-
-// lostReason is the failure reason of a lost lease, naming the lease and its current holder.
-func lostReason(lost *lease.LostError) string { return lost.Error() }
-
-// leaseLost fails the deploy: its lease is gone, nothing more may be written.
-func leaseLost(name events.Stage, in stage.Input, lost *lease.LostError) stage.Output {
-	revision := 0
-	if in.State != nil {
-		revision = in.State.Revision
-	}
-	return stage.Output{Emits: []stage.Emit{stage.Fail(name, in, revision, lostReason(lost))}}
-}
-
-// fence renews the deploy's lease right before a stage writes to the cluster or the release
-// records, so that the write happens a full TTL before the lease could expire (a check alone
-// would accept a lease that expired and that nobody took over yet, with no margin): a
-// *lease.LostError when it was lost, another error when it cannot be renewed.
-func (d Deps) fence(ctx context.Context, in stage.Input) error {
-	if d.Leases == nil || in.State == nil || in.State.LeaseToken == 0 {
-		return nil
-	}
-	if err := d.Leases.Renew(ctx, in.Target, in.State.LeaseToken, d.LeaseTTL); err != nil {
-		return fmt.Errorf("release lease of %s: %w", in.Target, err)
-	}
-	return nil
-}
-
-// fenced runs fence and turns a lost lease into the deploy's failure: (out, true, nil) when the
-// deploy must stop, (_, false, err) to retry, (_, false, nil) to go on.
-func (d Deps) fenced(ctx context.Context, name events.Stage, in stage.Input) (stage.Output, bool, error) {
-	err := d.fence(ctx, in)
-	var lost *lease.LostError
-	if errors.As(err, &lost) {
-		return leaseLost(name, in, lost), true, nil
-	}
-	return stage.Output{}, false, err
-}
-
-// keepLease renews the deploy's lease every third of its TTL while a long handler (the
-// applier, the tracker) works. The returned context is cancelled when the lease is lost, and
-// also when renewals have failed for two thirds of the TTL (the lease may expire before the
-// work could notice: the handler is retried). stop ends the renewals and returns the
-// *lease.LostError, if any.
-func (d Deps) keepLease(ctx context.Context, in stage.Input) (context.Context, func() *lease.LostError) {
-	if d.Leases == nil || in.State == nil || in.State.LeaseToken == 0 {
-		return ctx, func() *lease.LostError { return nil }
-	}
-	ttl := d.LeaseTTL
-	if ttl <= 0 {
-		ttl = d.Leases.TTL()
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		lost *lease.LostError
-	)
-	wg.Go(func() {
-		tick := time.NewTicker(ttl / 3)
-		defer tick.Stop()
-		renewed := d.now() // by the handler's renewal just before
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			rctx, rcancel := context.WithTimeout(ctx, ttl/3)
-			err := d.Leases.Renew(rctx, in.Target, in.State.LeaseToken, ttl)
-			rcancel()
-			var l *lease.LostError
-			switch {
-			case errors.As(err, &l):
-				mu.Lock()
-				lost = l
-				mu.Unlock()
-				cancel(fmt.Errorf("release lease of %s: %w", in.Target, l))
-				return
-			case err == nil:
-				renewed = d.now()
-			case ctx.Err() != nil:
-				return
-			default:
-				in.Logger(d.log()).Warn("renew release lease", zap.Error(err))
-				if since := d.now().Sub(renewed); since >= ttl-ttl/3 {
-					cancel(fmt.Errorf("release lease of %s: not renewed for %s, it may expire: %w", in.Target, since.Round(time.Second), err))
-					return
-				}
-			}
-		}
-	})
-	return ctx, func() *lease.LostError {
-		cancel(nil)
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		return lost
-	}
 }

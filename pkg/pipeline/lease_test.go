@@ -35,6 +35,7 @@ import (
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/lease/leasetest"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/resource"
@@ -254,7 +255,7 @@ func TestFenceRenews(t *testing.T) {
 	in := input(t, events.DeployStarted, "a", events.StartedData{Target: leaseTarget}, &deploy.State{ID: "a", LeaseToken: token})
 
 	e.setClock(t0.Add(2 * time.Minute)) // expired, nobody took it over
-	if err := d.fence(testContext(t), in); err != nil {
+	if err := d.Fence(testContext(t), in); err != nil {
 		t.Fatalf("fence over an expired lease nobody took: %v", err)
 	}
 	if h := e.holder(); h.DeployID != "a" || h.Token != token || !h.Expires.Equal(t0.Add(3*time.Minute)) {
@@ -266,12 +267,12 @@ func TestFenceRenews(t *testing.T) {
 
 	e.setClock(t0.Add(4 * time.Minute)) // expired again, and b takes it over
 	e.acquire("b", 0)
-	err := d.fence(testContext(t), in)
+	err := d.Fence(testContext(t), in)
 	var lost *lease.LostError
 	if !errors.As(err, &lost) || lost.Holder != "b" || !strings.Contains(err.Error(), "release lease of "+leaseTarget.String()) {
 		t.Fatalf("fence after a takeover = %v, want a *lease.LostError naming b", err)
 	}
-	out, stop, err := d.fenced(testContext(t), events.StageApplier, in)
+	out, stop, err := d.Fenced(testContext(t), events.StageApplier, in)
 	if !stop || err != nil || !strings.Contains(failedReason(out), "deploy b holds it now") {
 		t.Fatalf("fenced after a takeover = %+v, %v, %v; want the deploy failed", out, stop, err)
 	}
@@ -304,20 +305,20 @@ func cmManifest(name string, annotations ...string) string {
 
 // bundle is an upgrade of the release: a hook recreated before (phase 1), ConfigMap "new"
 // applied (phase 2), ConfigMap "old" (of the previous revision) deleted (phase 3).
-func (e *leaseEnv) bundle() *RenderBundle {
+func (e *leaseEnv) bundle() *stagekit.RenderBundle {
 	e.t.Helper()
 	hook := &helmrelease.Hook{Name: "hook", Kind: "ConfigMap", Path: "web/templates/hook.yaml",
 		Manifest: cmManifest("hook", "helm.sh/hook", "pre-upgrade", "helm.sh/hook-delete-policy", "before-hook-creation")}
-	b := &RenderBundle{
+	b := &stagekit.RenderBundle{
 		Manifest: "---\n# Source: web/templates/new.yaml\n" + cmManifest("new"),
 		Hooks:    []*helmrelease.Hook{hook},
 		Previous: "---\n# Source: web/templates/old.yaml\n" + cmManifest("old"),
 	}
-	objs, err := manifest.Parse(b.Manifest + "\n" + hookText(b.Hooks))
+	objs, err := manifest.Parse(b.Manifest + "\n" + stagekit.HookText(b.Hooks))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if b.Plan, err = BuildPlan(e.cluster, PlanInput{Kind: plan.Upgrade, Target: leaseTarget, Objects: objs, Previous: b.Previous}); err != nil {
+	if b.Plan, err = stagekit.BuildPlan(e.cluster, stagekit.PlanInput{Kind: plan.Upgrade, Target: leaseTarget, Objects: objs, Previous: b.Previous}); err != nil {
 		e.t.Fatal(err)
 	}
 	if len(b.Plan.Phases) != 3 {
@@ -363,7 +364,7 @@ func TestPhaseFencesEachWriteBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newLeaseEnv(t, configMap("hook"), configMap("old"))
 			b := e.bundle()
-			p, err := Prepare(leaseTarget, b)
+			p, err := stagekit.Prepare(leaseTarget, b)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +11,8 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/diff"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/payload"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 )
 
@@ -43,7 +46,7 @@ func (r *PlanReport) Planned(target events.Target, planRef string, warnings []st
 		d.Phases = len(r.Plan.Phases)
 	}
 	for _, c := range r.Changes {
-		d.Changes = append(d.Changes, events.PlannedChange{Resource: toEventRef(c.Ref), Change: string(c.Type),
+		d.Changes = append(d.Changes, events.PlannedChange{Resource: stagekit.ToEventRef(c.Ref), Change: string(c.Type),
 			Hook: c.Hook, Drift: c.Drift, Problem: c.Problem})
 	}
 	return d
@@ -54,7 +57,7 @@ func (r *PlanReport) Planned(target events.Target, planRef string, warnings []st
 // (0: the default, negative: none).
 type DryRunInput struct {
 	Target             events.Target
-	Bundle             *RenderBundle
+	Bundle             *stagekit.RenderBundle
 	Revision, Deployed int
 	ContextLines       int
 }
@@ -68,7 +71,7 @@ func DryRun(ctx context.Context, c *kube.Cluster, q DryRunInput) (*PlanReport, e
 	if err != nil {
 		return nil, err
 	}
-	p, err := Prepare(target, b)
+	p, err := stagekit.Prepare(target, b)
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", target.Release, err)
 	}
@@ -92,4 +95,31 @@ func DryRun(ctx context.Context, c *kube.Cluster, q DryRunInput) (*PlanReport, e
 		return nil, fmt.Errorf("namespace %s: %w", target.Namespace, err)
 	}
 	return report, nil
+}
+
+// LoadPlanReply reads the requester's copy of a plan report (PlannedData.ReplyRef), sealed
+// with the reply key (hex) the request carried.
+func LoadPlanReply(ctx context.Context, r ReplyReader, ref, replyKey string) (*PlanReport, error) {
+	key, err := payload.ParseKey(replyKey)
+	if err != nil {
+		return nil, fmt.Errorf("plan report %s: reply key: %w", ref, err)
+	}
+	raw, err := r.GetReply(ctx, ref, key)
+	if err != nil {
+		return nil, fmt.Errorf("plan report: %w", err)
+	}
+	var report PlanReport
+	if err := json.Unmarshal(raw, &report); err != nil {
+		return nil, fmt.Errorf("plan report %s: %w", ref, err)
+	}
+	return &report, nil
+}
+
+// LoadPlanReport reads the report a deploy.planned event points to.
+func LoadPlanReport(ctx context.Context, b stagekit.Blobs, planRef string) (*PlanReport, error) {
+	var report PlanReport
+	if err := stagekit.LoadJSON(ctx, b, "plan report", planRef, &report); err != nil {
+		return nil, err
+	}
+	return &report, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,13 +14,12 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/tracing"
 	"go.uber.org/zap"
 )
-
-const defaultTimeout = 5 * time.Minute
 
 // Recorder keeps Helm-compatible release records: it writes the pending revision before
 // anything is applied and marks it deployed or failed when the deploy ends. Its
@@ -33,13 +31,13 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 	switch in.Type {
 	case events.DeployRendered:
 		var d events.RenderedData
-		if err := decode(in, &d); err != nil {
+		if err := stagekit.Decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
 		return r.pending(ctx, in, d)
 	case events.DeploySucceeded:
 		var d events.SucceededData
-		if err := decode(in, &d); err != nil {
+		if err := stagekit.Decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
 		out, chart, err := r.result(ctx, in, d.Revision, true, "")
@@ -61,7 +59,7 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 			Data: events.RecordedData{Target: in.Target, Outcome: events.OutcomeSucceeded}}}}, nil
 	case events.DeployFailed:
 		var d events.FailedData
-		if err := decode(in, &d); err != nil {
+		if err := stagekit.Decode(in, &d); err != nil {
 			return stage.Output{}, stage.Permanent(err)
 		}
 		out, chart, err := r.result(ctx, in, d.Revision, false, d.Reason)
@@ -86,7 +84,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if d.Operation == events.OperationUninstall {
 		return r.uninstalling(ctx, in, started)
 	}
-	bundle, err := r.Bundles.bundle(ctx, r.Blobs, d.RenderRef)
+	bundle, err := r.Bundles.Bundle(ctx, r.Blobs, d.RenderRef)
 	if err != nil {
 		return stage.Output{}, err
 	}
@@ -104,23 +102,23 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	}
 	// Fencing (lease.go): only the lease holder writes, to the cluster (namespaces) or the
 	// records.
-	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
+	if out, stop, err := r.Fenced(ctx, events.StageRecorder, in); stop || err != nil {
 		return out, err
 	}
 	// The record lives in the release namespace, so it must exist before anything is applied.
 	if err := cluster.EnsureNamespace(ctx, in.Target.Namespace); err != nil {
 		return stage.Output{}, err
 	}
-	if err := ensureStorageNamespace(ctx, cluster, in.Target, storageOf(in.State)); err != nil {
+	if err := stagekit.EnsureStorageNamespace(ctx, cluster, in.Target, stagekit.StorageOf(in.State)); err != nil {
 		return stage.Output{}, err
 	}
-	store := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log()))
+	store := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(in.State), in.Logger(r.Logger()))
 	// Fenced again right before the records; a pending revision a dead holder left is closed
 	// first.
-	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
+	if out, stop, err := r.Fenced(ctx, events.StageRecorder, in); stop || err != nil {
 		return out, err
 	}
-	if err := closeAbandoned(ctx, store, in.Target.Release, d.Revision, in.Logger(r.log())); err != nil {
+	if err := closeAbandoned(ctx, store, in.Target.Release, d.Revision, in.Logger(r.Logger())); err != nil {
 		return stage.Output{}, err
 	}
 	if err := recordPending(ctx, store, release.Pending{
@@ -152,10 +150,10 @@ func (r *Recorder) uninstalling(ctx context.Context, in stage.Input, started sta
 	if err != nil {
 		return fail(err.Error())
 	}
-	if out, stop, err := r.fenced(ctx, events.StageRecorder, in); stop || err != nil {
+	if out, stop, err := r.Fenced(ctx, events.StageRecorder, in); stop || err != nil {
 		return out, err
 	}
-	if _, err := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log())).MarkUninstalling(ctx, in.Target.Release); err != nil {
+	if _, err := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(in.State), in.Logger(r.Logger())).MarkUninstalling(ctx, in.Target.Release); err != nil {
 		if errors.Is(err, release.ErrNotFound) {
 			return fail(err.Error())
 		}
@@ -228,7 +226,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		if err != nil {
 			return stage.Output{}, nil, err
 		}
-		store := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log()))
+		store := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(in.State), in.Logger(r.Logger()))
 		desc := "Install complete"
 		if revision > 1 {
 			desc = "Upgrade complete"
@@ -239,7 +237,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		if !ok {
 			desc = failedDescription + reason
 		}
-		if err := r.fence(ctx, in); err != nil {
+		if err := r.Fence(ctx, in); err != nil {
 			return stage.Output{}, nil, err // lost: renewing closes the deploy without a record (lease.go)
 		}
 		writeCtx, span := tracing.Start(ctx, "release.write", tracing.Revision(revision), attribute.Bool("sealane.release.ok", ok))
@@ -248,7 +246,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 		switch {
 		case errors.Is(err, release.ErrNotFound):
 			// The deploy failed before its pending record was written: nothing to close.
-			in.Logger(r.log()).Info("no pending record to close", zap.Int("revision", revision))
+			in.Logger(r.Logger()).Info("no pending record to close", zap.Int("revision", revision))
 		case err != nil:
 			return stage.Output{}, nil, fmt.Errorf("record result %s.v%d: %w", in.Target.Release, revision, err)
 		default:
@@ -280,10 +278,10 @@ func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.R
 	if err != nil {
 		return stage.Output{}, err
 	}
-	store := releaseStore(cluster, in.Target, storageOf(in.State), in.Logger(r.log()))
+	store := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(in.State), in.Logger(r.Logger()))
 	// Every write is fenced (lease.go); a lost lease is returned as it is: renewing closes the
 	// deploy without writing more.
-	if err := r.fence(ctx, in); err != nil {
+	if err := r.Fence(ctx, in); err != nil {
 		return stage.Output{}, err
 	}
 	if !ok {
@@ -300,7 +298,7 @@ func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.R
 		}
 		rec.Status = "uninstalled"
 		if in.State.WithNamespace {
-			if err := r.fence(ctx, in); err != nil {
+			if err := r.Fence(ctx, in); err != nil {
 				return stage.Output{}, err
 			}
 			if err := cluster.Typed.CoreV1().Namespaces().Delete(ctx, in.Target.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -17,6 +17,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -42,26 +43,26 @@ func closingOf(in stage.Input) closingEvent {
 	switch in.Type {
 	case events.DeploySucceeded:
 		var d events.SucceededData
-		_ = decode(in, &d)
+		_ = stagekit.Decode(in, &d)
 		return closingEvent{succeeded: true, upToDate: d.UpToDate}
 	case events.DeployFailed:
 		var d events.FailedData
-		_ = decode(in, &d)
+		_ = stagekit.Decode(in, &d)
 		return closingEvent{reason: d.Reason}
 	}
 	return closingEvent{}
 }
 
-// closes says whether the recorder's handling of in ends the deploy: every event but the
+// Closes says whether the recorder's handling of in ends the deploy: every event but the
 // rendered one, which records the pending revision.
-func (r *Recorder) closes(in stage.Input) bool { return in.Type != events.DeployRendered }
+func (r *Recorder) Closes(in stage.Input) bool { return in.Type != events.DeployRendered }
 
-// closeLost ends a deploy whose lease is gone without touching the release records or the
+// CloseLost ends a deploy whose lease is gone without touching the release records or the
 // cluster (the new holder owns them). It reports the deploy's own outcome when that is
 // certain — its records show it, or this deploy released the lease itself (the closing is
 // retried after the release: the lease is absent or was handed over from this deploy) — and
 // otherwise a failure naming the lease.
-func (r *Recorder) closeLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
+func (r *Recorder) CloseLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error) {
 	ev := closingOf(in)
 	held, err := r.Leases.Get(ctx, in.Target)
 	if err != nil {
@@ -79,11 +80,11 @@ func (r *Recorder) closeLost(ctx context.Context, in stage.Input, lost *lease.Lo
 	case o.own:
 		rec.Reason = ev.reason
 	default:
-		rec.Reason = lostReason(lost)
+		rec.Reason = stagekit.LostReason(lost)
 		if o.note != "" {
 			rec.Reason = o.note + ": " + rec.Reason
 		}
-		if ev.reason != "" && !strings.Contains(ev.reason, lostReason(lost)) {
+		if ev.reason != "" && !strings.Contains(ev.reason, stagekit.LostReason(lost)) {
 			rec.Reason = ev.reason + "; " + rec.Reason
 		}
 	}
@@ -104,19 +105,19 @@ func (r *Recorder) closeLost(ctx context.Context, in stage.Input, lost *lease.Lo
 		if err != nil {
 			return stage.Output{}, fmt.Errorf("release lease of %s: %w", in.Target, err)
 		}
-		emits = append(emits, handedOver(h)...)
+		emits = append(emits, stagekit.HandedOver(h)...)
 	}
 	if o.own {
-		in.Logger(r.log()).Info("deploy closed after its release lease was given up: its own outcome",
+		in.Logger(r.Logger()).Info("deploy closed after its release lease was given up: its own outcome",
 			zap.Stringer("target", in.Target), zap.String("holder", holder), zap.String("outcome", string(rec.Outcome)))
 	} else {
-		in.Logger(r.log()).Warn("deploy closed without a record: its release lease was lost",
+		in.Logger(r.Logger()).Warn("deploy closed without a record: its release lease was lost",
 			zap.Stringer("target", in.Target), zap.String("holder", holder))
 	}
 	return stage.Output{Emits: emits}, nil
 }
 
-// closeResult is what closeLost reports.
+// closeResult is what CloseLost reports.
 type closeResult struct {
 	own    bool   // the deploy's own outcome (the event's), not a lost lease
 	status string // the revision's recorded status
@@ -124,7 +125,7 @@ type closeResult struct {
 }
 
 // lostOutcome reads, without writing, whether the records show the deploy's own outcome (see
-// closeLost); released says that this deploy gave the lease up itself.
+// CloseLost); released says that this deploy gave the lease up itself.
 func (r *Recorder) lostOutcome(ctx context.Context, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
 	st := in.State
 	if st.Revision <= 0 {
@@ -137,7 +138,7 @@ func (r *Recorder) lostOutcome(ctx context.Context, in stage.Input, ev closingEv
 	if st.Operation == events.OperationUninstall {
 		return r.lostUninstall(ctx, cluster, in, ev, released)
 	}
-	rel, err := releaseStore(cluster, in.Target, storageOf(st), in.Logger(r.log())).Get(ctx, in.Target.Release, st.Revision)
+	rel, err := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(st), in.Logger(r.Logger())).Get(ctx, in.Target.Release, st.Revision)
 	switch {
 	case errors.Is(err, release.ErrNotFound):
 		return closeResult{own: released}, nil
@@ -171,7 +172,7 @@ func (r *Recorder) lostOutcome(ctx context.Context, in stage.Input, ev closingEv
 // failed with its reason.
 func (r *Recorder) lostUninstall(ctx context.Context, cluster *kube.Cluster, in stage.Input, ev closingEvent, released bool) (closeResult, error) {
 	st := in.State
-	h, err := releaseStore(cluster, in.Target, storageOf(st), in.Logger(r.log())).History(ctx, in.Target.Release)
+	h, err := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(st), in.Logger(r.Logger())).History(ctx, in.Target.Release)
 	if err != nil {
 		return closeResult{}, err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
-	"github.com/sealane/sealane/pkg/payload"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
@@ -36,7 +36,7 @@ type Renderer struct {
 // chain of Stages (admission checks, the lease, then handleRequest).
 func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	req := &request{}
-	if err := decode(in, &req.RequestedData); err != nil {
+	if err := stagekit.Decode(in, &req.RequestedData); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
 	return r.handleRequest(ctx, in, req)
@@ -84,7 +84,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req *request) (st
 	if err != nil {
 		return stage.Output{}, refuse("%v", err)
 	}
-	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
+	cluster, err := stagekit.NewDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
 	}
@@ -103,7 +103,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req *request) (st
 	if err != nil {
 		return stage.Output{}, err
 	}
-	prepared := prepareParsed(in.Target, &bundle, res.crdObjects, copyObjects(res.objects, res.hookObjects), res.previousObjects)
+	prepared := stagekit.PrepareParsed(in.Target, &bundle, res.crdObjects, copyObjects(res.objects, res.hookObjects), res.previousObjects)
 	if req.Operation == events.OperationPlan {
 		q := DryRunInput{Target: in.Target, Bundle: &bundle, Revision: h.revision, ContextLines: req.DiffContextLines}
 		if h.deployed != nil {
@@ -142,7 +142,7 @@ func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*c
 	var repoValues []chart.ValuesFile
 	if req.Chart.Ref == "" && req.Chart.Git != nil { // checked at admission (admission.go)
 		src, values, err := storeGitChart(ctx, r.Blobs, *req.Chart.Git, r.Admission)
-		if reason, ok := r.Admission.fetchRefused(ctx, err); ok {
+		if reason, ok := fetchRefused(ctx, r.Admission, err); ok {
 			return nil, inputs, refuse("%s", reason)
 		}
 		if err != nil {
@@ -154,8 +154,8 @@ func (r *Renderer) loadChart(ctx context.Context, req *events.RequestedData) (*c
 		if req.Chart.Name == "" {
 			return nil, inputs, refuse("the request names no chart")
 		}
-		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart, r.Admission.fetchOptions())
-		if reason, ok := r.Admission.fetchRefused(ctx, err); ok {
+		src, err := storeRemoteChart(ctx, r.Blobs, req.Chart, fetchOptions(r.Admission))
+		if reason, ok := fetchRefused(ctx, r.Admission, err); ok {
 			return nil, inputs, refuse("%s", reason)
 		}
 		if err != nil {
@@ -205,7 +205,7 @@ type releaseHistory struct {
 // and the one deployed record decoded; a first revision is refused when the release is
 // recorded in the other storage.
 func (r *Renderer) history(ctx context.Context, cluster *kube.Cluster, target events.Target, storage events.ReleaseStorage) (releaseHistory, error) {
-	store := releaseStore(cluster, target, storage, r.log())
+	store := stagekit.ReleaseStore(cluster, target, storage, r.Logger())
 	hs, err := store.Headers(ctx, target.Release)
 	if err != nil {
 		return releaseHistory{}, fmt.Errorf("release %s history: %w", target.Release, err)
@@ -215,7 +215,7 @@ func (r *Renderer) history(ctx context.Context, cluster *kube.Cluster, target ev
 		h.revision = hs[len(hs)-1].Version + 1
 	}
 	if h.revision == 1 {
-		why, err := recordedElsewhere(ctx, cluster, target, storage, r.log())
+		why, err := stagekit.RecordedElsewhere(ctx, cluster, target, storage, r.Logger())
 		if err != nil {
 			return releaseHistory{}, err
 		}
@@ -250,23 +250,23 @@ type renderJob struct {
 // render renders the chart against the cluster (or reuses the render of a target with the
 // same render key) and plans the deploy for this target: the bundle the applier and the
 // recorder work from, the render and the warnings to report.
-func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (RenderBundle, *renderedObjects, []string, error) {
+func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (stagekit.RenderBundle, *renderedObjects, []string, error) {
 	target, req, h := job.target, job.req, job.history
 	caps, err := chart.ClusterCapabilities(cluster.Typed.Discovery())
 	if err != nil {
-		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+		return stagekit.RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	// Helm lists the API versions in map order, another one on every call: sorted, a render
 	// does not depend on it and targets with the same ones share it.
 	slices.Sort(caps.APIVersions)
-	schema, err := r.Schemas.get(ctx, cluster)
+	schema, err := r.Schemas.Get(ctx, cluster)
 	if err != nil {
-		return RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+		return stagekit.RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	isUpgrade := h.deployed != nil
 	lookupAs, err := r.tenantCluster(req, cluster) // tenant.go: `lookup` reads as the tenant
 	if err != nil {
-		return RenderBundle{}, nil, nil, err
+		return stagekit.RenderBundle{}, nil, nil, err
 	}
 	renderCtx, span := tracing.Start(ctx, "render", tracing.Revision(h.revision))
 	out, err := r.renderOnce(renderCtx, render.Request{
@@ -277,15 +277,15 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 		Secrets:      r.Secrets,
 		Capabilities: caps,
 		Cluster:      lookupAs.Config,
-		Schema:       schema.schema,
-	}, job, schema.digest)
+		Schema:       schema.Schema,
+	}, job, schema.Digest)
 	tracing.End(span, err)
 	if err != nil {
-		return RenderBundle{}, nil, nil, err
+		return stagekit.RenderBundle{}, nil, nil, err
 	}
 	method, err := apply.ParseMethod(req.ApplyMethod)
 	if err != nil {
-		return RenderBundle{}, nil, nil, refuse("%s", err.Error())
+		return stagekit.RenderBundle{}, nil, nil, refuse("%s", err.Error())
 	}
 	kind, previous := plan.Install, ""
 	if isUpgrade {
@@ -294,34 +294,43 @@ func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job render
 	// The plan is built for every target, from its previous manifest and its cluster's REST
 	// mapping, even when the render is shared.
 	_, span = tracing.Start(ctx, "plan", tracing.Revision(h.revision))
-	in := PlanInput{Kind: kind, Target: target, CRDs: out.CRDs,
+	in := stagekit.PlanInput{Kind: kind, Target: target, CRDs: out.CRDs,
 		Objects: append(append([]manifest.Object(nil), out.objects...), out.hookObjects...), Previous: previous}
-	crds, previousObjects, err := parsePlanInput(in)
+	crds, previousObjects, err := stagekit.ParsePlanInput(in)
 	var p *plan.Plan
 	if err == nil {
-		p, err = buildPlan(cluster, in, crds, previousObjects)
+		p, err = stagekit.BuildParsedPlan(cluster, in, crds, previousObjects)
 	}
 	tracing.End(span, err)
 	if err != nil {
-		return RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
+		return stagekit.RenderBundle{}, nil, nil, refuse("chart %s: %v", req.Chart.Name, err)
 	}
 	if err := r.checkBounds(req, p); err != nil {
-		return RenderBundle{}, nil, nil, err
+		return stagekit.RenderBundle{}, nil, nil, err
 	}
-	bundle := RenderBundle{
+	bundle := stagekit.RenderBundle{
 		Manifest: out.Manifest, Hooks: out.Hooks, Notes: out.Notes, Config: out.Config,
 		Metadata: render.AutoMetadata(req.RequestedData, version.String()), ValidationMessages: out.ValidationMessages,
 		CRDs: out.CRDs, Previous: previous, Plan: p,
-		Apply: ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
+		Apply: stagekit.ApplySettings{Method: method, TakeOwnership: req.TakeOwnership},
 	}
 	if isUpgrade && h.deployed.Info != nil {
 		bundle.FirstDeployed = h.deployed.Info.FirstDeployed.Time
 	}
-	if len(bundle.CRDs) > 0 && crdsOfChart(job.loaded.Chart, bundle.CRDs) {
+	if len(bundle.CRDs) > 0 && stagekit.CRDsOfChart(job.loaded.Chart, bundle.CRDs) {
 		bundle.CRDChart = &req.Chart
 	}
 	parsed := &renderedObjects{objects: out.objects, hookObjects: out.hookObjects, crdObjects: crds, previousObjects: previousObjects}
 	return bundle, parsed, append(slices.Clip(out.Warnings), planWarnings(p)...), nil
+}
+
+// planWarnings formats the plan's warnings for the rendered event.
+func planWarnings(p *plan.Plan) []string {
+	out := make([]string, 0, len(p.Warnings))
+	for _, w := range p.Warnings {
+		out = append(out, "plan: "+w.String())
+	}
+	return out
 }
 
 // renderedObjects are a render's objects as parsed: the manifest's and the hooks' (shared with
@@ -357,10 +366,10 @@ type renderedRelease struct {
 	previous  int // the last deployed revision, 0: none
 	chart     events.ChartSource
 	objects   []manifest.Object
-	bundle    RenderBundle
+	bundle    stagekit.RenderBundle
 	// prepared are bundle's objects, parsed and decorated, when the renderer has them: kept
 	// with the bundle for the other stages of this process (BundleCache).
-	prepared    *Prepared
+	prepared    *stagekit.Prepared
 	warnings    []string
 	description string
 	// reply is where the requester's copy of the notes goes (nil: none).
@@ -372,7 +381,7 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req *request, r
 	if err := r.checkBounds(req, rr.bundle.Plan); err != nil { // tenant.go; rollbacks, uninstalls and tests too
 		return stage.Output{}, err
 	}
-	bundle, err := json.Marshal(storedBundle(rr.bundle))
+	bundle, err := json.Marshal(stagekit.StoredBundle(rr.bundle))
 	if err != nil {
 		return stage.Output{}, stage.Permanent(fmt.Errorf("encode render: %w", err))
 	}
@@ -380,7 +389,7 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req *request, r
 	if err != nil {
 		return stage.Output{}, err
 	}
-	r.Bundles.put(ref, &rr.bundle, in.Target, rr.prepared)
+	r.Bundles.Put(ref, &rr.bundle, in.Target, rr.prepared)
 	var notesRef string
 	if rr.bundle.Notes != "" {
 		if notesRef, err = rr.reply.put(ctx, r.Blobs, in.DeployID, replyNotes, []byte(rr.bundle.Notes)); err != nil {
@@ -393,18 +402,18 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req *request, r
 		if ref.Namespace == "" && namespacedGuess(o.Obj.GetKind()) {
 			ref.Namespace = in.Target.Namespace
 		}
-		resources = append(resources, toEventRef(ref))
+		resources = append(resources, stagekit.ToEventRef(ref))
 	}
 	timeout := time.Duration(req.Timeout)
 	if timeout <= 0 {
-		timeout = defaultTimeout
+		timeout = stagekit.DefaultTimeout
 	}
 	phases := 1
 	if rr.bundle.Plan != nil {
 		phases = len(rr.bundle.Plan.Phases)
 	}
 	by, verified := req.requestedBy()
-	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: phases, Deadline: r.now().Add(timeout),
+	st := deploy.State{ID: in.DeployID, Target: in.Target, Revision: rr.revision, Phases: phases, Deadline: r.Now().Add(timeout),
 		Description: rr.description, RenderRef: ref, Operation: req.Operation,
 		KeepHistory: req.KeepHistory, WithNamespace: req.WithNamespace, ReleaseStorage: req.ReleaseStorage,
 		RequestedBy: by, RequestedByVerified: verified, PreviousRevision: rr.previous}
@@ -468,31 +477,4 @@ func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cl
 	data.ReplyRef = replyRef
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Operation: events.OperationPlan}
 	return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeployPlanned, Step: "planned", DataRef: ref, Data: data}}}, nil
-}
-
-// LoadPlanReply reads the requester's copy of a plan report (PlannedData.ReplyRef), sealed
-// with the reply key (hex) the request carried.
-func LoadPlanReply(ctx context.Context, r ReplyReader, ref, replyKey string) (*PlanReport, error) {
-	key, err := payload.ParseKey(replyKey)
-	if err != nil {
-		return nil, fmt.Errorf("plan report %s: reply key: %w", ref, err)
-	}
-	raw, err := r.GetReply(ctx, ref, key)
-	if err != nil {
-		return nil, fmt.Errorf("plan report: %w", err)
-	}
-	var report PlanReport
-	if err := json.Unmarshal(raw, &report); err != nil {
-		return nil, fmt.Errorf("plan report %s: %w", ref, err)
-	}
-	return &report, nil
-}
-
-// LoadPlanReport reads the report a deploy.planned event points to.
-func LoadPlanReport(ctx context.Context, b Blobs, planRef string) (*PlanReport, error) {
-	var report PlanReport
-	if err := loadJSON(ctx, b, "plan report", planRef, &report); err != nil {
-		return nil, err
-	}
-	return &report, nil
 }

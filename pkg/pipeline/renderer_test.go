@@ -12,6 +12,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -25,7 +26,7 @@ func rendererEnv(t *testing.T) (*leaseEnv, *Renderer, events.ChartSource) {
 	archive := chartArchive(t)
 	ref := upload(e.blobs, bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
 	d := e.deps()
-	d.Charts, d.Schemas = chart.NewCache(4), NewSchemaCache(schemaTTL, nil)
+	d.Charts, d.Schemas = chart.NewCache(4), stagekit.NewSchemaCache(stagekit.SchemaTTL, nil)
 	return e, &Renderer{Deps: d}, events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
 }
 

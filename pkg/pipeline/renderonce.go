@@ -15,7 +15,9 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/render"
+	"github.com/sealane/sealane/pkg/validate"
 	"github.com/sealane/sealane/pkg/version"
 )
 
@@ -35,7 +37,7 @@ type renderOutput struct {
 	Hooks              []*helmrelease.Hook `json:"hooks,omitempty"`
 	Notes              string              `json:"notes,omitempty"`
 	Config             map[string]any      `json:"config,omitempty"`
-	CRDs               []CRDFile           `json:"crds,omitempty"`
+	CRDs               []stagekit.CRDFile  `json:"crds,omitempty"`
 	Warnings           []string            `json:"warnings,omitempty"`
 	ValidationMessages map[string]string   `json:"validationMessages,omitempty"`
 
@@ -46,11 +48,14 @@ type renderOutput struct {
 // outputOf keeps what the renderer uses of a fresh render.
 func outputOf(key string, res *render.Result) *renderOutput {
 	return &renderOutput{
-		Key: key, Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config, CRDs: CRDFiles(res.CRDs),
+		Key: key, Manifest: res.Manifest, Hooks: res.Hooks, Notes: res.Notes, Config: res.Config, CRDs: stagekit.CRDFiles(res.CRDs),
 		Warnings: warningLines(res.Warnings), ValidationMessages: res.ValidationMessages(),
 		objects: res.Objects, hookObjects: res.HookObjects,
 	}
 }
+
+// EncodedSize is out's size as stored, which the render cache's budget counts.
+func (out *renderOutput) EncodedSize() int64 { return out.size }
 
 // encode returns the stored form of out and notes its size.
 func (out *renderOutput) encode() ([]byte, error) {
@@ -86,20 +91,20 @@ func decodeOutput(key string, raw []byte) (*renderOutput, error) {
 // (render.Cacheable) is rendered for every target. Errors are the chart's: refusals.
 func (r *Renderer) renderOnce(ctx context.Context, req render.Request, job renderJob, schemaDigest string) (*renderOutput, error) {
 	cache := r.renderCache()
-	if ok, why := cache.chartVerdict(job.req.Chart.Digest, req.Chart).Cacheable(req.Inputs); !ok || cache.off {
-		if !cache.off {
-			r.log().Debug("rendered for this target only", zap.String("chart", job.req.Chart.Name), zap.String("reason", why))
-			cache.perTarget.Add(1)
+	if ok, why := cache.ChartVerdict(job.req.Chart.Digest, req.Chart).Cacheable(req.Inputs); !ok || cache.Disabled() {
+		if !cache.Disabled() {
+			r.Logger().Debug("rendered for this target only", zap.String("chart", job.req.Chart.Name), zap.String("reason", why))
+			cache.Count(stagekit.RenderCacheStats{PerTarget: 1})
 		}
 		return r.renderFresh(req, "")
 	}
 	key := render.Key(render.NewKeyInput(req, job.req.Chart.Digest, schemaDigest, render.AutoMetadata(job.req.RequestedData, version.String())))
 	for {
-		if out, ok := cache.get(key); ok {
-			cache.reused.Add(1)
+		if out, ok := cached(cache, key); ok {
+			cache.Count(stagekit.RenderCacheStats{Reused: 1})
 			return out, nil
 		}
-		done, mine, err := cache.claim(ctx, key)
+		done, mine, err := cache.Claim(ctx, key)
 		if err != nil {
 			return nil, err
 		}
@@ -110,8 +115,8 @@ func (r *Renderer) renderOnce(ctx context.Context, req render.Request, job rende
 	}
 	name := renderCachePrefix + r.cacheName(key)
 	if out, ok := r.loadRender(ctx, job.req.Chart.Ref, name, key); ok {
-		cache.loaded.Add(1)
-		cache.add(key, out)
+		cache.Count(stagekit.RenderCacheStats{Loaded: 1})
+		cache.Add(key, out)
 		return out, nil
 	}
 	out, err := r.renderFresh(req, key)
@@ -119,14 +124,24 @@ func (r *Renderer) renderOnce(ctx context.Context, req render.Request, job rende
 		return nil, err
 	}
 	r.storeRender(ctx, name, out)
-	cache.add(key, out)
+	cache.Add(key, out)
 	return out, nil
 }
 
-// noRenderCache serves a Renderer made without Deps.Renders: nothing is reused.
-var noRenderCache = DisabledRenderCache()
+// cached returns the render cache keeps under key.
+func cached(cache *stagekit.RenderCache, key string) (*renderOutput, bool) {
+	kept, ok := cache.Get(key)
+	if !ok {
+		return nil, false
+	}
+	out, ok := kept.(*renderOutput)
+	return out, ok
+}
 
-func (r *Renderer) renderCache() *RenderCache {
+// noRenderCache serves a Renderer made without Deps.Renders: nothing is reused.
+var noRenderCache = stagekit.DisabledRenderCache()
+
+func (r *Renderer) renderCache() *stagekit.RenderCache {
 	if r.Renders == nil {
 		return noRenderCache
 	}
@@ -135,7 +150,7 @@ func (r *Renderer) renderCache() *RenderCache {
 
 // renderFresh runs the render (Helm's engine and validation).
 func (r *Renderer) renderFresh(req render.Request, key string) (*renderOutput, error) {
-	r.renderCache().renders.Add(1)
+	r.renderCache().Count(stagekit.RenderCacheStats{Renders: 1})
 	res, err := render.Render(req)
 	if err != nil {
 		return nil, refuse("%s", err.Error())
@@ -151,12 +166,12 @@ func (r *Renderer) loadRender(ctx context.Context, chartRef, name, key string) (
 	}
 	raw, err := r.Blobs.GetBlob(ctx, r.Blobs.RefOf(name))
 	if err != nil {
-		r.log().Debug("no stored render, rendering", zap.String("render", name), zap.Error(err))
+		r.Logger().Debug("no stored render, rendering", zap.String("render", name), zap.Error(err))
 		return nil, false
 	}
 	out, err := decodeOutput(key, raw)
 	if err != nil {
-		r.log().Warn("stored render unusable, rendering again", zap.String("render", name), zap.Error(err))
+		r.Logger().Warn("stored render unusable, rendering again", zap.String("render", name), zap.Error(err))
 		return nil, false
 	}
 	return out, true
@@ -170,7 +185,7 @@ func (r *Renderer) storeRender(ctx context.Context, name string, out *renderOutp
 		_, err = r.Blobs.PutBlob(ctx, name, raw)
 	}
 	if err != nil {
-		r.log().Warn("render not stored for reuse", zap.String("render", name), zap.Error(err))
+		r.Logger().Warn("render not stored for reuse", zap.String("render", name), zap.Error(err))
 	}
 }
 
@@ -189,4 +204,16 @@ func (r *Renderer) cacheName(key string) string {
 	}
 	sum := sha256.Sum256(sealed)
 	return hex.EncodeToString(sum[:])
+}
+
+// warningLines formats validation warnings for the rendered event.
+func warningLines(ws []validate.Issue) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.String()
+	}
+	return out
 }

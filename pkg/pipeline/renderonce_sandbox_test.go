@@ -12,6 +12,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
 
 // sandboxFleet connects to the multi-cluster sandbox's contexts sandbox-1..3; a sandbox of one
@@ -39,11 +40,11 @@ func renderFingerprint(t *testing.T, c *kube.Cluster) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := fetchSchema(testContext(t), c)
+	s, err := stagekit.NewSchemaCache(stagekit.SchemaTTL, nil).Get(testContext(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("%s %v %s", caps.KubeVersion.Version, slices.Sorted(slices.Values(caps.APIVersions)), s.digest)
+	return fmt.Sprintf("%s %v %s", caps.KubeVersion.Version, slices.Sorted(slices.Values(caps.APIVersions)), s.Digest)
 }
 
 // TestRenderOnceSandbox: deploying one chart with identical inputs to the sandbox's three
@@ -65,7 +66,7 @@ func TestRenderOnceSandbox(t *testing.T) {
 	for i, name := range names {
 		manifests[name] = f.deployTo(f.r, fmt.Sprintf("d%d", i), events.Target{Cluster: name, Namespace: ns, Release: "web"})
 	}
-	want := RenderCacheStats{Renders: int64(len(distinct)), Reused: int64(len(names) - len(distinct))}
+	want := stagekit.RenderCacheStats{Renders: int64(len(distinct)), Reused: int64(len(names) - len(distinct))}
 	wantStats(t, fmt.Sprintf("three clusters, %d distinct (%v)", len(distinct), distinct), f.r.Renders.Stats(), want)
 	for _, group := range distinct {
 		for _, name := range group[1:] {

@@ -1,13 +1,11 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap/zaptest"
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -25,6 +23,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
 
 // fleetClusters serves clusters by name, for a renderer deploying to several.
@@ -95,7 +94,7 @@ func newRenderFleet(t *testing.T, template string, clusters fleetClusters) *rend
 // replica is another renderer on the same blobs and clusters, with its own memory.
 func (f *renderFleet) replica(clusters fleetClusters) *Renderer {
 	return &Renderer{Deps{Blobs: f.blobs, Clusters: clusters, Log: zaptest.NewLogger(f.t), Charts: chart.NewCache(4),
-		Schemas: NewSchemaCache(schemaTTL, nil), Renders: NewRenderCache(64 << 20)}}
+		Schemas: stagekit.NewSchemaCache(stagekit.SchemaTTL, nil), Renders: stagekit.NewRenderCache(64 << 20)}}
 }
 
 // deploy renders deploy id of release web in namespace shop of cluster with the --set values,
@@ -123,7 +122,8 @@ func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set
 		f.t.Fatalf("deploy %s to %s: %v", id, target.Cluster, err)
 	}
 	d := renderedData(f.t, out)
-	b, err := loadBundle(testContext(f.t), f.blobs, d.RenderRef)
+	var none *stagekit.BundleCache // no cache: the bundle as stored
+	b, err := none.Bundle(testContext(f.t), f.blobs, d.RenderRef)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set
 	return b.Manifest
 }
 
-func wantStats(t *testing.T, step string, got, want RenderCacheStats) {
+func wantStats(t *testing.T, step string, got, want stagekit.RenderCacheStats) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s: renders %+v, want %+v", step, got, want)
@@ -153,7 +153,7 @@ func TestRenderOnce(t *testing.T) {
 			t.Errorf("%s rendered\n%s\nwant c1's\n%s", c, m, first)
 		}
 	}
-	wantStats(t, "three identical targets", f.r.Renders.Stats(), RenderCacheStats{Renders: 1, Reused: 2})
+	wantStats(t, "three identical targets", f.r.Renders.Stats(), stagekit.RenderCacheStats{Renders: 1, Reused: 2})
 	if !strings.Contains(first, `v: "default"`) || !strings.Contains(first, `widgets: "false"`) {
 		t.Errorf("manifest %s, want the default value and no widgets", first)
 	}
@@ -161,17 +161,17 @@ func TestRenderOnce(t *testing.T) {
 	if m := f.deploy(f.r, "d4", "c1", "v=blue"); !strings.Contains(m, `v: "blue"`) {
 		t.Errorf("another value rendered %s, want v: blue", m)
 	}
-	wantStats(t, "another value", f.r.Renders.Stats(), RenderCacheStats{Renders: 2, Reused: 2})
+	wantStats(t, "another value", f.r.Renders.Stats(), stagekit.RenderCacheStats{Renders: 2, Reused: 2})
 	if m := f.deploy(f.r, "d5", "c4"); !strings.Contains(m, `widgets: "true"`) {
 		t.Errorf("a cluster serving example.com/v1 rendered %s, want widgets: true", m)
 	}
-	wantStats(t, "other capabilities", f.r.Renders.Stats(), RenderCacheStats{Renders: 3, Reused: 2})
+	wantStats(t, "other capabilities", f.r.Renders.Stats(), stagekit.RenderCacheStats{Renders: 3, Reused: 2})
 
 	other := f.replica(clusters)
 	if m := f.deploy(other, "d6", "c3"); m != first {
 		t.Errorf("another replica rendered %s, want the stored render %s", m, first)
 	}
-	wantStats(t, "another replica", other.Renders.Stats(), RenderCacheStats{Loaded: 1})
+	wantStats(t, "another replica", other.Renders.Stats(), stagekit.RenderCacheStats{Loaded: 1})
 
 	var names []string
 	for _, name := range f.blobs.Names() {
@@ -190,7 +190,7 @@ func TestRenderOnce(t *testing.T) {
 	if m := f.deploy(swapped, "d9", "c3"); m != first {
 		t.Errorf("with renders stored under each other's names: %s, want %s", m, first)
 	}
-	wantStats(t, "render of another key stored", swapped.Renders.Stats(), RenderCacheStats{Renders: 1})
+	wantStats(t, "render of another key stored", swapped.Renders.Stats(), stagekit.RenderCacheStats{Renders: 1})
 	for name, raw := range saved {
 		f.blobs.Replace(name, raw)
 	}
@@ -209,7 +209,7 @@ func TestRenderOnce(t *testing.T) {
 	if m := f.deploy(corrupt, "d7", "c2"); m != first {
 		t.Errorf("with a corrupt stored render: %s, want %s", m, first)
 	}
-	wantStats(t, "corrupt stored render", corrupt.Renders.Stats(), RenderCacheStats{Renders: 1})
+	wantStats(t, "corrupt stored render", corrupt.Renders.Stats(), stagekit.RenderCacheStats{Renders: 1})
 	for _, name := range f.blobs.Names() {
 		if strings.HasPrefix(name, renderCachePrefix) {
 			f.blobs.Remove(name)
@@ -217,7 +217,7 @@ func TestRenderOnce(t *testing.T) {
 	}
 	missing := f.replica(clusters)
 	f.deploy(missing, "d8", "c2")
-	wantStats(t, "missing stored render", missing.Renders.Stats(), RenderCacheStats{Renders: 1})
+	wantStats(t, "missing stored render", missing.Renders.Stats(), stagekit.RenderCacheStats{Renders: 1})
 }
 
 // TestRenderOnceLookup: a chart that calls lookup is rendered for every target, each time,
@@ -227,7 +227,7 @@ func TestRenderOnceLookup(t *testing.T) {
 	f.deploy(f.r, "d1", "c1")
 	f.deploy(f.r, "d2", "c2")
 	f.deploy(f.r, "d3", "c1")
-	wantStats(t, "lookup chart", f.r.Renders.Stats(), RenderCacheStats{Renders: 3, PerTarget: 3})
+	wantStats(t, "lookup chart", f.r.Renders.Stats(), stagekit.RenderCacheStats{Renders: 3, PerTarget: 3})
 	for _, name := range f.blobs.Names() {
 		if strings.HasPrefix(name, renderCachePrefix) {
 			t.Errorf("render %s stored for a chart that calls lookup", name)
@@ -237,83 +237,14 @@ func TestRenderOnceLookup(t *testing.T) {
 
 // TestRenderOnceOff: with the cache off ($SEALANE_RENDER_CACHE_MB=off) every target renders.
 func TestRenderOnceOff(t *testing.T) {
-	t.Setenv(RenderCacheEnv, "off")
+	t.Setenv(stagekit.RenderCacheEnv, "off")
 	clusters := fleetClusters{"c1": fakeCluster("c1"), "c2": fakeCluster("c2")}
 	f := newRenderFleet(t, onceChart(false), clusters)
 	var err error
-	if f.r.Renders, err = RenderCacheFromEnv(); err != nil {
+	if f.r.Renders, err = stagekit.RenderCacheFromEnv(); err != nil {
 		t.Fatal(err)
 	}
 	f.deploy(f.r, "d1", "c1")
 	f.deploy(f.r, "d2", "c2")
-	wantStats(t, "cache off", f.r.Renders.Stats(), RenderCacheStats{Renders: 2})
-}
-
-// TestRenderCacheBudget: the in-process cache keeps the most recently used renders within its
-// byte budget, and the environment variable sizes it.
-func TestRenderCacheBudget(t *testing.T) {
-	c := NewRenderCache(3 * 100 * parsedOverhead)
-	for _, k := range []string{"a", "b", "c"} {
-		c.add(k, &renderOutput{Key: k, size: 100})
-	}
-	c.get("a") // b is now the least recently used
-	c.add("d", &renderOutput{Key: "d", size: 100})
-	if _, ok := c.get("b"); ok {
-		t.Error("b kept beyond the budget, want it dropped (least recently used)")
-	}
-	for _, k := range []string{"a", "c", "d"} {
-		if _, ok := c.get(k); !ok {
-			t.Errorf("%s dropped, want it kept", k)
-		}
-	}
-	c.add("huge", &renderOutput{Key: "huge", size: 1000})
-	if _, ok := c.get("huge"); ok || c.used > c.maxBytes {
-		t.Errorf("a render over the whole budget kept (used %d of %d), want it not kept", c.used, c.maxBytes)
-	}
-	for v, want := range map[string]int64{"": DefaultRenderCacheMB << 20, "0": 0, "16": 16 << 20} {
-		t.Setenv(RenderCacheEnv, v)
-		got, err := RenderCacheFromEnv()
-		if err != nil || got.maxBytes != want || got.off {
-			t.Errorf("%s=%q: %+v, %v; want %d bytes", RenderCacheEnv, v, got, err, want)
-		}
-	}
-	t.Setenv(RenderCacheEnv, "lots")
-	if _, err := RenderCacheFromEnv(); err == nil || !strings.Contains(err.Error(), "want a size in MiB") {
-		t.Errorf("%s=lots: %v, want an error", RenderCacheEnv, err)
-	}
-}
-
-// TestRenderCacheClaim: of concurrent renders of one key in a process, one renders; the others
-// wait for it, then find its render.
-func TestRenderCacheClaim(t *testing.T) {
-	c := NewRenderCache(1 << 20)
-	done, mine, err := c.claim(testContext(t), "k")
-	if err != nil || !mine {
-		t.Fatalf("first claim = %v, %v; want it", mine, err)
-	}
-	got := make(chan bool)
-	go func() {
-		_, mine, _ := c.claim(testContext(t), "k")
-		got <- mine
-	}()
-	select {
-	case <-got:
-		t.Fatal("second claim returned while the first render runs, want it to wait")
-	case <-time.After(50 * time.Millisecond):
-	}
-	c.add("k", &renderOutput{Key: "k", size: 10})
-	done()
-	if <-got {
-		t.Error("second claim after the render: mine, want false (the render is there)")
-	}
-	if _, ok := c.get("k"); !ok {
-		t.Error("render not kept")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done, _, _ = c.claim(ctx, "k2")
-	defer done()
-	cancel()
-	if _, _, err := c.claim(ctx, "k2"); err == nil {
-		t.Error("waiting claim with a cancelled context: no error, want one")
-	}
+	wantStats(t, "cache off", f.r.Renders.Stats(), stagekit.RenderCacheStats{Renders: 2})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/payload"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
 
 // Replies are what the renderer hands back to the client that asked — a render's notes, a plan
@@ -52,7 +53,7 @@ func replyOf(inputsRef string, replyKey *string) (*replyTo, error) {
 }
 
 // put stores a reply and returns its reference; "" when there is nowhere to put it.
-func (t *replyTo) put(ctx context.Context, blobs Blobs, deployID, what string, data []byte) (string, error) {
+func (t *replyTo) put(ctx context.Context, blobs stagekit.Blobs, deployID, what string, data []byte) (string, error) {
 	if t == nil {
 		return "", nil
 	}

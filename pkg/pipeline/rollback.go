@@ -8,6 +8,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
@@ -19,11 +20,11 @@ import (
 // rollback turns a rollback request into a render: the new revision takes the manifest, hooks,
 // values, notes and chart of the revision rolled back to, as `helm rollback` does.
 func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
-	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
+	cluster, err := stagekit.NewDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())
 	}
-	store := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.log()))
+	store := stagekit.ReleaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.Logger()))
 	old, last, err := rollbackSource(ctx, store, in.Target, req.RequestedData)
 	if err != nil {
 		return stage.Output{}, err
@@ -36,7 +37,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *request) (
 	if err != nil {
 		return refuseRevision("", err)
 	}
-	hooks, err := manifest.Parse(hookText(old.Hooks))
+	hooks, err := manifest.Parse(stagekit.HookText(old.Hooks))
 	if err != nil {
 		return refuseRevision("hooks of ", err)
 	}
@@ -46,7 +47,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *request) (
 	} else if !errors.Is(err, release.ErrNotFound) {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
 	}
-	p, err := BuildPlan(cluster, PlanInput{Kind: plan.Rollback, Target: in.Target, Objects: append(objs, hooks...), Previous: previous})
+	p, err := stagekit.BuildPlan(cluster, stagekit.PlanInput{Kind: plan.Rollback, Target: in.Target, Objects: append(objs, hooks...), Previous: previous})
 	if err != nil {
 		return refuseRevision("", err)
 	}
@@ -66,7 +67,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *request) (
 	return r.rendered(ctx, in, req, renderedRelease{
 		revision: last + 1, isUpgrade: true, previous: previousRevision, objects: objs,
 		chart: events.ChartSource{Ref: chartRef, Digest: digest, Name: old.Chart.Name(), Version: old.Chart.Metadata.Version},
-		bundle: RenderBundle{
+		bundle: stagekit.RenderBundle{
 			Manifest: old.Manifest, Hooks: old.Hooks, Notes: notes, Config: old.Config,
 			Metadata: render.AutoMetadata(events.RequestedData{}, version.String()),
 			Previous: previous, Plan: p,

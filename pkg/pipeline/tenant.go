@@ -2,11 +2,10 @@ package pipeline
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/sealane/sealane/pkg/admission"
-	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 )
 
@@ -14,19 +13,19 @@ import (
 // twice: the renderer refuses a plan that writes outside the scope before anything is applied
 // (checkBounds), and the stages that write the chart's objects or read the cluster for its
 // templates do it as the scope's ServiceAccount (Kubernetes impersonation), so the cluster's
-// RBAC has the last word: the renderer's `lookup` and dry runs, the applier's applies and
-// deletes. The tracker only reads the objects of the plan (already bounded) and the recorder
+// RBAC has the last word: the renderer's `lookup` and dry runs (tenantCluster), the applier's
+// applies and deletes (stagekit.DeployCluster, from the identity the renderer records). The tracker only reads the objects of the plan (already bounded) and the recorder
 // writes only the release's records in its namespace (admission checked both namespaces):
 // they keep the service's identity. See docs/operations.md, "Security model".
 
 // tenant is the verified client of the request being handled and its scope; scope is nil for
 // an operator client and without client keys.
-func (d Deps) tenant(req *request) (string, *admission.Scope) {
+func (r *Renderer) tenant(req *request) (string, *admission.Scope) {
 	name, verified := req.requestedBy()
 	if !verified {
 		return "", nil
 	}
-	return name, d.Admission.Verifier.Keys.Scope(name)
+	return name, r.Admission.Verifier.Keys.Scope(name)
 }
 
 // runAs is the user the deploy's writes impersonate: the scope's ServiceAccount, "" for the
@@ -39,31 +38,15 @@ func runAs(s *admission.Scope) string {
 }
 
 // tenantCluster is c as the request's tenant (c itself for an operator client).
-func (d Deps) tenantCluster(req *request, c *kube.Cluster) (*kube.Cluster, error) {
-	_, s := d.tenant(req)
-	return clusterAs(c, runAs(s))
-}
-
-// deployCluster is c as the deploy's recorded identity (deploy.State.RunAs).
-func deployCluster(c *kube.Cluster, st *deploy.State) (*kube.Cluster, error) {
-	if st == nil {
-		return c, nil
-	}
-	return clusterAs(c, st.RunAs)
-}
-
-func clusterAs(c *kube.Cluster, user string) (*kube.Cluster, error) {
-	as, err := c.As(user)
-	if err != nil {
-		return nil, fmt.Errorf("act as %s: %w", user, err)
-	}
-	return as, nil
+func (r *Renderer) tenantCluster(req *request, c *kube.Cluster) (*kube.Cluster, error) {
+	_, s := r.tenant(req)
+	return stagekit.ClusterAs(c, runAs(s))
 }
 
 // checkBounds refuses a plan of the request's tenant that writes outside its scope: the
 // deploy fails before anything is applied, naming every object at fault.
-func (d Deps) checkBounds(req *request, p *plan.Plan) error {
-	client, s := d.tenant(req)
+func (r *Renderer) checkBounds(req *request, p *plan.Plan) error {
+	client, s := r.tenant(req)
 	if s == nil {
 		return nil
 	}

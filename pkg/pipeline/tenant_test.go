@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -164,11 +165,11 @@ func TestTenantDeploysBounded(t *testing.T) {
 func TestDeployCluster(t *testing.T) {
 	e := newLeaseEnv(t)
 	e.cluster.Config = &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second} // Bounded: the fake
-	own, err := deployCluster(e.cluster, &deploy.State{})
+	own, err := stagekit.DeployCluster(e.cluster, &deploy.State{})
 	if err != nil || own != e.cluster {
-		t.Fatalf("deployCluster(no RunAs) = %v, %v; want the cluster itself", own, err)
+		t.Fatalf("stagekit.DeployCluster(no RunAs) = %v, %v; want the cluster itself", own, err)
 	}
-	as, err := deployCluster(e.cluster, &deploy.State{RunAs: "system:serviceaccount:shop:deployer"})
+	as, err := stagekit.DeployCluster(e.cluster, &deploy.State{RunAs: "system:serviceaccount:shop:deployer"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/tracing"
@@ -26,13 +27,13 @@ type Tracker struct{ Deps }
 // Handle tracks one applied phase.
 func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	var d events.PhaseAppliedData
-	if err := decode(in, &d); err != nil {
+	if err := stagekit.Decode(in, &d); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
 	// Tracking may take minutes: the lease is renewed on a ticker meanwhile (lease.go), and
 	// tracking stops when it is lost.
 	parent := ctx
-	ctx, stopLease := t.keepLease(ctx, in)
+	ctx, stopLease := t.KeepLease(ctx, in)
 	defer stopLease()
 	result := events.PhaseTrackedData{Target: in.Target, Revision: d.Revision, Phase: d.Phase, Phases: d.Phases}
 	cluster, err := t.Clusters.Get(in.Target.Cluster)
@@ -48,8 +49,8 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		return in.Publish(ctx, e)
 	}
 	phase := relayedPhaseOf(in, d)
-	relay := newLogRelay(ctx, cluster.Typed, publish, phase, in.Logger(t.log()))
-	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: in.Logger(t.log()), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
+	relay := newLogRelay(ctx, cluster.Typed, publish, phase, in.Logger(t.Logger()))
+	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: in.Logger(t.Logger()), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
 	if t.Metrics != nil { // metrics.go: what the tracker watches now
 		pods := &podCount{m: t.Metrics, byRef: map[manifest.Ref]int{}}
 		opts.OnPods = func(p track.PodsSeen) { pods.seen(p); relay.pods(p) }
@@ -66,7 +67,7 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	outcome, err := track.TrackTargets(waitCtx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {
 		data, step := progressed(p)
 		if err := publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
-			in.Logger(t.log()).Warn("publish progress", zap.Error(err))
+			in.Logger(t.Logger()).Warn("publish progress", zap.Error(err))
 		}
 	})
 	if err == nil && !outcome.Ready {
@@ -76,7 +77,7 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if err != nil {
 		relay.close()
 		if lost := stopLease(); lost != nil {
-			return leaseLost(events.StageTracker, in, lost), nil
+			return stagekit.LeaseLost(events.StageTracker, in, lost), nil
 		}
 		// stopLease cancelled ctx: only the caller's context ending says the handler was stopped.
 		if parent.Err() != nil {
@@ -92,15 +93,15 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	relay.settle(ctx, failed)
 	relay.close() // the last lines go out before phase_tracked
 	if lost := stopLease(); lost != nil {
-		return leaseLost(events.StageTracker, in, lost), nil
+		return stagekit.LeaseLost(events.StageTracker, in, lost), nil
 	}
 	for _, f := range outcome.Ignored {
-		in.Logger(t.log()).Warn("resource failed; ignored (werf.io/fail-mode: IgnoreAndContinueDeployProcess)",
+		in.Logger(t.Logger()).Warn("resource failed; ignored (werf.io/fail-mode: IgnoreAndContinueDeployProcess)",
 			zap.Stringer("resource", f.Ref), zap.String("reason", f.Reason))
 	}
 	result.Ready, result.LogBatches = outcome.Ready, relay.batches()
 	for _, f := range outcome.Failures {
-		result.Failures = append(result.Failures, events.ResourceFailure{Resource: toEventRef(f.Ref), Reason: f.Reason})
+		result.Failures = append(result.Failures, events.ResourceFailure{Resource: stagekit.ToEventRef(f.Ref), Reason: f.Reason})
 	}
 	return phaseTracked(result), nil
 }
@@ -108,9 +109,9 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 // timeout is how long tracking phase d may take: until the deploy's deadline.
 func (t *Tracker) timeout(d events.PhaseAppliedData) time.Duration {
 	if d.Deadline.IsZero() {
-		return defaultTimeout
+		return stagekit.DefaultTimeout
 	}
-	if timeout := d.Deadline.Sub(t.now()); timeout > 0 {
+	if timeout := d.Deadline.Sub(t.Now()); timeout > 0 {
 		return timeout
 	}
 	return 1 // the deadline passed while queued: look once, then time out
@@ -135,7 +136,7 @@ func trackTargets(waits []events.Wait) []track.Target {
 		if w.NonBlocking {
 			termination = resource.NonBlocking
 		}
-		targets = append(targets, track.Target{Ref: toKubeRef(w.Resource), Condition: until, Termination: termination})
+		targets = append(targets, track.Target{Ref: stagekit.ToKubeRef(w.Resource), Condition: until, Termination: termination})
 	}
 	return targets
 }
@@ -148,7 +149,7 @@ func progressOf(target events.Target, d events.PhaseAppliedData) func(track.Prog
 		until[w.Resource] = w.Until
 	}
 	return func(p track.Progress) (events.ProgressedData, string) {
-		ref := toEventRef(p.Ref)
+		ref := stagekit.ToEventRef(p.Ref)
 		data := events.ProgressedData{Target: target, Revision: d.Revision, Phase: d.Phase, Resource: ref, Until: until[ref],
 			State: events.State(p.Status.State), Ready: p.Status.Ready, Desired: p.Status.Desired, Message: p.Status.Message,
 			Errors: p.Status.Errors, LastError: p.Status.LastError, NonBlocking: p.Status.NonBlocking}

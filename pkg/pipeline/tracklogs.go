@@ -14,6 +14,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/podlogs"
 	"github.com/sealane/sealane/pkg/resource"
 	"github.com/sealane/sealane/pkg/stage"
@@ -71,7 +72,7 @@ func relayedPhaseOf(in stage.Input, d events.PhaseAppliedData) relayedPhase {
 	}
 	for _, a := range d.Applied {
 		if a.Action != events.ActionUnchanged {
-			p.changed[toKubeRef(a.Resource)] = true
+			p.changed[stagekit.ToKubeRef(a.Resource)] = true
 		}
 	}
 	return p
@@ -243,7 +244,7 @@ func (r *logRelay) send(ref manifest.Ref, pod, container string, lines []events.
 		return
 	}
 	data := r.base
-	data.Resource, data.Pod, data.Container, data.Lines, data.Dropped = toEventRef(ref), pod, container, lines, dropped
+	data.Resource, data.Pod, data.Container, data.Lines, data.Dropped = stagekit.ToEventRef(ref), pod, container, lines, dropped
 	h := sha256.New()
 	fmt.Fprintf(h, "%s|%s|%s|%d", ref, pod, container, dropped)
 	for _, l := range lines {

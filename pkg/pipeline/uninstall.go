@@ -9,6 +9,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
@@ -50,22 +51,22 @@ func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req *request,
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, op.verb+": "+reason)}}, nil
 	}
-	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
+	cluster, err := stagekit.NewDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return fail(err.Error())
 	}
-	rel, err := op.pick(releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.log())), ctx, in.Target.Release)
+	rel, err := op.pick(stagekit.ReleaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.Logger())), ctx, in.Target.Release)
 	if errors.Is(err, release.ErrNotFound) {
 		return fail(fmt.Sprintf(op.notFound, in.Target.Release, in.Target.Namespace))
 	}
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release %s: %w", in.Target.Release, err)
 	}
-	hooks, err := manifest.Parse(hookText(rel.Hooks))
+	hooks, err := manifest.Parse(stagekit.HookText(rel.Hooks))
 	if err != nil {
 		return fail(fmt.Sprintf("hooks of %s revision %d: %v", in.Target.Release, rel.Version, err))
 	}
-	p, err := BuildPlan(cluster, PlanInput{Kind: op.kind, Target: in.Target, Objects: hooks, Previous: rel.Manifest})
+	p, err := stagekit.BuildPlan(cluster, stagekit.PlanInput{Kind: op.kind, Target: in.Target, Objects: hooks, Previous: rel.Manifest})
 	if err != nil {
 		return fail(fmt.Sprintf("%s revision %d: %v", in.Target.Release, rel.Version, err))
 	}
@@ -78,7 +79,7 @@ func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req *request,
 	}
 	return r.rendered(ctx, in, req, renderedRelease{
 		revision: rel.Version, isUpgrade: true, chart: ch,
-		bundle:      RenderBundle{Hooks: rel.Hooks, Previous: rel.Manifest, Plan: p},
+		bundle:      stagekit.RenderBundle{Hooks: rel.Hooks, Previous: rel.Manifest, Plan: p},
 		description: op.description,
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sealane/sealane/pkg/diff"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/resource"
 )
 
@@ -19,8 +20,8 @@ import (
 // then is it worth reading the live objects (liveMatches), so real changes cost nothing extra.
 // The CRDs of crds/ are not in the record (Helm keeps no subchart in it): liveMatches judges
 // them live, with the other objects.
-func recordsMatch(deployed *helmrelease.Release, chartVersion string, b *RenderBundle) (bool, error) {
-	if deployed == nil || deployed.Manifest != b.Manifest || hookText(deployed.Hooks) != hookText(b.Hooks) ||
+func recordsMatch(deployed *helmrelease.Release, chartVersion string, b *stagekit.RenderBundle) (bool, error) {
+	if deployed == nil || deployed.Manifest != b.Manifest || stagekit.HookText(deployed.Hooks) != stagekit.HookText(b.Hooks) ||
 		deployed.Chart == nil || deployed.Chart.Metadata == nil || deployed.Chart.Metadata.Version != chartVersion ||
 		len(b.Plan.Deletions) > 0 {
 		return false, nil
@@ -32,7 +33,7 @@ func recordsMatch(deployed *helmrelease.Release, chartVersion string, b *RenderB
 // drift to repair): holding every field it sets (read with a List per kind), else left as it
 // is by a server-side dry run of its apply. Hooks do not count, as in nelm: a deploy that
 // changes nothing runs none.
-func liveMatches(ctx context.Context, c *kube.Cluster, target events.Target, b *RenderBundle, p *Prepared) (bool, error) {
+func liveMatches(ctx context.Context, c *kube.Cluster, target events.Target, b *stagekit.RenderBundle, p *stagekit.Prepared) (bool, error) {
 	var err error
 	opts := diff.Options{
 		Method: b.Apply.Method, DefaultNamespace: target.Namespace, TakeOwnership: b.Apply.TakeOwnership,

@@ -1,4 +1,4 @@
-package pipeline
+package stagekit
 
 import (
 	"context"
@@ -11,16 +11,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/validate"
 )
 
-// schemaTTL is how long the renderer trusts a cluster's OpenAPI schema before fetching it
-// again (CRDs come and go; fetching costs ~100 ms).
-const schemaTTL = 2 * time.Minute
-
-// SchemaTTL is schemaTTL, for a SchemaCache made outside the package (NewSchemaCache).
-const SchemaTTL = schemaTTL
+// SchemaTTL is how long the renderer trusts a cluster's OpenAPI schema before fetching it
+// again (CRDs come and go; fetching costs ~100 ms): the TTL of the stages' SchemaCache.
+const SchemaTTL = 2 * time.Minute
 
 // SchemaCache keeps each cluster's OpenAPI schema for the renderer's validation; one fetch per
 // cluster is in flight at a time, and the others wait for it.
@@ -33,15 +29,15 @@ type SchemaCache struct {
 }
 
 type cachedSchema struct {
-	clusterSchema
+	FetchedSchema
 	fetched time.Time
 }
 
-// clusterSchema is a cluster's OpenAPI schema and the digest of the document it was built
+// FetchedSchema is a cluster's OpenAPI schema and the digest of the document it was built
 // from: clusters serving the same document share renders (it is part of the render key).
-type clusterSchema struct {
-	schema *validate.Schema
-	digest string
+type FetchedSchema struct {
+	Schema *validate.Schema
+	Digest string
 }
 
 // NewSchemaCache returns an empty cache whose schemas are fetched again after ttl, as clock
@@ -53,15 +49,15 @@ func NewSchemaCache(ttl time.Duration, clock func() time.Time) *SchemaCache {
 	return &SchemaCache{ttl: ttl, now: clock, m: map[string]cachedSchema{}, inflight: map[string]chan struct{}{}}
 }
 
-// get returns the cluster's schema, fetching it when missing or older than the TTL (or waiting
+// Get returns the cluster's schema, fetching it when missing or older than the TTL (or waiting
 // for the fetch in flight).
-func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (clusterSchema, error) {
+func (c *SchemaCache) Get(ctx context.Context, cluster *kube.Cluster) (FetchedSchema, error) {
 	for {
 		c.mu.Lock()
 		cs, ok := c.m[cluster.Name]
 		if ok && c.now().Sub(cs.fetched) < c.ttl {
 			c.mu.Unlock()
-			return cs.clusterSchema, nil
+			return cs.FetchedSchema, nil
 		}
 		wait, busy := c.inflight[cluster.Name]
 		if !busy {
@@ -71,7 +67,7 @@ func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (clusterSc
 			s, err := fetchSchema(ctx, cluster)
 			c.mu.Lock()
 			if err == nil {
-				c.m[cluster.Name] = cachedSchema{clusterSchema: s, fetched: c.now()}
+				c.m[cluster.Name] = cachedSchema{FetchedSchema: s, fetched: c.now()}
 			}
 			delete(c.inflight, cluster.Name)
 			close(done)
@@ -82,7 +78,7 @@ func (c *SchemaCache) get(ctx context.Context, cluster *kube.Cluster) (clusterSc
 		select {
 		case <-wait: // fetched (or failed: then this caller tries itself)
 		case <-ctx.Done():
-			return clusterSchema{}, ctx.Err()
+			return FetchedSchema{}, ctx.Err()
 		}
 	}
 }
@@ -98,7 +94,7 @@ func (c *SchemaCache) Warm(clusters Clusters, names ...string) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), kube.OpenAPIFetchTimeout)
 			defer cancel()
-			_, _ = c.get(ctx, cluster)
+			_, _ = c.Get(ctx, cluster)
 		}()
 	}
 }
@@ -114,40 +110,19 @@ func ClusterSchema(ctx context.Context, cluster *kube.Cluster) (*validate.Schema
 }
 
 // fetchSchema is ClusterSchema with the digest of the document, for the render key.
-func fetchSchema(ctx context.Context, cluster *kube.Cluster) (clusterSchema, error) {
+func fetchSchema(ctx context.Context, cluster *kube.Cluster) (FetchedSchema, error) {
 	doc, err := kube.OpenAPIV2(ctx, cluster.Typed.Discovery())
 	if err != nil {
-		return clusterSchema{}, err
+		return FetchedSchema{}, err
 	}
 	s, err := validate.FromDocument(doc, "the schema of cluster "+cluster.Name)
 	if err != nil {
-		return clusterSchema{}, err
+		return FetchedSchema{}, err
 	}
 	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(doc)
 	if err != nil {
-		return clusterSchema{}, fmt.Errorf("digest the OpenAPI schema of cluster %s: %w", cluster.Name, err)
+		return FetchedSchema{}, fmt.Errorf("digest the OpenAPI schema of cluster %s: %w", cluster.Name, err)
 	}
 	sum := sha256.Sum256(raw)
-	return clusterSchema{schema: s, digest: hex.EncodeToString(sum[:])}, nil
-}
-
-// warningLines formats validation warnings for the rendered event.
-func warningLines(ws []validate.Issue) []string {
-	if len(ws) == 0 {
-		return nil
-	}
-	out := make([]string, len(ws))
-	for i, w := range ws {
-		out[i] = w.String()
-	}
-	return out
-}
-
-// planWarnings formats the plan's warnings for the rendered event.
-func planWarnings(p *plan.Plan) []string {
-	out := make([]string, 0, len(p.Warnings))
-	for _, w := range p.Warnings {
-		out = append(out, "plan: "+w.String())
-	}
-	return out
+	return FetchedSchema{Schema: s, Digest: hex.EncodeToString(sum[:])}, nil
 }

@@ -1,4 +1,4 @@
-package pipeline
+package stagekit
 
 import (
 	"context"
@@ -51,19 +51,22 @@ func TestBundleCRDsByReference(t *testing.T) {
 	ctx := context.Background()
 	archive, digest, loaded := crdChart(t)
 	blobs := bustest.NewBlobs()
-	chartRef := putBlob(t, blobs, "charts/"+digest, archive)
+	chartRef, err := blobs.PutBlob(ctx, "charts/"+digest, archive)
+	if err != nil {
+		t.Fatal(err)
+	}
 	crds := CRDFiles(loaded.Chart.CRDObjects())
 	if len(crds) != 1 || crds[0].Data == "" {
 		t.Fatalf("CRD files of the chart: %+v", crds)
 	}
-	if !crdsOfChart(loaded.Chart, crds) {
+	if !CRDsOfChart(loaded.Chart, crds) {
 		t.Fatal("the chart's own CRD files are not recognised as its own")
 	}
-	if changed := []CRDFile{{Name: crds[0].Name, Data: crds[0].Data + "# edited\n"}}; crdsOfChart(loaded.Chart, changed) {
+	if changed := []CRDFile{{Name: crds[0].Name, Data: crds[0].Data + "# edited\n"}}; CRDsOfChart(loaded.Chart, changed) {
 		t.Error("a CRD file with other content is taken for the chart's")
 	}
 	b := RenderBundle{Manifest: "", CRDs: crds, CRDChart: &events.ChartSource{Ref: chartRef, Digest: digest, Name: "app"}}
-	raw, err := json.Marshal(storedBundle(b))
+	raw, err := json.Marshal(StoredBundle(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package stagekit
 
 import (
 	"container/list"
@@ -25,6 +25,13 @@ const RenderCacheEnv = "SEALANE_RENDER_CACHE_MB"
 // objects included), hundreds of ordinary ones.
 const DefaultRenderCacheMB = 128
 
+// Render is what a RenderCache keeps under a render key: the renderer's render, opaque to the
+// cache but for its encoded size, which the byte budget counts.
+type Render interface {
+	// EncodedSize is the render's size as the Object Store keeps it.
+	EncodedSize() int64
+}
+
 // parsedOverhead is how much more memory a render takes in the cache than its encoded size:
 // the text itself, and its parsed objects (unstructured maps), measured at 6.6× the encoded
 // size on the 1,020-object benchmark chart; rounded up.
@@ -50,7 +57,7 @@ type RenderCache struct {
 
 type renderEntry struct {
 	key  string
-	out  *renderOutput
+	out  Render
 	size int64
 }
 
@@ -97,8 +104,19 @@ func (c *RenderCache) Stats() RenderCacheStats {
 	return RenderCacheStats{Renders: c.renders.Load(), Reused: c.reused.Load(), Loaded: c.loaded.Load(), PerTarget: c.perTarget.Load()}
 }
 
-// get returns the render kept under key, marking it most recently used.
-func (c *RenderCache) get(key string) (*renderOutput, bool) {
+// Count adds n to the counts Stats returns: the renderer counts what it did for each target.
+func (c *RenderCache) Count(n RenderCacheStats) {
+	c.renders.Add(n.Renders)
+	c.reused.Add(n.Reused)
+	c.loaded.Add(n.Loaded)
+	c.perTarget.Add(n.PerTarget)
+}
+
+// Disabled reports whether the cache reuses nothing (DisabledRenderCache).
+func (c *RenderCache) Disabled() bool { return c.off }
+
+// Get returns the render kept under key, marking it most recently used.
+func (c *RenderCache) Get(key string) (Render, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[key]
@@ -109,10 +127,10 @@ func (c *RenderCache) get(key string) (*renderOutput, bool) {
 	return el.Value.(*renderEntry).out, true
 }
 
-// add keeps out under key, dropping the least recently used renders beyond the budget; a
+// Add keeps out under key, dropping the least recently used renders beyond the budget; a
 // render bigger than the whole budget is not kept.
-func (c *RenderCache) add(key string, out *renderOutput) {
-	size := out.size * parsedOverhead
+func (c *RenderCache) Add(key string, out Render) {
+	size := out.EncodedSize() * parsedOverhead
 	if c.off || size > c.maxBytes {
 		return
 	}
@@ -133,11 +151,11 @@ func (c *RenderCache) add(key string, out *renderOutput) {
 	}
 }
 
-// claim makes the caller the one that renders key (done releases the claim), or, when another
+// Claim makes the caller the one that renders key (done releases the claim), or, when another
 // caller of this process is rendering it already, waits for that one and returns false: the
 // caller looks again (and claims it, if that render failed). Concurrent targets with one key
 // render once.
-func (c *RenderCache) claim(ctx context.Context, key string) (done func(), mine bool, err error) {
+func (c *RenderCache) Claim(ctx context.Context, key string) (done func(), mine bool, err error) {
 	c.mu.Lock()
 	wait, busy := c.inflight[key]
 	if !busy {
@@ -163,8 +181,8 @@ func (c *RenderCache) claim(ctx context.Context, key string) (done func(), mine 
 // maxChartVerdicts bounds the verdicts kept (a few hundred bytes each).
 const maxChartVerdicts = 1024
 
-// chartVerdict returns render.CheckChart of the chart with digest, looked through once.
-func (c *RenderCache) chartVerdict(digest string, ch *helmchart.Chart) render.ChartVerdict {
+// ChartVerdict returns render.CheckChart of the chart with digest, looked through once.
+func (c *RenderCache) ChartVerdict(digest string, ch *helmchart.Chart) render.ChartVerdict {
 	c.mu.Lock()
 	v, ok := c.charts[digest]
 	c.mu.Unlock()

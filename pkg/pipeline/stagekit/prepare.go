@@ -1,4 +1,4 @@
-package pipeline
+package stagekit
 
 import (
 	"errors"
@@ -36,8 +36,8 @@ type ApplySettings struct {
 	TakeOwnership bool `json:"takeOwnership,omitempty"`
 }
 
-// hookText joins the hooks into one manifest with their "# Source:" headers.
-func hookText(hooks []*helmrelease.Hook) string {
+// HookText joins the hooks into one manifest with their "# Source:" headers.
+func HookText(hooks []*helmrelease.Hook) string {
 	var b strings.Builder
 	for _, h := range hooks {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
@@ -63,7 +63,7 @@ func parseBundle(b *RenderBundle) (crds, objs, previous []manifest.Object, err e
 	if objs, err = manifest.Parse(b.Manifest); err != nil {
 		return nil, nil, nil, err
 	}
-	hooks, err := manifest.Parse(hookText(b.Hooks))
+	hooks, err := manifest.Parse(HookText(b.Hooks))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("hooks: %w", err)
 	}
@@ -114,6 +114,14 @@ func (ix *objectIndex) get(k resource.Key) (manifest.Object, bool) {
 	return o, ok
 }
 
+// AnnotationDeployID is put on every object the applier recreates (hooks, before-creation
+// delete policy) with the id of the deploy that created it. A phase applied again — its event
+// redelivered because the applier died or lost NATS before the ack — finds the object it
+// already created and leaves it alone instead of deleting and creating it anew, so a hook runs
+// once per deploy (invariant 3). The cluster write and its record are one object: no crash
+// window between them. Every deploy stamps it anew: it is one of Prepared's volatile annotations.
+const AnnotationDeployID = "sealane.dev/deploy-id"
+
 // Prepared are a bundle's objects decorated as the applier applies them: release ownership
 // metadata on what the release owns, the deploy-time annotations and labels, and the
 // validation messages. `sealane plan` diffs exactly these.
@@ -127,6 +135,15 @@ type Prepared struct {
 	objects, previous *objectIndex
 }
 
+// Object finds the object of plan resource k among the bundle's new objects (CRDs, manifest,
+// hooks), decorated; objects may name no namespace (the release's is meant), and
+// cluster-scoped ones may name one (ignored).
+func (p *Prepared) Object(k resource.Key) (manifest.Object, bool) { return p.objects.get(k) }
+
+// PreviousObject finds the object of plan resource k among the previous revision's objects,
+// decorated as the new ones are.
+func (p *Prepared) PreviousObject(k resource.Key) (manifest.Object, bool) { return p.previous.get(k) }
+
 // Prepare parses and decorates a bundle's objects for target.
 func Prepare(target events.Target, b *RenderBundle) (*Prepared, error) {
 	if b.Plan == nil {
@@ -136,12 +153,12 @@ func Prepare(target events.Target, b *RenderBundle) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return prepareParsed(target, b, crds, objs, previous), nil
+	return PrepareParsed(target, b, crds, objs, previous), nil
 }
 
-// prepareParsed is Prepare of objects already parsed from b (the objects of its manifest and
-// hooks in objs); it decorates them in place.
-func prepareParsed(target events.Target, b *RenderBundle, crds, objs, previous []manifest.Object) *Prepared {
+// PrepareParsed is Prepare of objects already parsed from b (the objects of its manifest and
+// hooks in objs), as the renderer has them; it decorates them in place.
+func PrepareParsed(target events.Target, b *RenderBundle, crds, objs, previous []manifest.Object) *Prepared {
 	p := &Prepared{Previous: previous, objects: newObjectIndex(target.Namespace, crds, objs), previous: newObjectIndex(target.Namespace, previous)}
 	decorate := func(o manifest.Object, res *resource.Resource) {
 		one := []manifest.Object{o}
@@ -202,15 +219,15 @@ type PlanInput struct {
 // BuildPlan plans a deploy as the renderer does, asking c which kinds are cluster-scoped.
 // Errors are the chart's: bad annotations, duplicates, dependency cycles.
 func BuildPlan(c *kube.Cluster, in PlanInput) (*plan.Plan, error) {
-	crds, previous, err := parsePlanInput(in)
+	crds, previous, err := ParsePlanInput(in)
 	if err != nil {
 		return nil, err
 	}
-	return buildPlan(c, in, crds, previous)
+	return BuildParsedPlan(c, in, crds, previous)
 }
 
-// parsePlanInput parses in's CRD files and previous manifest.
-func parsePlanInput(in PlanInput) (crds, previous []manifest.Object, err error) {
+// ParsePlanInput parses in's CRD files and previous manifest, for BuildParsedPlan.
+func ParsePlanInput(in PlanInput) (crds, previous []manifest.Object, err error) {
 	if crds, err = manifest.Parse(crdText(in.CRDs)); err != nil {
 		return nil, nil, fmt.Errorf("crds: %w", err)
 	}
@@ -220,8 +237,9 @@ func parsePlanInput(in PlanInput) (crds, previous []manifest.Object, err error) 
 	return crds, previous, nil
 }
 
-// buildPlan is BuildPlan with in's CRDs and previous manifest parsed.
-func buildPlan(c *kube.Cluster, in PlanInput, crds, previous []manifest.Object) (*plan.Plan, error) {
+// BuildParsedPlan is BuildPlan with in's CRDs and previous manifest parsed (ParsePlanInput): the
+// renderer keeps the parsed objects for Prepared.
+func BuildParsedPlan(c *kube.Cluster, in PlanInput, crds, previous []manifest.Object) (*plan.Plan, error) {
 	return plan.Build(plan.Input{Kind: in.Kind, Release: in.Target.Release, Namespace: in.Target.Namespace,
 		CRDs: crds, Objects: in.Objects, Previous: previous, ClusterScoped: clusterScoped(c)})
 }

@@ -1,4 +1,4 @@
-package pipeline
+package stagekit
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestNewReleaseStore(t *testing.T) {
 	two := 2
 	target := events.Target{Cluster: "c", Namespace: "shop", Release: "web"}
 	st := &deploy.State{ReleaseStorage: events.ReleaseStorage{Driver: "configmap", Namespace: "records", HistoryMax: &two}}
-	store := release.Open(client, target, storageOf(st), nil)
+	store := release.Open(client, target, StorageOf(st), nil)
 	ch := &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "shop", Version: "1.0.0"}}
 	for rev := 1; rev <= 3; rev++ {
 		if _, err := store.RecordPending(ctx, release.Pending{Name: "web", Namespace: "shop", Revision: rev, Chart: ch}); err != nil {
@@ -56,7 +56,7 @@ func TestNewReleaseStore(t *testing.T) {
 	if store.Namespace() != "records" || store.Driver() != release.DriverConfigMap {
 		t.Errorf("store in %s with %s", store.Namespace(), store.Driver())
 	}
-	if def := release.Open(client, target, storageOf(nil), nil); def.Namespace() != "shop" || def.Driver() != release.DriverSecret {
+	if def := release.Open(client, target, StorageOf(nil), nil); def.Namespace() != "shop" || def.Driver() != release.DriverSecret {
 		t.Errorf("default store in %s with %s, want shop, secret", def.Namespace(), def.Driver())
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package stagekit
 
 import (
 	"context"
@@ -12,25 +12,25 @@ import (
 	"github.com/sealane/sealane/pkg/release"
 )
 
-// releaseStore is the one way the stages open a release's records: with the request's
+// ReleaseStore is the one way the stages open a release's records: with the request's
 // storage driver, in its storage namespace (the release namespace unless
 // --release-storage-namespace), keeping its history limit. opts must have passed
 // release.CheckStorage (the renderer refuses requests that do not).
-func releaseStore(cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage, log *zap.Logger) *release.Store {
+func ReleaseStore(cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage, log *zap.Logger) *release.Store {
 	return release.Open(cluster.Bounded(), target, opts, log)
 }
 
-// storageOf is the release storage of a deploy from its state (the default for none).
-func storageOf(st *deploy.State) events.ReleaseStorage {
+// StorageOf is the release storage of a deploy from its state (the default for none).
+func StorageOf(st *deploy.State) events.ReleaseStorage {
 	if st == nil {
 		return events.ReleaseStorage{}
 	}
 	return st.ReleaseStorage
 }
 
-// ensureStorageNamespace creates the storage namespace when it is not the release namespace
+// EnsureStorageNamespace creates the storage namespace when it is not the release namespace
 // (which the recorder creates anyway) and does not exist yet.
-func ensureStorageNamespace(ctx context.Context, cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage) error {
+func EnsureStorageNamespace(ctx context.Context, cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage) error {
 	if opts.Namespace == "" || opts.Namespace == target.Namespace {
 		return nil
 	}
@@ -40,7 +40,7 @@ func ensureStorageNamespace(ctx context.Context, cluster *kube.Cluster, target e
 	return nil
 }
 
-// recordedElsewhere is release.RecordedElsewhere on cluster (see there).
-func recordedElsewhere(ctx context.Context, cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage, log *zap.Logger) (string, error) {
+// RecordedElsewhere is release.RecordedElsewhere on cluster (see there).
+func RecordedElsewhere(ctx context.Context, cluster *kube.Cluster, target events.Target, opts events.ReleaseStorage, log *zap.Logger) (string, error) {
 	return release.RecordedElsewhere(ctx, cluster.Bounded(), target, opts, log)
 }

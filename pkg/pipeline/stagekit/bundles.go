@@ -1,4 +1,4 @@
-package pipeline
+package stagekit
 
 import (
 	"context"
@@ -32,26 +32,24 @@ type bundleEntry struct {
 	prepared *Prepared
 }
 
-// defaultBundles is how many deploys' bundles a process keeps: the deploys in flight of one
-// applier replica, with their phases.
-const defaultBundles = 16
-
 // NewBundleCache returns a cache of the n most recently used bundles.
 func NewBundleCache(n int) *BundleCache {
 	c, _ := lru.New[string, *bundleEntry](max(n, 1))
 	return &BundleCache{entries: c}
 }
 
-// put keeps b under ref, with p its prepared objects for target when not nil.
-func (c *BundleCache) put(ref string, b *RenderBundle, target events.Target, p *Prepared) {
+// Put keeps b under ref, with p its prepared objects for target when not nil: the renderer
+// puts what it rendered.
+func (c *BundleCache) Put(ref string, b *RenderBundle, target events.Target, p *Prepared) {
 	if c == nil {
 		return
 	}
 	c.entries.Add(ref, &bundleEntry{bundle: b, target: target, prepared: p})
 }
 
-// bundle returns the bundle of ref, loading it from blobs when the cache does not have it.
-func (c *BundleCache) bundle(ctx context.Context, blobs Blobs, ref string) (*RenderBundle, error) {
+// Bundle returns the bundle of ref, loading it from blobs when the cache does not have it; a
+// nil cache loads it every time.
+func (c *BundleCache) Bundle(ctx context.Context, blobs Blobs, ref string) (*RenderBundle, error) {
 	e, err := c.entry(ctx, blobs, ref)
 	if err != nil {
 		return nil, err
@@ -59,11 +57,11 @@ func (c *BundleCache) bundle(ctx context.Context, blobs Blobs, ref string) (*Ren
 	return e.bundle, nil
 }
 
-// prepared returns the bundle of ref and its objects prepared for target (Prepare), parsing
+// Prepared returns the bundle of ref and its objects prepared for target (Prepare), parsing
 // them the first time only; CRD files stored by reference (RenderBundle.CRDChart) are read
 // from their chart in charts (or blobs). When the bundle cannot be read the bundle returned
 // is nil (a retry may help); when its objects cannot be prepared it is not (the render is bad).
-func (c *BundleCache) prepared(ctx context.Context, blobs Blobs, charts *chart.Cache, ref string, target events.Target) (*RenderBundle, *Prepared, error) {
+func (c *BundleCache) Prepared(ctx context.Context, blobs Blobs, charts *chart.Cache, ref string, target events.Target) (*RenderBundle, *Prepared, error) {
 	e, err := c.entry(ctx, blobs, ref)
 	if err != nil {
 		return nil, nil, err
@@ -106,11 +104,11 @@ func (c *BundleCache) entry(ctx context.Context, blobs Blobs, ref string) (*bund
 
 func loadBundle(ctx context.Context, b Blobs, ref string) (*RenderBundle, error) {
 	var rb RenderBundle
-	return &rb, loadJSON(ctx, b, "render", ref, &rb)
+	return &rb, LoadJSON(ctx, b, "render", ref, &rb)
 }
 
-// loadJSON reads the blob ref and decodes it into v; errors name what it is.
-func loadJSON(ctx context.Context, b Blobs, what, ref string, v any) error {
+// LoadJSON reads the blob ref and decodes it into v; errors name what it is.
+func LoadJSON(ctx context.Context, b Blobs, what, ref string, v any) error {
 	data, err := b.GetBlob(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("load %s %s: %w", what, ref, err)
@@ -124,16 +122,16 @@ func loadJSON(ctx context.Context, b Blobs, what, ref string, v any) error {
 // Notes returns the rendered NOTES.txt of a deploy's render, for the client to print; cache
 // may be nil (a shared pipeline's client reads the bundle from the Object Store).
 func Notes(ctx context.Context, b Blobs, cache *BundleCache, renderRef string) (string, error) {
-	rb, err := cache.bundle(ctx, b, renderRef)
+	rb, err := cache.Bundle(ctx, b, renderRef)
 	if err != nil {
 		return "", err
 	}
 	return rb.Notes, nil
 }
 
-// storedBundle is b as the Object Store keeps it: without the data of CRD files its chart
-// holds (CRDChart).
-func storedBundle(b RenderBundle) RenderBundle {
+// StoredBundle is b as the Object Store keeps it: without the data of CRD files its chart
+// holds (CRDChart), which withCRDData reads back.
+func StoredBundle(b RenderBundle) RenderBundle {
 	if b.CRDChart == nil {
 		return b
 	}
@@ -145,9 +143,9 @@ func storedBundle(b RenderBundle) RenderBundle {
 	return b
 }
 
-// crdsOfChart reports whether every CRD file of crds is, byte for byte, the file of the same
+// CRDsOfChart reports whether every CRD file of crds is, byte for byte, the file of the same
 // name among ch's crds/ files (subcharts included): then a stored bundle can name them only.
-func crdsOfChart(ch *helmchart.Chart, crds []CRDFile) bool {
+func CRDsOfChart(ch *helmchart.Chart, crds []CRDFile) bool {
 	files := map[string]string{}
 	for _, c := range ch.CRDObjects() {
 		if c.File != nil {
