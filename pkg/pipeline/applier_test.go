@@ -18,6 +18,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -51,11 +52,11 @@ func TestPermanentKubeError(t *testing.T) {
 // manager would (the object becomes what was applied; the fake dynamic client's own apply
 // needs the object to exist and merges strategically, which unstructured objects lack), and the rendered revision 1 of the test
 // chart (one ConfigMap) as the deploy's state after the recorder started it.
-func applierEnv(t *testing.T, reject error) (*leaseEnv, *Applier, stage.Input) {
+func applierEnv(t *testing.T, reject error) (*pipelinetest.Env, *Applier, stage.Input) {
 	t.Helper()
 	e, r, ch := rendererEnv(t)
-	d := renderedData(t, handleOK(t, r, events.RequestedData{Target: leaseTarget, Chart: ch}))
-	e.dyn.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+	d := pipelinetest.RenderedData(t, pipelinetest.HandleOK(t, r, events.RequestedData{Target: pipelinetest.Target, Chart: ch}))
+	e.Dyn.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		p := action.(clienttesting.PatchActionImpl)
 		if p.GetPatchType() != types.ApplyPatchType {
 			return false, nil, nil
@@ -67,17 +68,17 @@ func applierEnv(t *testing.T, reject error) (*leaseEnv, *Applier, stage.Input) {
 		if err := obj.UnmarshalJSON(p.GetPatch()); err != nil {
 			return true, nil, err
 		}
-		tracker := e.dyn.Tracker()
+		tracker := e.Dyn.Tracker()
 		if _, err := tracker.Get(p.GetResource(), p.GetNamespace(), p.GetName()); apierrors.IsNotFound(err) {
 			return true, obj, tracker.Create(p.GetResource(), obj, p.GetNamespace())
 		}
 		return true, obj, tracker.Update(p.GetResource(), obj, p.GetNamespace())
 	})
-	token := e.acquire("a", 0)
-	st := &deploy.State{ID: "a", Target: leaseTarget, Revision: d.Revision, RenderRef: d.RenderRef, LeaseToken: token,
+	token := e.Acquire("a", 0)
+	st := &deploy.State{ID: "a", Target: pipelinetest.Target, Revision: d.Revision, RenderRef: d.RenderRef, LeaseToken: token,
 		Deadline: time.Now().Add(time.Minute)}
-	in := input(t, events.DeployStarted, "a", events.StartedData{Target: leaseTarget, Revision: d.Revision, RenderRef: d.RenderRef}, st)
-	return e, &Applier{Deps: e.deps()}, in
+	in := pipelinetest.Input(t, events.DeployStarted, "a", events.StartedData{Target: pipelinetest.Target, Revision: d.Revision, RenderRef: d.RenderRef}, st)
+	return e, &Applier{Deps: e.Deps()}, in
 }
 
 // TestApplierOutcomes runs the applier as a function on a fake cluster: deploy.started applies
@@ -87,10 +88,10 @@ func applierEnv(t *testing.T, reject error) (*leaseEnv, *Applier, stage.Input) {
 // object the apiserver rejects or a lost lease fails the deploy, and a transient cluster error
 // is returned to be retried.
 func TestApplierOutcomes(t *testing.T) {
-	web := events.ResourceRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: leaseTarget.Namespace, Name: "web"}
+	web := events.ResourceRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: pipelinetest.Target.Namespace, Name: "web"}
 	t.Run("start applies phase 1", func(t *testing.T) {
 		e, a, in := applierEnv(t, nil)
-		out, err := a.Handle(testContext(t), in)
+		out, err := a.Handle(pipelinetest.Context(t), in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,14 +103,14 @@ func TestApplierOutcomes(t *testing.T) {
 		if len(d.Waits) != 0 {
 			t.Errorf("waits %+v, want none: a ConfigMap is ready once applied", d.Waits)
 		}
-		live, err := e.dyn.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, leaseTarget.Namespace, "web")
+		live, err := e.Dyn.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, pipelinetest.Target.Namespace, "web")
 		if err != nil {
 			t.Fatalf("ConfigMap web not in the cluster: %v", err)
 		}
-		if anns := live.(*unstructured.Unstructured).GetAnnotations(); anns["meta.helm.sh/release-name"] != leaseTarget.Release {
+		if anns := live.(*unstructured.Unstructured).GetAnnotations(); anns["meta.helm.sh/release-name"] != pipelinetest.Target.Release {
 			t.Errorf("live annotations %v, want Helm's release ownership", anns)
 		}
-		again, err := a.Handle(testContext(t), in) // redelivered
+		again, err := a.Handle(pipelinetest.Context(t), in) // redelivered
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,21 +120,21 @@ func TestApplierOutcomes(t *testing.T) {
 	})
 	t.Run("tracked ready: succeeded", func(t *testing.T) {
 		_, a, in := applierEnv(t, nil)
-		out, err := a.Handle(testContext(t), input(t, events.PhaseTracked, "a",
-			events.PhaseTrackedData{Target: leaseTarget, Revision: 1, Phase: 0, Phases: 1, Ready: true}, in.State))
+		out, err := a.Handle(pipelinetest.Context(t), pipelinetest.Input(t, events.PhaseTracked, "a",
+			events.PhaseTrackedData{Target: pipelinetest.Target, Revision: 1, Phase: 0, Phases: 1, Ready: true}, in.State))
 		if err != nil || len(out.Emits) != 1 || out.Emits[0].Type != events.DeploySucceeded {
-			t.Fatalf("emitted %v, %v; want deploy.succeeded", emitted(out), err)
+			t.Fatalf("emitted %v, %v; want deploy.succeeded", pipelinetest.Emitted(out), err)
 		}
 	})
 	t.Run("tracked not ready: failed", func(t *testing.T) {
 		_, a, in := applierEnv(t, nil)
 		failure := events.ResourceFailure{Resource: web, Reason: "not ready"}
-		out, err := a.Handle(testContext(t), input(t, events.PhaseTracked, "a",
-			events.PhaseTrackedData{Target: leaseTarget, Revision: 1, Phase: 0, Phases: 1, Failures: []events.ResourceFailure{failure}}, in.State))
+		out, err := a.Handle(pipelinetest.Context(t), pipelinetest.Input(t, events.PhaseTracked, "a",
+			events.PhaseTrackedData{Target: pipelinetest.Target, Revision: 1, Phase: 0, Phases: 1, Failures: []events.ResourceFailure{failure}}, in.State))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := failedReason(out); !strings.Contains(got, "web: not ready") {
+		if got := pipelinetest.FailedReason(out); !strings.Contains(got, "web: not ready") {
 			t.Errorf("failed reason %q, want the tracker's failure", got)
 		}
 		if d := out.Emits[0].Data.(events.FailedData); d.Stage != events.StageTracker || len(d.Failures) != 1 || d.Failures[0] != failure {
@@ -143,35 +144,35 @@ func TestApplierOutcomes(t *testing.T) {
 	t.Run("rejected by the apiserver: failed", func(t *testing.T) {
 		_, a, in := applierEnv(t, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "web",
 			field.ErrorList{field.Invalid(field.NewPath("data", "x"), "y", "bad value")}))
-		out, err := a.Handle(testContext(t), in)
+		out, err := a.Handle(pipelinetest.Context(t), in)
 		if err != nil {
 			t.Fatalf("Handle = %v, want deploy.failed (retrying cannot fix it)", err)
 		}
-		if got := failedReason(out); !strings.Contains(got, "web") || !strings.Contains(got, "bad value") {
+		if got := pipelinetest.FailedReason(out); !strings.Contains(got, "web") || !strings.Contains(got, "bad value") {
 			t.Errorf("failed reason %q, want the object and the apiserver's reason", got)
 		}
 	})
 	t.Run("transient cluster error: retried", func(t *testing.T) {
 		_, a, in := applierEnv(t, apierrors.NewServerTimeout(schema.GroupResource{Resource: "configmaps"}, "patch", 1))
-		out, err := a.Handle(testContext(t), in)
+		out, err := a.Handle(pipelinetest.Context(t), in)
 		if err == nil {
-			t.Fatalf("Handle emitted %v, want an error to retry", emitted(out))
+			t.Fatalf("Handle emitted %v, want an error to retry", pipelinetest.Emitted(out))
 		}
 	})
 	t.Run("lost lease: failed, nothing applied", func(t *testing.T) {
 		e, a, in := applierEnv(t, nil)
-		if _, err := e.leases.Release(testContext(t), leaseTarget, in.State.LeaseToken); err != nil {
+		if _, err := e.Leases.Release(pipelinetest.Context(t), pipelinetest.Target, in.State.LeaseToken); err != nil {
 			t.Fatal(err)
 		}
-		e.acquire("b", 0)
-		out, err := a.Handle(testContext(t), in)
+		e.Acquire("b", 0)
+		out, err := a.Handle(pipelinetest.Context(t), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := failedReason(out); !strings.Contains(got, "lease") || !strings.Contains(got, "b") {
+		if got := pipelinetest.FailedReason(out); !strings.Contains(got, "lease") || !strings.Contains(got, "b") {
 			t.Errorf("failed reason %q, want the lost lease and its holder", got)
 		}
-		if _, err := e.dyn.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, leaseTarget.Namespace, "web"); !apierrors.IsNotFound(err) {
+		if _, err := e.Dyn.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, pipelinetest.Target.Namespace, "web"); !apierrors.IsNotFound(err) {
 			t.Errorf("ConfigMap web written without the lease: %v", err)
 		}
 	})
@@ -180,7 +181,7 @@ func TestApplierOutcomes(t *testing.T) {
 func phaseApplied(t *testing.T, out stage.Output) events.PhaseAppliedData {
 	t.Helper()
 	if len(out.Emits) != 1 || out.Emits[0].Type != events.PhaseApplied {
-		t.Fatalf("emitted %v (reason %q), want one phase_applied", emitted(out), failedReason(out))
+		t.Fatalf("emitted %v (reason %q), want one phase_applied", pipelinetest.Emitted(out), pipelinetest.FailedReason(out))
 	}
 	return out.Emits[0].Data.(events.PhaseAppliedData)
 }

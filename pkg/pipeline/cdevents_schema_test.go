@@ -8,6 +8,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/test/cdschema"
 )
@@ -71,15 +72,15 @@ func TestCDEventsMatchSchemas(t *testing.T) {
 		{"failed uninstall", events.OperationUninstall, 2, failed, "delete: boom", events.CDPipelineRunFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newLeaseEnv(t)
+			e := pipelinetest.NewEnv(t)
 			for rev := 1; rev <= tc.rev; rev++ {
-				recordRevision(t, e.store(), rev, "deployed")
+				pipelinetest.RecordRevision(t, e.Store(), rev, "deployed")
 			}
-			r := &Recorder{e.deps()}
-			in := stage.Input{DeployID: "d-" + strings.ReplaceAll(tc.name, " ", "-"), Target: leaseTarget,
+			r := &Recorder{e.Deps()}
+			in := stage.Input{DeployID: "d-" + strings.ReplaceAll(tc.name, " ", "-"), Target: pipelinetest.Target,
 				State: &deploy.State{Operation: tc.op, RequestedBy: "ci-deployer", RequestedByVerified: true}}
-			rec := events.RecordedData{Target: leaseTarget, Revision: tc.rev, Outcome: tc.outcome, Reason: tc.reason}
-			got, err := r.withCDEvent(testContext(t), in, []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}, nil)
+			rec := events.RecordedData{Target: pipelinetest.Target, Revision: tc.rev, Outcome: tc.outcome, Reason: tc.reason}
+			got, err := r.withCDEvent(pipelinetest.Context(t), in, []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +97,7 @@ func TestCDEventsMatchSchemas(t *testing.T) {
 // The validator does reject what the spec does not allow: the schemas are really applied.
 func TestCDEventSchemaRejectsBrokenEvents(t *testing.T) {
 	svc := events.CDService{Type: events.CDServiceUpgraded, ID: "d.cdevent", Source: "/sealane/recorder",
-		Time: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Target: leaseTarget, ChartName: "web", ChartVersion: "1.0.0"}
+		Time: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Target: pipelinetest.Target, ChartName: "web", ChartVersion: "1.0.0"}
 	good, err := events.NewCDEvent(svc)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestCDEventSchemaRejectsBrokenEvents(t *testing.T) {
 		}
 	}
 	fail, _ := events.NewCDPipelineRunFinished(events.CDPipelineRun{ID: "d.cdevent", Source: "/sealane/recorder",
-		Time: svc.Time, DeployID: "d", Target: leaseTarget, Reason: "boom"})
+		Time: svc.Time, DeployID: "d", Target: pipelinetest.Target, Reason: "boom"})
 	b, _ := json.Marshal(fail)
 	bad := strings.Replace(string(b), `"outcome":"failure"`, `"outcome":"failed"`, 1)
 	var c map[string]any

@@ -10,6 +10,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/clusterspec"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 )
 
 // TestRendererRefusesUnservedClusters: with the cluster registry as Clusters, a request for an
@@ -36,14 +37,14 @@ func TestRendererRefusesUnservedClusters(t *testing.T) {
 				_, r, ch := rendererEnv(t)
 				r.Clusters = reg
 				req := events.RequestedData{Target: events.Target{Cluster: cluster, Namespace: "shop", Release: "web"}, Chart: ch, Operation: op}
-				in := input(t, events.DeployRequested, "a", req, nil)
+				in := pipelinetest.Input(t, events.DeployRequested, "a", req, nil)
 				in.Target = req.Target
-				out, err := r.Handle(testContext(t), in)
+				out, err := r.Handle(pipelinetest.Context(t), in)
 				if err != nil {
 					t.Fatalf("Handle = %v, want deploy.failed", err)
 				}
-				if got := failedReason(out); !strings.Contains(got, want) {
-					t.Errorf("failed reason %q, want %q (emitted %v)", got, want, emitted(out))
+				if got := pipelinetest.FailedReason(out); !strings.Contains(got, want) {
+					t.Errorf("failed reason %q, want %q (emitted %v)", got, want, pipelinetest.Emitted(out))
 				}
 			})
 		}

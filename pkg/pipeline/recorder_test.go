@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -10,7 +9,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
-	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 )
 
 // recorderStep is one event the recorder handles in a sequence, and what must come of it:
@@ -35,17 +34,17 @@ type recorderStep struct {
 func TestRecorderSequences(t *testing.T) {
 	rendered := func(rev int, op events.Operation) func(string, events.ChartSource) any {
 		return func(ref string, ch events.ChartSource) any {
-			return events.RenderedData{Target: leaseTarget, Revision: rev, RenderRef: ref, Chart: ch, Operation: op}
+			return events.RenderedData{Target: pipelinetest.Target, Revision: rev, RenderRef: ref, Chart: ch, Operation: op}
 		}
 	}
 	succeeded := func(rev int, upToDate bool) func(string, events.ChartSource) any {
 		return func(string, events.ChartSource) any {
-			return events.SucceededData{Target: leaseTarget, Revision: rev, UpToDate: upToDate}
+			return events.SucceededData{Target: pipelinetest.Target, Revision: rev, UpToDate: upToDate}
 		}
 	}
 	failed := func(rev int, reason string) func(string, events.ChartSource) any {
 		return func(string, events.ChartSource) any {
-			return events.FailedData{Target: leaseTarget, Revision: rev, Reason: reason}
+			return events.FailedData{Target: pipelinetest.Target, Revision: rev, Reason: reason}
 		}
 	}
 	tests := []struct {
@@ -85,33 +84,33 @@ func TestRecorderSequences(t *testing.T) {
 			{events.DeployFailed, failed(1, "delete: boom"), []string{string(events.CDPipelineRunFinished), "recorded failed failed"}, []string{"failed"}},
 		}},
 		{name: "plan", deployed: 1, op: events.OperationPlan, steps: []recorderStep{
-			{events.DeployPlanned, func(string, events.ChartSource) any { return events.PlannedData{Target: leaseTarget} },
+			{events.DeployPlanned, func(string, events.ChartSource) any { return events.PlannedData{Target: pipelinetest.Target} },
 				[]string{"recorded succeeded"}, []string{"deployed"}},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newLeaseEnv(t)
+			e := pipelinetest.NewEnv(t)
 			for rev := 1; rev <= tt.deployed; rev++ {
-				recordRevision(t, e.store(), rev, "deployed")
+				pipelinetest.RecordRevision(t, e.Store(), rev, "deployed")
 			}
-			ctx := testContext(t)
-			chartRef := putBlob(t, e.blobs, "charts/web", chartArchive(t))
-			renderRef := putBlob(t, e.blobs, "renders/a", []byte(`{"manifest":"---\n# Source: web/templates/cm.yaml\n`+strings.ReplaceAll(cmManifest("web"), "\n", `\n`)+`"}`))
-			token := e.acquire("a", 0)
+			ctx := pipelinetest.Context(t)
+			chartRef := pipelinetest.PutBlob(t, e.Blobs, "charts/web", pipelinetest.ChartArchive(t))
+			renderRef := pipelinetest.PutBlob(t, e.Blobs, "renders/a", []byte(`{"manifest":"---\n# Source: web/templates/cm.yaml\n`+strings.ReplaceAll(pipelinetest.CMManifest("web"), "\n", `\n`)+`"}`))
+			token := e.Acquire("a", 0)
 			for i, step := range tt.steps {
-				st := &deploy.State{ID: "a", Target: leaseTarget, Revision: tt.deployed + 1, Operation: tt.op, LeaseToken: token}
-				out, err := (&Recorder{e.deps()}).Handle(ctx, input(t, step.typ, "a", step.data(renderRef, events.ChartSource{Name: "web", Ref: chartRef}), st))
+				st := &deploy.State{ID: "a", Target: pipelinetest.Target, Revision: tt.deployed + 1, Operation: tt.op, LeaseToken: token}
+				out, err := (&Recorder{e.Deps()}).Handle(ctx, pipelinetest.Input(t, step.typ, "a", step.data(renderRef, events.ChartSource{Name: "web", Ref: chartRef}), st))
 				if err != nil {
 					t.Fatalf("step %d (%s): %v", i+1, step.typ.Token(), err)
 				}
 				validateCDEmits(t, out.Emits)
-				if diff := cmp.Diff(step.emits, emitted(out)); diff != "" {
+				if diff := cmp.Diff(step.emits, pipelinetest.Emitted(out)); diff != "" {
 					t.Errorf("step %d (%s): emitted (-want +got):\n%s", i+1, step.typ.Token(), diff)
 				}
 				var got []string
 				for rev := 1; rev <= tt.deployed+1; rev++ {
-					if s := status(t, e.store(), rev); s != "absent" {
+					if s := pipelinetest.Status(t, e.Store(), rev); s != "absent" {
 						got = append(got, s)
 					}
 				}
@@ -119,42 +118,16 @@ func TestRecorderSequences(t *testing.T) {
 					t.Errorf("step %d (%s): revisions (-want +got):\n%s", i+1, step.typ.Token(), diff)
 				}
 			}
-			if rel, err := e.store().Get(ctx, leaseTarget.Release, tt.deployed+1); err == nil && rel.Info.Status.String() == "failed" {
+			if rel, err := e.Store().Get(ctx, pipelinetest.Target.Release, tt.deployed+1); err == nil && rel.Info.Status.String() == "failed" {
 				verb := "Release"
 				if tt.deployed > 0 {
 					verb = "Upgrade"
 				}
 				reason := tt.steps[len(tt.steps)-1].data("", events.ChartSource{}).(events.FailedData).Reason
-				if want := fmt.Sprintf("%s %q failed: %s%s", verb, leaseTarget.Release, failedDescription, reason); rel.Info.Description != want {
+				if want := fmt.Sprintf("%s %q failed: %s%s", verb, pipelinetest.Target.Release, failedDescription, reason); rel.Info.Description != want {
 					t.Errorf("failed revision's description = %q, want %q", rel.Info.Description, want)
 				}
 			}
 		})
 	}
-}
-
-// emitted names what a handler emitted: the event type's token; for release_recorded
-// "recorded <outcome> [<status>] [up-to-date]"; a CDEvent by its CDEvents type.
-func emitted(out stage.Output) []string {
-	var names []string
-	for _, em := range out.Emits {
-		switch d := em.Data.(type) {
-		case events.RecordedData:
-			name := fmt.Sprintf("recorded %s", d.Outcome)
-			if d.Status != "" {
-				name += " " + d.Status
-			}
-			if d.UpToDate {
-				name += " up-to-date"
-			}
-			names = append(names, name)
-		default:
-			if events.IsCDEvent(em.Type) {
-				names = append(names, string(em.Type))
-				continue
-			}
-			names = append(names, em.Type.Token())
-		}
-	}
-	return slices.Clip(names)
 }

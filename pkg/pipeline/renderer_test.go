@@ -4,30 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/version"
-	fakediscovery "k8s.io/client-go/discovery/fake"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
-
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
-	"github.com/sealane/sealane/pkg/chart"
-	"github.com/sealane/sealane/pkg/pipeline/stagekit"
-	"github.com/sealane/sealane/pkg/stage"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 )
 
-// rendererEnv is leaseEnv with what the renderer asks the cluster for: its version and API
-// groups (for .Capabilities), its OpenAPI schema (empty: nothing to validate against).
-func rendererEnv(t *testing.T) (*leaseEnv, *Renderer, events.ChartSource) {
+// rendererEnv is pipelinetest.RendererEnv with its Renderer.
+func rendererEnv(t *testing.T) (*pipelinetest.Env, *Renderer, events.ChartSource) {
 	t.Helper()
-	e := newLeaseEnv(t)
-	e.typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
-	fakeDiscovery(e).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
-	archive := chartArchive(t)
-	ref := upload(e.blobs, bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
-	d := e.deps()
-	d.Charts, d.Schemas = chart.NewCache(4), stagekit.NewSchemaCache(stagekit.SchemaTTL, nil)
-	return e, &Renderer{Deps: d}, events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
+	e, d, ch := pipelinetest.RendererEnv(t)
+	return e, &Renderer{Deps: d}, ch
 }
 
 // TestRendererOutcomes runs the renderer as a function, on a fake cluster: a request becomes
@@ -37,47 +23,47 @@ func rendererEnv(t *testing.T) (*leaseEnv, *Renderer, events.ChartSource) {
 func TestRendererOutcomes(t *testing.T) {
 	t.Run("install", func(t *testing.T) {
 		_, r, ch := rendererEnv(t)
-		out := handleOK(t, r, events.RequestedData{Target: leaseTarget, Chart: ch})
-		d := renderedData(t, out)
+		out := pipelinetest.HandleOK(t, r, events.RequestedData{Target: pipelinetest.Target, Chart: ch})
+		d := pipelinetest.RenderedData(t, out)
 		if d.Revision != 1 || d.IsUpgrade || len(d.Resources) != 1 || d.Resources[0].Kind != "ConfigMap" || d.Resources[0].Name != "web" ||
-			d.Resources[0].Namespace != leaseTarget.Namespace {
+			d.Resources[0].Namespace != pipelinetest.Target.Namespace {
 			t.Errorf("rendered = revision %d, upgrade %v, resources %+v; want revision 1 of shop/ConfigMap/web", d.Revision, d.IsUpgrade, d.Resources)
 		}
 		if out.State == nil || out.State.Revision != 1 || out.State.RenderRef != d.RenderRef || d.RenderRef == "" {
 			t.Errorf("state = %+v, want revision 1 and the render's ref %q", out.State, d.RenderRef)
 		}
-		if _, err := r.Blobs.GetBlob(testContext(t), d.RenderRef); err != nil {
+		if _, err := r.Blobs.GetBlob(pipelinetest.Context(t), d.RenderRef); err != nil {
 			t.Errorf("render not stored: %v", err)
 		}
 	})
 	t.Run("upgrade", func(t *testing.T) {
 		e, r, ch := rendererEnv(t)
-		recordRevision(t, e.store(), 1, "deployed")
-		d := renderedData(t, handleOK(t, r, events.RequestedData{Target: leaseTarget, Chart: ch}))
+		pipelinetest.RecordRevision(t, e.Store(), 1, "deployed")
+		d := pipelinetest.RenderedData(t, pipelinetest.HandleOK(t, r, events.RequestedData{Target: pipelinetest.Target, Chart: ch}))
 		if d.Revision != 2 || !d.IsUpgrade {
 			t.Errorf("rendered = revision %d, upgrade %v; want revision 2, an upgrade", d.Revision, d.IsUpgrade)
 		}
 	})
 	t.Run("rollback", func(t *testing.T) {
 		e, r, _ := rendererEnv(t)
-		recordRevision(t, e.store(), 1, "deployed")
-		recordRevision(t, e.store(), 2, "deployed")
-		d := renderedData(t, handleOK(t, r, events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback}))
-		if d.Revision != 3 || !d.IsUpgrade || d.Chart.Name != testChart.Name() {
+		pipelinetest.RecordRevision(t, e.Store(), 1, "deployed")
+		pipelinetest.RecordRevision(t, e.Store(), 2, "deployed")
+		d := pipelinetest.RenderedData(t, pipelinetest.HandleOK(t, r, events.RequestedData{Target: pipelinetest.Target, Operation: events.OperationRollback}))
+		if d.Revision != 3 || !d.IsUpgrade || d.Chart.Name != pipelinetest.Chart.Name() {
 			t.Errorf("rendered = revision %d, upgrade %v, chart %+v; want revision 3 from revision 1's chart", d.Revision, d.IsUpgrade, d.Chart)
 		}
 		if d.Description != "Rollback to 1" {
 			t.Errorf("description %q, want Helm's \"Rollback to 1\"", d.Description)
 		}
-		out := handleOK(t, r, events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback, RollbackTo: 7})
-		if got := failedReason(out); !strings.Contains(got, "rollback: release web has no revision 7 (revisions 1 to 2") {
-			t.Errorf("rollback to 7: failed reason %q (emitted %v), want no revision 7 of 1 to 2", got, emitted(out))
+		out := pipelinetest.HandleOK(t, r, events.RequestedData{Target: pipelinetest.Target, Operation: events.OperationRollback, RollbackTo: 7})
+		if got := pipelinetest.FailedReason(out); !strings.Contains(got, "rollback: release web has no revision 7 (revisions 1 to 2") {
+			t.Errorf("rollback to 7: failed reason %q (emitted %v), want no revision 7 of 1 to 2", got, pipelinetest.Emitted(out))
 		}
 	})
 	t.Run("uninstall", func(t *testing.T) {
 		e, r, _ := rendererEnv(t)
-		recordRevision(t, e.store(), 1, "deployed")
-		d := renderedData(t, handleOK(t, r, events.RequestedData{Target: leaseTarget, Operation: events.OperationUninstall}))
+		pipelinetest.RecordRevision(t, e.Store(), 1, "deployed")
+		d := pipelinetest.RenderedData(t, pipelinetest.HandleOK(t, r, events.RequestedData{Target: pipelinetest.Target, Operation: events.OperationUninstall}))
 		if d.Revision != 1 || d.Description != "Uninstallation complete" {
 			t.Errorf("rendered = revision %d, %q; want the last revision, 1, with Helm's \"Uninstallation complete\"", d.Revision, d.Description)
 		}
@@ -89,27 +75,27 @@ func TestRendererOutcomes(t *testing.T) {
 		reason string
 	}{
 		{"unknown operation", func(ch events.ChartSource) events.RequestedData {
-			return events.RequestedData{Target: leaseTarget, Chart: ch, Operation: "explode"}
+			return events.RequestedData{Target: pipelinetest.Target, Chart: ch, Operation: "explode"}
 		}, `unknown operation "explode": use deploy, plan, rollback, uninstall or test`},
 		{"no chart", func(events.ChartSource) events.RequestedData {
-			return events.RequestedData{Target: leaseTarget}
+			return events.RequestedData{Target: pipelinetest.Target}
 		}, "the request names no chart"},
 		{"no digest", func(ch events.ChartSource) events.RequestedData {
 			ch.Digest = ""
-			return events.RequestedData{Target: leaseTarget, Chart: ch}
+			return events.RequestedData{Target: pipelinetest.Target, Chart: ch}
 		}, "chart web: the request has no chart digest"},
 		{"digest of another archive", func(ch events.ChartSource) events.RequestedData {
 			ch.Digest = strings.Repeat("0", 64)
-			return events.RequestedData{Target: leaseTarget, Chart: ch}
+			return events.RequestedData{Target: pipelinetest.Target, Chart: ch}
 		}, "does not match the expected"},
 		{"values that are not JSON", func(ch events.ChartSource) events.RequestedData {
-			return events.RequestedData{Target: leaseTarget, Chart: ch, InputsRef: bus.BlobRef(bus.DefaultInputBucket, bus.InputsName(notJSON))}
+			return events.RequestedData{Target: pipelinetest.Target, Chart: ch, InputsRef: bus.BlobRef(bus.DefaultInputBucket, bus.InputsName(notJSON))}
 		}, "values nats-obj://sealane-inputs/inputs/"},
 		{"rollback of a release with no revisions", func(events.ChartSource) events.RequestedData {
-			return events.RequestedData{Target: leaseTarget, Operation: events.OperationRollback}
+			return events.RequestedData{Target: pipelinetest.Target, Operation: events.OperationRollback}
 		}, "rollback: release web has no revisions in namespace shop"},
 		{"uninstall of a release that is not there", func(events.ChartSource) events.RequestedData {
-			return events.RequestedData{Target: leaseTarget, Operation: events.OperationUninstall}
+			return events.RequestedData{Target: pipelinetest.Target, Operation: events.OperationUninstall}
 		}, "dismiss: release web not found in namespace shop"},
 		{"unknown cluster", func(ch events.ChartSource) events.RequestedData {
 			return events.RequestedData{Target: events.Target{Cluster: "nowhere", Namespace: "shop", Release: "web"}, Chart: ch}
@@ -117,47 +103,17 @@ func TestRendererOutcomes(t *testing.T) {
 	} {
 		t.Run("refused: "+tt.name, func(t *testing.T) {
 			e, r, ch := rendererEnv(t)
-			upload(e.blobs, bus.DefaultInputBucket, bus.InputsName(notJSON), notJSON)
+			pipelinetest.Upload(e.Blobs, bus.DefaultInputBucket, bus.InputsName(notJSON), notJSON)
 			req := tt.req(ch)
-			in := input(t, events.DeployRequested, "a", req, nil)
+			in := pipelinetest.Input(t, events.DeployRequested, "a", req, nil)
 			in.Target = req.Target
-			out, err := r.Handle(testContext(t), in)
+			out, err := r.Handle(pipelinetest.Context(t), in)
 			if err != nil {
 				t.Fatalf("Handle = %v, want deploy.failed (nothing to retry)", err)
 			}
-			if got := failedReason(out); !strings.Contains(got, tt.reason) {
-				t.Errorf("failed reason = %q, want it to contain %q (emitted %v)", got, tt.reason, emitted(out))
+			if got := pipelinetest.FailedReason(out); !strings.Contains(got, tt.reason) {
+				t.Errorf("failed reason = %q, want it to contain %q (emitted %v)", got, tt.reason, pipelinetest.Emitted(out))
 			}
 		})
 	}
-}
-
-func handleOK(t *testing.T, r *Renderer, req events.RequestedData) stage.Output {
-	t.Helper()
-	out, err := r.Handle(testContext(t), input(t, events.DeployRequested, "a", req, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func renderedData(t *testing.T, out stage.Output) events.RenderedData {
-	t.Helper()
-	for _, em := range out.Emits {
-		if d, ok := em.Data.(events.RenderedData); ok && em.Type == events.DeployRendered {
-			return d
-		}
-	}
-	t.Fatalf("emitted %v (reason %q), want deploy.rendered", emitted(out), failedReason(out))
-	return events.RenderedData{}
-}
-
-// fakeDiscovery is the fake cluster's discovery client, to set what it answers.
-func fakeDiscovery(e *leaseEnv) *fakediscovery.FakeDiscovery {
-	return fakeDiscoveryOf(e.typed)
-}
-
-// fakeDiscoveryOf is a fake clientset's discovery client.
-func fakeDiscoveryOf(c *k8sfake.Clientset) *fakediscovery.FakeDiscovery {
-	return c.Discovery().(*fakediscovery.FakeDiscovery)
 }

@@ -12,16 +12,17 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
 
 // sandboxFleet connects to the multi-cluster sandbox's contexts sandbox-1..3; a sandbox of one
 // cluster fails the test (`make test` starts three).
-func sandboxFleet(t *testing.T) (fleetClusters, []string) {
+func sandboxFleet(t *testing.T) (pipelinetest.FleetClusters, []string) {
 	t.Helper()
 	kubetest.Cluster(t) // skips in -short, fails otherwise, when there is no sandbox
 	names := []string{"sandbox-1", "sandbox-2", "sandbox-3"}
-	fleet := fleetClusters{}
+	fleet := pipelinetest.FleetClusters{}
 	for _, name := range names {
 		c, err := kube.Connect(kube.Options{Kubeconfig: kubetest.KubeconfigPath(), Context: name})
 		if err != nil {
@@ -40,7 +41,7 @@ func renderFingerprint(t *testing.T, c *kube.Cluster) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := stagekit.NewSchemaCache(stagekit.SchemaTTL, nil).Get(testContext(t), c)
+	s, err := stagekit.NewSchemaCache(stagekit.SchemaTTL, nil).Get(pipelinetest.Context(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}

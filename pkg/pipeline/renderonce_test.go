@@ -10,47 +10,14 @@ import (
 	"go.uber.org/zap/zaptest"
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/chart"
-	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
-
-// fleetClusters serves clusters by name, for a renderer deploying to several.
-type fleetClusters map[string]*kube.Cluster
-
-func (f fleetClusters) Get(name string) (*kube.Cluster, error) {
-	c, ok := f[name]
-	if !ok {
-		return nil, fmt.Errorf("no cluster %q", name)
-	}
-	return c, nil
-}
-
-// fakeCluster is a fake cluster serving v1 (ConfigMaps) and the given extra group/versions at
-// Kubernetes v1.34.2: clusters made with the same groups answer discovery alike.
-func fakeCluster(name string, groups ...string) *kube.Cluster {
-	typed := k8sfake.NewClientset()
-	typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
-	for _, gv := range groups {
-		typed.Fake.Resources = append(typed.Fake.Resources, &metav1.APIResourceList{GroupVersion: gv,
-			APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Namespaced: true}}})
-	}
-	fakeDiscoveryOf(typed).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	return &kube.Cluster{Name: name, Typed: typed, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Mapper: resettableMapper{mapper}}
-}
 
 // onceChart is a chart whose ConfigMap shows a value and a capability (whether example.com/v1
 // is served); with lookup, it also reads a Secret from the cluster.
@@ -72,7 +39,7 @@ type renderFleet struct {
 	chart events.ChartSource
 }
 
-func newRenderFleet(t *testing.T, template string, clusters fleetClusters) *renderFleet {
+func newRenderFleet(t *testing.T, template string, clusters pipelinetest.FleetClusters) *renderFleet {
 	t.Helper()
 	ch := &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"},
 		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(template)}}}
@@ -85,14 +52,14 @@ func newRenderFleet(t *testing.T, template string, clusters fleetClusters) *rend
 		t.Fatal(err)
 	}
 	f := &renderFleet{t: t, blobs: bustest.NewBlobs()}
-	ref := upload(f.blobs, bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
+	ref := pipelinetest.Upload(f.blobs, bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
 	f.chart = events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
 	f.r = f.replica(clusters)
 	return f
 }
 
 // replica is another renderer on the same blobs and clusters, with its own memory.
-func (f *renderFleet) replica(clusters fleetClusters) *Renderer {
+func (f *renderFleet) replica(clusters pipelinetest.FleetClusters) *Renderer {
 	return &Renderer{Deps{Blobs: f.blobs, Clusters: clusters, Log: zaptest.NewLogger(f.t), Charts: chart.NewCache(4),
 		Schemas: stagekit.NewSchemaCache(stagekit.SchemaTTL, nil), Renders: stagekit.NewRenderCache(64 << 20)}}
 }
@@ -113,17 +80,17 @@ func (f *renderFleet) deployTo(r *Renderer, id string, target events.Target, set
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		req.InputsRef = upload(f.blobs, bus.DefaultInputBucket, bus.InputsName(raw), raw)
+		req.InputsRef = pipelinetest.Upload(f.blobs, bus.DefaultInputBucket, bus.InputsName(raw), raw)
 	}
-	in := input(f.t, events.DeployRequested, id, req, nil)
+	in := pipelinetest.Input(f.t, events.DeployRequested, id, req, nil)
 	in.Target = req.Target
-	out, err := r.Handle(testContext(f.t), in)
+	out, err := r.Handle(pipelinetest.Context(f.t), in)
 	if err != nil {
 		f.t.Fatalf("deploy %s to %s: %v", id, target.Cluster, err)
 	}
-	d := renderedData(f.t, out)
+	d := pipelinetest.RenderedData(f.t, out)
 	var none *stagekit.BundleCache // no cache: the bundle as stored
-	b, err := none.Bundle(testContext(f.t), f.blobs, d.RenderRef)
+	b, err := none.Bundle(pipelinetest.Context(f.t), f.blobs, d.RenderRef)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -145,7 +112,7 @@ func wantStats(t *testing.T, step string, got, want stagekit.RenderCacheStats) {
 // memory, in another replica from the Object Store — while another value or other
 // capabilities render again; a stored render that is missing or corrupt is rendered again.
 func TestRenderOnce(t *testing.T) {
-	clusters := fleetClusters{"c1": fakeCluster("c1"), "c2": fakeCluster("c2"), "c3": fakeCluster("c3"), "c4": fakeCluster("c4", "example.com/v1")}
+	clusters := pipelinetest.FleetClusters{"c1": pipelinetest.FakeCluster("c1"), "c2": pipelinetest.FakeCluster("c2"), "c3": pipelinetest.FakeCluster("c3"), "c4": pipelinetest.FakeCluster("c4", "example.com/v1")}
 	f := newRenderFleet(t, onceChart(false), clusters)
 	first := f.deploy(f.r, "d1", "c1")
 	for i, c := range []string{"c2", "c3"} {
@@ -223,7 +190,7 @@ func TestRenderOnce(t *testing.T) {
 // TestRenderOnceLookup: a chart that calls lookup is rendered for every target, each time,
 // and is never stored for reuse.
 func TestRenderOnceLookup(t *testing.T) {
-	f := newRenderFleet(t, onceChart(true), fleetClusters{"c1": fakeCluster("c1"), "c2": fakeCluster("c2")})
+	f := newRenderFleet(t, onceChart(true), pipelinetest.FleetClusters{"c1": pipelinetest.FakeCluster("c1"), "c2": pipelinetest.FakeCluster("c2")})
 	f.deploy(f.r, "d1", "c1")
 	f.deploy(f.r, "d2", "c2")
 	f.deploy(f.r, "d3", "c1")
@@ -238,7 +205,7 @@ func TestRenderOnceLookup(t *testing.T) {
 // TestRenderOnceOff: with the cache off ($SEALANE_RENDER_CACHE_MB=off) every target renders.
 func TestRenderOnceOff(t *testing.T) {
 	t.Setenv(stagekit.RenderCacheEnv, "off")
-	clusters := fleetClusters{"c1": fakeCluster("c1"), "c2": fakeCluster("c2")}
+	clusters := pipelinetest.FleetClusters{"c1": pipelinetest.FakeCluster("c1"), "c2": pipelinetest.FakeCluster("c2")}
 	f := newRenderFleet(t, onceChart(false), clusters)
 	var err error
 	if f.r.Renders, err = stagekit.RenderCacheFromEnv(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/gitsource"
 	"github.com/sealane/sealane/pkg/gitsource/gittest"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -77,13 +78,13 @@ func TestAdmissionRefusesFetchesOutsideTheSources(t *testing.T) {
 // naming the refused host and the rule, and quoting no answer of the metadata host.
 func refusedFetch(t *testing.T, h stage.Handler, ch events.ChartSource, host string) {
 	t.Helper()
-	out, err := h.Handle(testContext(t), fromBus(t, events.RequestedData{Target: leaseTarget, Chart: ch}, nil, time.Now()))
+	out, err := h.Handle(pipelinetest.Context(t), fromBus(t, events.RequestedData{Target: pipelinetest.Target, Chart: ch}, nil, time.Now()))
 	if err != nil {
 		t.Fatalf("Handle = %v, want deploy.failed (nothing to retry)", err)
 	}
-	got := failedReason(out)
+	got := pipelinetest.FailedReason(out)
 	if !strings.Contains(got, "host "+host) || !strings.Contains(got, "--allow-chart-source") {
-		t.Errorf("failed reason %q, want the refused host %s and the rule (emitted %v)", got, host, emitted(out))
+		t.Errorf("failed reason %q, want the refused host %s and the rule (emitted %v)", got, host, pipelinetest.Emitted(out))
 	}
 	if strings.Contains(got, metadataSecret) {
 		t.Errorf("failed reason %q quotes the refused host's answer", got)

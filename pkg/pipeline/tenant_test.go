@@ -15,15 +15,14 @@ import (
 	"github.com/sealane/sealane/pkg/admission"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"
-	"github.com/sealane/sealane/pkg/deploy"
-	"github.com/sealane/sealane/pkg/pipeline/stagekit"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
 // tenantEnv is admissionEnv with two clients: "ops" (an operator client, no scope) and "team"
 // (scoped to namespace shop, running as shop/deployer). The fake cluster has a REST config,
 // which nothing contacts unless a template calls lookup.
-func tenantEnv(t *testing.T) (h stage.Handler, e *leaseEnv, ops, team nkeys.KeyPair) {
+func tenantEnv(t *testing.T) (h stage.Handler, e *pipelinetest.Env, ops, team nkeys.KeyPair) {
 	t.Helper()
 	ops, _ = nkeys.CreateUser()
 	team, _ = nkeys.CreateUser()
@@ -35,7 +34,7 @@ func tenantEnv(t *testing.T) (h stage.Handler, e *leaseEnv, ops, team nkeys.KeyP
 		t.Fatal(err)
 	}
 	e, r, _ := rendererEnv(t)
-	e.cluster.Config = &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second} // Bounded: the fake
+	e.Cluster.Config = &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second} // Bounded: the fake
 	d := r.Deps
 	d.Admission = Admission{Verifier: admission.Verifier{Keys: keys}}
 	stages, err := Stages(d, events.StageRenderer)
@@ -45,14 +44,14 @@ func tenantEnv(t *testing.T) (h stage.Handler, e *leaseEnv, ops, team nkeys.KeyP
 	return stages[0].Handler, e, ops, team
 }
 
-// signedRequest handles a request for leaseTarget signed by kp.
+// signedRequest handles a request for pipelinetest.Target signed by kp.
 func signedRequest(t *testing.T, h stage.Handler, req events.RequestedData, kp nkeys.KeyPair) (stage.Output, error) {
 	t.Helper()
-	return h.Handle(testContext(t), fromBus(t, req, kp, time.Now()))
+	return h.Handle(pipelinetest.Context(t), fromBus(t, req, kp, time.Now()))
 }
 
 // storeChart stores a chart "web" with the given templates and returns its source.
-func storeChart(t *testing.T, e *leaseEnv, templates map[string]string) events.ChartSource {
+func storeChart(t *testing.T, e *pipelinetest.Env, templates map[string]string) events.ChartSource {
 	t.Helper()
 	ch := &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"}}
 	for name, text := range templates {
@@ -66,7 +65,7 @@ func storeChart(t *testing.T, e *leaseEnv, templates map[string]string) events.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := upload(e.blobs, bus.TenantInputBucket("team"), "charts/"+chart.Digest(archive), archive) // the tenant's own
+	ref := pipelinetest.Upload(e.Blobs, bus.TenantInputBucket("team"), "charts/"+chart.Digest(archive), archive) // the tenant's own
 	return events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
 }
 
@@ -86,22 +85,22 @@ subjects: [{kind: ServiceAccount, name: default, namespace: shop}]
 func TestTenantDeploysBounded(t *testing.T) {
 	t.Run("another namespace: refused at admission", func(t *testing.T) {
 		h, e, _, team := tenantEnv(t)
-		ch := storeChart(t, e, map[string]string{"templates/cm.yaml": cmManifest("web")})
-		target := events.Target{Cluster: leaseTarget.Cluster, Namespace: "kube-system", Release: "web"}
+		ch := storeChart(t, e, map[string]string{"templates/cm.yaml": pipelinetest.CMManifest("web")})
+		target := events.Target{Cluster: pipelinetest.Target.Cluster, Namespace: "kube-system", Release: "web"}
 		in := fromBus(t, events.RequestedData{Target: target, Chart: ch}, team, time.Now())
 		in.Subject, in.Target = events.NATSSubject(events.DeployRequested, target), target
 		in.Event.SetSubject(target.String())
 		if err := events.SignRequest(&in.Event, team); err != nil {
 			t.Fatal(err)
 		}
-		out, err := h.Handle(testContext(t), in)
+		out, err := h.Handle(pipelinetest.Context(t), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := failedReason(out); !strings.Contains(r, "client team may not deploy into namespace kube-system (its scope: namespaces shop)") {
+		if r := pipelinetest.FailedReason(out); !strings.Contains(r, "client team may not deploy into namespace kube-system (its scope: namespaces shop)") {
 			t.Errorf("failed reason %q, want the namespace refused", r)
 		}
-		if l, _ := e.leases.Get(testContext(t), target); l != nil {
+		if l, _ := e.Leases.Get(pipelinetest.Context(t), target); l != nil {
 			t.Errorf("lease %+v taken for a refused request", l)
 		}
 	})
@@ -121,26 +120,26 @@ func TestTenantDeploysBounded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h, e, ops, team := tenantEnv(t)
-			ch := storeChart(t, e, map[string]string{"templates/cm.yaml": cmManifest("web"), tt.file: tt.text})
-			out, err := signedRequest(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, team)
+			ch := storeChart(t, e, map[string]string{"templates/cm.yaml": pipelinetest.CMManifest("web"), tt.file: tt.text})
+			out, err := signedRequest(t, h, events.RequestedData{Target: pipelinetest.Target, Chart: ch}, team)
 			if err != nil {
 				t.Fatalf("Handle = %v, want deploy.failed", err)
 			}
-			reason := failedReason(out)
+			reason := pipelinetest.FailedReason(out)
 			for _, w := range tt.want {
 				if !strings.Contains(reason, w) {
 					t.Errorf("failed reason %q\nwant it to contain %q", reason, w)
 				}
 			}
-			if _, ok := e.blobs.Blob("renders/a"); ok {
+			if _, ok := e.Blobs.Blob("renders/a"); ok {
 				t.Error("the deploy's render was stored for the applier")
 			}
 			// The operator client: no bounds, the service's own identity.
-			out, err = signedRequest(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, ops)
+			out, err = signedRequest(t, h, events.RequestedData{Target: pipelinetest.Target, Chart: ch}, ops)
 			if err != nil {
 				t.Fatal(err)
 			}
-			renderedData(t, out)
+			pipelinetest.RenderedData(t, out)
 			if out.State == nil || out.State.RunAs != "" {
 				t.Errorf("operator deploy state %+v, want no RunAs", out.State)
 			}
@@ -148,35 +147,14 @@ func TestTenantDeploysBounded(t *testing.T) {
 	}
 	t.Run("allowed: runs as the ServiceAccount", func(t *testing.T) {
 		h, e, _, team := tenantEnv(t)
-		ch := storeChart(t, e, map[string]string{"templates/cm.yaml": cmManifest("web")})
-		out, err := signedRequest(t, h, events.RequestedData{Target: leaseTarget, Chart: ch}, team)
+		ch := storeChart(t, e, map[string]string{"templates/cm.yaml": pipelinetest.CMManifest("web")})
+		out, err := signedRequest(t, h, events.RequestedData{Target: pipelinetest.Target, Chart: ch}, team)
 		if err != nil {
 			t.Fatal(err)
 		}
-		renderedData(t, out)
+		pipelinetest.RenderedData(t, out)
 		if out.State == nil || out.State.RunAs != "system:serviceaccount:shop:deployer" || out.State.RequestedBy != "team" {
 			t.Errorf("state %+v, want RunAs system:serviceaccount:shop:deployer, requested by team", out.State)
 		}
 	})
-}
-
-// TestDeployCluster: the applier's cluster for a deploy impersonates the state's RunAs, and
-// is the service's own for an operator client's deploy.
-func TestDeployCluster(t *testing.T) {
-	e := newLeaseEnv(t)
-	e.cluster.Config = &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second} // Bounded: the fake
-	own, err := stagekit.DeployCluster(e.cluster, &deploy.State{})
-	if err != nil || own != e.cluster {
-		t.Fatalf("stagekit.DeployCluster(no RunAs) = %v, %v; want the cluster itself", own, err)
-	}
-	as, err := stagekit.DeployCluster(e.cluster, &deploy.State{RunAs: "system:serviceaccount:shop:deployer"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if as.Impersonated() != "system:serviceaccount:shop:deployer" || as.Config.Impersonate.UserName != "system:serviceaccount:shop:deployer" {
-		t.Errorf("impersonating %q (config %q)", as.Impersonated(), as.Config.Impersonate.UserName)
-	}
-	if e.cluster.Config.Impersonate.UserName != "" {
-		t.Error("the service's own cluster was changed")
-	}
 }

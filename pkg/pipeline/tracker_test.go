@@ -13,6 +13,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 )
 
 // trackerObject is a live object of the fake cluster, from its JSON.
@@ -65,31 +66,31 @@ func TestTrackerOutcomes(t *testing.T) {
 			for _, js := range tt.live {
 				objs = append(objs, trackerObject(t, js))
 			}
-			e := newLeaseEnv(t)
-			e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+			e := pipelinetest.NewEnv(t)
+			e.Dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 				{Version: "v1", Resource: "configmaps"}:                 "ConfigMapList",
 				{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
 				{Group: "apps", Version: "v1", Resource: "replicasets"}: "ReplicaSetList",
 				{Version: "v1", Resource: "pods"}:                       "PodList",
 				{Version: "v1", Resource: "events"}:                     "EventList",
 			}, objs...)
-			e.cluster.Dynamic = e.dyn
+			e.Cluster.Dynamic = e.Dyn
 			mapper := meta.NewDefaultRESTMapper(nil)
 			for _, gvk := range []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Pod"}, {Version: "v1", Kind: "Event"},
 				{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "apps", Version: "v1", Kind: "ReplicaSet"}} {
 				mapper.Add(gvk, meta.RESTScopeNamespace)
 			}
-			e.cluster.Mapper = resettableMapper{mapper}
-			token := e.acquire("a", 0)
-			st := &deploy.State{ID: "a", Target: leaseTarget, Revision: 1, LeaseToken: token}
-			in := input(t, events.PhaseApplied, "a", events.PhaseAppliedData{Target: leaseTarget, Revision: 1, Phase: 0, Phases: 1,
+			e.Cluster.Mapper = pipelinetest.ResettableMapper{RESTMapper: mapper}
+			token := e.Acquire("a", 0)
+			st := &deploy.State{ID: "a", Target: pipelinetest.Target, Revision: 1, LeaseToken: token}
+			in := pipelinetest.Input(t, events.PhaseApplied, "a", events.PhaseAppliedData{Target: pipelinetest.Target, Revision: 1, Phase: 0, Phases: 1,
 				Waits: tt.waits, Deadline: time.Now().Add(tt.deadline)}, st)
-			out, err := (&Tracker{e.deps()}).Handle(testContext(t), in)
+			out, err := (&Tracker{e.Deps()}).Handle(pipelinetest.Context(t), in)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(out.Emits) != 1 || out.Emits[0].Type != events.PhaseTracked {
-				t.Fatalf("emitted %v, want one phase_tracked", emitted(out))
+				t.Fatalf("emitted %v, want one phase_tracked", pipelinetest.Emitted(out))
 			}
 			d := out.Emits[0].Data.(events.PhaseTrackedData)
 			if d.Ready != tt.ready || len(d.Failures) != len(tt.failures) {
