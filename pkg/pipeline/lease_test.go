@@ -13,13 +13,14 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
+	"github.com/sealane/sealane/pkg/pipeline/recorder"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
 // closingRecorder is the recorder as the pipeline wires it: renewing around Recorder.
 func closingRecorder(d Deps) stage.Handler {
-	return &renewing{Deps: d, name: events.StageRecorder, next: &Recorder{d}, closer: &Recorder{d}}
+	return &renewing{Deps: d, name: events.StageRecorder, next: &recorder.Recorder{Deps: d}, closer: &recorder.Recorder{Deps: d}}
 }
 
 // TestRecorderClosingRetriedAfterRelease: the recorder's closing handler retried after it
@@ -144,9 +145,9 @@ func TestRecorderClosingLostLease(t *testing.T) {
 			in := pipelinetest.Input(t, events.DeployFailed, "a", events.FailedData{Target: pipelinetest.Target, Revision: 2, Reason: "boom"}, st)
 			var h stage.Handler = closingRecorder(d)
 			if inside {
-				h = &renewing{Deps: d, name: events.StageRecorder, closer: &Recorder{d}, next: stage.HandlerFunc(func(ctx context.Context, in stage.Input) (stage.Output, error) {
+				h = &renewing{Deps: d, name: events.StageRecorder, closer: &recorder.Recorder{Deps: d}, next: stage.HandlerFunc(func(ctx context.Context, in stage.Input) (stage.Output, error) {
 					e.TakeOver("c") // between the renewal and the recorder's fence
-					return (&Recorder{d}).Handle(ctx, in)
+					return (&recorder.Recorder{Deps: d}).Handle(ctx, in)
 				})}
 			} else {
 				e.TakeOver("c")

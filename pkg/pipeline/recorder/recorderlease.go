@@ -1,7 +1,7 @@
-package pipeline
+package recorder
 
 // The recorder's side of the release lease: closing a deploy whose lease was lost (the lease
-// step in lease.go asks it to) and closing the pending revision a dead holder abandoned.
+// step in pipeline/lease.go asks it to) and closing the pending revision a dead holder abandoned.
 
 import (
 	"context"

@@ -1,4 +1,7 @@
-package pipeline
+// Package recorder is the recorder stage: it keeps Helm-compatible release records, writing a
+// deploy's pending revision before anything is applied and its result when the deploy ends,
+// and closes every deploy with release_recorded (and its CDEvent).
+package recorder
 
 import (
 	"context"
@@ -24,7 +27,7 @@ import (
 // Recorder keeps Helm-compatible release records: it writes the pending revision before
 // anything is applied and marks it deployed or failed when the deploy ends. Its
 // release_recorded event is the last of every deploy.
-type Recorder struct{ Deps }
+type Recorder struct{ stagekit.Deps }
 
 // Handle records one rendered, succeeded, failed or planned event.
 func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
@@ -100,7 +103,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if err != nil {
 		return fail(err.Error())
 	}
-	// Fencing (lease.go): only the lease holder writes, to the cluster (namespaces) or the
+	// Fencing (stagekit/lease.go): only the lease holder writes, to the cluster (namespaces) or the
 	// records.
 	if out, stop, err := r.Fenced(ctx, events.StageRecorder, in); stop || err != nil {
 		return out, err
@@ -238,7 +241,7 @@ func (r *Recorder) result(ctx context.Context, in stage.Input, revision int, ok 
 			desc = failedDescription + reason
 		}
 		if err := r.Fence(ctx, in); err != nil {
-			return stage.Output{}, nil, err // lost: renewing closes the deploy without a record (lease.go)
+			return stage.Output{}, nil, err // lost: renewing closes the deploy without a record (pipeline/lease.go)
 		}
 		writeCtx, span := tracing.Start(ctx, "release.write", tracing.Revision(revision), attribute.Bool("sealane.release.ok", ok))
 		rel, err := store.RecordResult(writeCtx, in.Target.Release, revision, ok, desc)
@@ -279,8 +282,8 @@ func (r *Recorder) uninstalled(ctx context.Context, in stage.Input, rec events.R
 		return stage.Output{}, err
 	}
 	store := stagekit.ReleaseStore(cluster, in.Target, stagekit.StorageOf(in.State), in.Logger(r.Logger()))
-	// Every write is fenced (lease.go); a lost lease is returned as it is: renewing closes the
-	// deploy without writing more.
+	// Every write is fenced (stagekit/lease.go); a lost lease is returned as it is: renewing
+	// closes the deploy without writing more.
 	if err := r.Fence(ctx, in); err != nil {
 		return stage.Output{}, err
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package recorder
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
 func TestWithCDEvent(t *testing.T) {
 	target := events.Target{Cluster: "c", Namespace: "ns", Release: "web"}
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := &Recorder{Deps{Clock: func() time.Time { return now }}}
+	r := &Recorder{stagekit.Deps{Clock: func() time.Time { return now }}}
 	recorded := func(rec events.RecordedData) []stage.Emit {
 		rec.Target = target
 		return []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}
