@@ -12,6 +12,7 @@ import (
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/pipeline/recorder"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
+	"github.com/sealane/sealane/pkg/pipeline/tracker"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -38,7 +39,7 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: renderer},
 		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned}, Handler: &recorder.Recorder{Deps: d}},
 		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
-		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &Tracker{d}, Workers: 8},
+		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &tracker.Tracker{Deps: d}, Workers: 8},
 	}
 	withLease(d, all) // lease.go: renew and fence in the stages after the renderer
 	// The renderer's chain over one decoded request: the admission checks (admission.go), the

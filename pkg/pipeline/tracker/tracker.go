@@ -1,4 +1,7 @@
-package pipeline
+// Package tracker is the tracker stage: it waits for an applied phase to become ready,
+// publishing each resource's progress and the logs and events of its pods as they come, and
+// answers with phase_tracked.
+package tracker
 
 import (
 	"context"
@@ -22,7 +25,7 @@ import (
 
 // Tracker waits for an applied phase to become ready, publishing each resource's progress as
 // it changes, and answers with phase_tracked.
-type Tracker struct{ Deps }
+type Tracker struct{ stagekit.Deps }
 
 // Handle tracks one applied phase.
 func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
@@ -30,8 +33,8 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if err := stagekit.Decode(in, &d); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
-	// Tracking may take minutes: the lease is renewed on a ticker meanwhile (lease.go), and
-	// tracking stops when it is lost.
+	// Tracking may take minutes: the lease is renewed on a ticker meanwhile
+	// (stagekit/lease.go), and tracking stops when it is lost.
 	parent := ctx
 	ctx, stopLease := t.KeepLease(ctx, in)
 	defer stopLease()

@@ -1,4 +1,4 @@
-package pipeline
+package tracker
 
 import (
 	"github.com/sealane/sealane/pkg/manifest"
