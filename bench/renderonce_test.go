@@ -19,7 +19,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
-	"github.com/sealane/sealane/pkg/pipeline"
+	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/serve"
 	"github.com/sealane/sealane/pkg/stage"
@@ -54,14 +54,14 @@ func (resettableMapper) Reset() {}
 
 // fleetRenderer is a renderer stage handler as `sealane serve renderer` builds it, over the
 // node's Object Store and the fake fleet, with renders as cache says.
-func fleetRenderer(node *serve.Node, fleet benchFleet, renders *stagekit.RenderCache) *pipeline.Renderer {
-	return &pipeline.Renderer{Deps: stagekit.Deps{Blobs: node.Bus, Clusters: fleet, Log: zap.NewNop(), Charts: chart.NewCache(8),
+func fleetRenderer(node *serve.Node, fleet benchFleet, renders *stagekit.RenderCache) *renderer.Renderer {
+	return &renderer.Renderer{Deps: stagekit.Deps{Blobs: node.Bus, Clusters: fleet, Log: zap.NewNop(), Charts: chart.NewCache(8),
 		Schemas: stagekit.NewSchemaCache(stagekit.SchemaTTL, nil), Renders: renders}}
 }
 
 // renderTarget runs the renderer on one deploy.requested of the chart to target, as the
 // stage runner would, and checks it was rendered.
-func renderTarget(b *testing.B, r *pipeline.Renderer, id string, target events.Target, ch events.ChartSource) {
+func renderTarget(b *testing.B, r *renderer.Renderer, id string, target events.Target, ch events.ChartSource) {
 	ev, err := events.New(events.DeployRequested, events.Meta{ID: events.StepID(id, "requested"), Source: "/bench", Target: target,
 		CorrelationID: id, Time: time.Now()}, events.RequestedData{Target: target, Chart: ch, Project: "big", Env: "bench"})
 	if err != nil {

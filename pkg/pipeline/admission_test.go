@@ -23,12 +23,11 @@ import (
 	"github.com/sealane/sealane/pkg/stage"
 )
 
-// admissionEnv is rendererEnv with the renderer stage's whole handler (admission, lease, renderer)
+// admissionEnv is pipelinetest.RendererEnv with the renderer stage's whole handler (admission, lease, renderer)
 // under policy.
 func admissionEnv(t *testing.T, policy Admission) (stage.Handler, events.ChartSource, *pipelinetest.Env) {
 	t.Helper()
-	e, r, ch := rendererEnv(t)
-	d := r.Deps
+	e, d, ch := pipelinetest.RendererEnv(t)
 	d.Admission = policy
 	stages, err := Stages(d, events.StageRenderer)
 	if err != nil {

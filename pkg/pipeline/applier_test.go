@@ -19,6 +19,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
+	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/stage"
 )
 
@@ -48,14 +49,14 @@ func TestPermanentKubeError(t *testing.T) {
 	}
 }
 
-// applierEnv is rendererEnv whose fake cluster does server-side apply as the only field
+// applierEnv is pipelinetest.RendererEnv whose fake cluster does server-side apply as the only field
 // manager would (the object becomes what was applied; the fake dynamic client's own apply
 // needs the object to exist and merges strategically, which unstructured objects lack), and the rendered revision 1 of the test
 // chart (one ConfigMap) as the deploy's state after the recorder started it.
 func applierEnv(t *testing.T, reject error) (*pipelinetest.Env, *Applier, stage.Input) {
 	t.Helper()
-	e, r, ch := rendererEnv(t)
-	d := pipelinetest.RenderedData(t, pipelinetest.HandleOK(t, r, events.RequestedData{Target: pipelinetest.Target, Chart: ch}))
+	e, rd, ch := pipelinetest.RendererEnv(t)
+	d := pipelinetest.RenderedData(t, pipelinetest.HandleOK(t, &renderer.Renderer{Deps: rd}, events.RequestedData{Target: pipelinetest.Target, Chart: ch}))
 	e.Dyn.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		p := action.(clienttesting.PatchActionImpl)
 		if p.GetPatchType() != types.ApplyPatchType {

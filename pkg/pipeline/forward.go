@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/validate"
 )
@@ -52,4 +53,18 @@ func NewSchemaCache(ttl time.Duration, clock func() time.Time) *SchemaCache {
 // ClusterSchema fetches cluster's OpenAPI schema for validation (stagekit.ClusterSchema).
 func ClusterSchema(ctx context.Context, cluster *kube.Cluster) (*validate.Schema, error) {
 	return stagekit.ClusterSchema(ctx, cluster)
+}
+
+// PlanReport is what a deploy would do, found by dry runs against the cluster (renderer.PlanReport).
+type PlanReport = renderer.PlanReport
+
+// LoadPlanReport reads the report a deploy.planned event points to (renderer.LoadPlanReport).
+func LoadPlanReport(ctx context.Context, b Blobs, planRef string) (*PlanReport, error) {
+	return renderer.LoadPlanReport(ctx, b, planRef)
+}
+
+// LoadPlanReply reads the requester's copy of a plan report, sealed with the reply key (hex)
+// the request carried (renderer.LoadPlanReply).
+func LoadPlanReply(ctx context.Context, r renderer.ReplyReader, ref, replyKey string) (*PlanReport, error) {
+	return renderer.LoadPlanReply(ctx, r, ref, replyKey)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
@@ -42,29 +43,22 @@ func withLease(d Deps, all map[events.Stage]stage.Stage) {
 // a test run creates hook pods and is serialised like a deploy.
 func takesLease(op events.Operation) bool { return op != events.OperationPlan }
 
-// admitsRequest says whether the renderer acts on a deploy.requested given the deploy's
-// status: a first request, or a queued one whose turn came. Any later status means the same
-// deploy was requested again (a duplicate with another message id) and is underway or done.
-func admitsRequest(s *deploy.State) bool {
-	return s == nil || s.Status == "" || s.Status == deploy.Requested || s.Status == deploy.Queued
-}
-
 // leasedRenderer acquires the release lease before the renderer works on a request, or
 // queues the request when another deploy holds the release.
 type leasedRenderer struct {
 	Deps
-	next requestStep
+	next renderer.RequestStep
 }
 
-// handleRequest admits, queues or refuses one deploy.requested, then renders it holding the lease.
-func (l *leasedRenderer) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
-	if !admitsRequest(in.State) {
+// HandleRequest admits, queues or refuses one deploy.requested, then renders it holding the lease.
+func (l *leasedRenderer) HandleRequest(ctx context.Context, in stage.Input, req *renderer.Request) (stage.Output, error) {
+	if !renderer.AdmitsRequest(in.State) {
 		in.Logger(l.Logger()).Info("ignoring a repeated request of a deploy underway",
 			zap.String("event", in.Event.ID()), zap.String("status", string(in.State.Status)))
 		return stage.Output{}, nil
 	}
 	if !takesLease(req.Operation) {
-		return l.next.handleRequest(ctx, in, req)
+		return l.next.HandleRequest(ctx, in, req)
 	}
 	if reason, err := l.helmPending(ctx, in, req.RequestedData); err != nil || reason != "" {
 		if err != nil {
@@ -86,7 +80,7 @@ func (l *leasedRenderer) handleRequest(ctx context.Context, in stage.Input, req 
 	if err != nil {
 		return stage.Output{}, fmt.Errorf("release lease of %s: %w", in.Target, err)
 	}
-	out, err := l.next.handleRequest(ctx, in, req)
+	out, err := l.next.HandleRequest(ctx, in, req)
 	if err != nil {
 		// Retried with the same lease (Acquire gives a holder its token back); if the retries
 		// run out, the dead-letter failure ends the deploy and the lease is free at once.

@@ -14,6 +14,7 @@ import (
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/pipeline/recorder"
+	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -228,12 +229,12 @@ func TestHandedLeaseReleasedOnRefusal(t *testing.T) {
 		if h := e.Holder(); h.DeployID != "b" {
 			t.Fatalf("lease held by %s, want b", h.DeployID)
 		}
-		r := &leasedRenderer{Deps: d, next: requestFunc(func(context.Context, stage.Input, *request) (stage.Output, error) {
+		r := &leasedRenderer{Deps: d, next: renderer.RequestFunc(func(context.Context, stage.Input, *renderer.Request) (stage.Output, error) {
 			t.Fatal("a refused request was rendered")
 			return stage.Output{}, nil
 		})}
-		out, err := r.handleRequest(pipelinetest.Context(t), pipelinetest.Input(t, events.DeployRequested, "b", events.RequestedData{Target: pipelinetest.Target},
-			&deploy.State{ID: "b", Target: pipelinetest.Target, Status: deploy.Queued}), &request{RequestedData: events.RequestedData{Target: pipelinetest.Target}})
+		out, err := r.HandleRequest(pipelinetest.Context(t), pipelinetest.Input(t, events.DeployRequested, "b", events.RequestedData{Target: pipelinetest.Target},
+			&deploy.State{ID: "b", Target: pipelinetest.Target, Status: deploy.Queued}), &renderer.Request{RequestedData: events.RequestedData{Target: pipelinetest.Target}})
 		if err != nil || !strings.Contains(pipelinetest.FailedReason(out), "another operation") {
 			t.Fatalf("renderer = %+v, %v; want helm's refusal", out, err)
 		}

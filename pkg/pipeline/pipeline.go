@@ -11,6 +11,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/pipeline/recorder"
+	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/pipeline/tracker"
 	"github.com/sealane/sealane/pkg/stage"
@@ -34,22 +35,22 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 	if d.Bundles == nil {
 		d.Bundles = stagekit.NewBundleCache(defaultBundles)
 	}
-	renderer := &Renderer{Deps: d}
+	render := &renderer.Renderer{Deps: d}
 	all := map[events.Stage]stage.Stage{
-		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: renderer},
+		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: render},
 		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned}, Handler: &recorder.Recorder{Deps: d}},
 		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &tracker.Tracker{Deps: d}, Workers: 8},
 	}
 	withLease(d, all) // lease.go: renew and fence in the stages after the renderer
-	// The renderer's chain over one decoded request: the admission checks (admission.go), the
-	// lease (lease.go: acquire or queue), the render.
-	var render requestStep = renderer
+	// The renderer's chain over one decoded request: the admission checks
+	// (renderer/admission.go), the lease (lease.go: acquire or queue), the render.
+	var next renderer.RequestStep = render
 	if d.Leases != nil {
-		render = &leasedRenderer{Deps: d, next: render}
+		next = &leasedRenderer{Deps: d, next: next}
 	}
 	rs := all[events.StageRenderer]
-	rs.Handler = &admittingRenderer{Deps: d, next: render}
+	rs.Handler = renderer.Admitting(d, next)
 	all[events.StageRenderer] = rs
 	if len(names) == 0 || (len(names) == 1 && names[0] == "all") {
 		names = []events.Stage{events.StageRenderer, events.StageRecorder, events.StageApplier, events.StageTracker}

@@ -33,9 +33,8 @@ func tenantEnv(t *testing.T) (h stage.Handler, e *pipelinetest.Env, ops, team nk
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, r, _ := rendererEnv(t)
+	e, d, _ := pipelinetest.RendererEnv(t)
 	e.Cluster.Config = &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second} // Bounded: the fake
-	d := r.Deps
 	d.Admission = Admission{Verifier: admission.Verifier{Keys: keys}}
 	stages, err := Stages(d, events.StageRenderer)
 	if err != nil {

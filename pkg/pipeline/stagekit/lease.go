@@ -19,7 +19,7 @@ import (
 // (KeepLease); the applier and the recorder renew it again right before each write to the
 // cluster or the release records (Fence, Fenced). A lost lease fails the deploy (LeaseLost).
 // The lease step that acquires, renews and releases it around the handlers is package
-// pipeline's (lease.go).
+// pipeline's (pipeline/lease.go).
 
 // ReleaseHeld releases the target's lease when the bucket shows this deploy as its holder,
 // whatever the deploy's state says (a queued deploy handed the lease before its renderer took

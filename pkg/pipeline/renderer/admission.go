@@ -1,4 +1,4 @@
-package pipeline
+package renderer
 
 import (
 	"context"
@@ -36,9 +36,9 @@ func fetchOptions(i stagekit.Admission) chartsource.Options {
 	return o
 }
 
-// request is a deploy.requested as the renderer's steps (admission, lease, render) hand it on:
+// Request is a deploy.requested as the renderer's steps (admission, lease, render) hand it on:
 // decoded once, with the client whose signature admission verified.
-type request struct {
+type Request struct {
 	events.RequestedData
 	// client is the verified client ("" when the request was not verified: no client keys,
 	// or the renderer called without admission).
@@ -46,22 +46,25 @@ type request struct {
 }
 
 // requestedBy is who asked: the verified client (verified true), else the claimed name.
-func (r *request) requestedBy() (name string, verified bool) {
+func (r *Request) requestedBy() (name string, verified bool) {
 	if r.client != "" {
 		return r.client, true
 	}
 	return r.RequestedBy, false
 }
 
-// requestStep is one step of the renderer's chain over a decoded request.
-type requestStep interface {
-	handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error)
+// RequestStep is one step of the renderer's chain over a decoded request: the lease step
+// (package pipeline), then the Renderer.
+type RequestStep interface {
+	// HandleRequest handles one decoded request.
+	HandleRequest(ctx context.Context, in stage.Input, req *Request) (stage.Output, error)
 }
 
-// requestFunc adapts a function to requestStep.
-type requestFunc func(ctx context.Context, in stage.Input, req *request) (stage.Output, error)
+// RequestFunc adapts a function to RequestStep.
+type RequestFunc func(ctx context.Context, in stage.Input, req *Request) (stage.Output, error)
 
-func (f requestFunc) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+// HandleRequest calls f.
+func (f RequestFunc) HandleRequest(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	return f(ctx, in, req)
 }
 
@@ -71,25 +74,39 @@ func (f requestFunc) handleRequest(ctx context.Context, in stage.Input, req *req
 // deploy.failed event is the audit record); a refused copy of a deploy that exists already
 // is dropped, so that nobody can fail another client's deploy by reusing its id.
 type admittingRenderer struct {
-	Deps
-	next requestStep
+	stagekit.Deps
+	next RequestStep
+}
+
+// Admitting is the renderer stage's handler: the admission checks of a deploy.requested, then
+// next (the lease step and the Renderer) with the decoded request.
+func Admitting(d stagekit.Deps, next RequestStep) stage.Handler {
+	return &admittingRenderer{Deps: d, next: next}
+}
+
+// AdmitsRequest says whether the renderer acts on a deploy.requested given the deploy's
+// status: a first request, or a queued one whose turn came. Any later status means the same
+// deploy was requested again (a duplicate with another message id) and is underway or done:
+// admission passes it on unchecked and the lease step ignores it.
+func AdmitsRequest(s *deploy.State) bool {
+	return s == nil || s.Status == "" || s.Status == deploy.Requested || s.Status == deploy.Queued
 }
 
 // Handle decodes one request — the one decoding of the renderer's chain — checks it and passes
 // it on with the verified client. A payload that does not decode fails its deploy at once.
 func (g *admittingRenderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
-	req := &request{}
+	req := &Request{}
 	if err := stagekit.Decode(in, &req.RequestedData); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
-	if !admitsRequest(in.State) {
-		return g.next.handleRequest(ctx, in, req) // the lease step ignores a repeat
+	if !AdmitsRequest(in.State) {
+		return g.next.HandleRequest(ctx, in, req) // the lease step ignores a repeat
 	}
 	handed := in.State != nil && in.State.Status == deploy.Queued && events.SignedID(in.Event.ID()) != in.Event.ID()
 	client, err := g.check(in, req.RequestedData, handed)
 	if err == nil {
 		req.client = client
-		return g.next.handleRequest(ctx, in, req)
+		return g.next.HandleRequest(ctx, in, req)
 	}
 	reason := "request refused: " + err.Error()
 	if client != "" {

@@ -1,9 +1,11 @@
-package pipeline
+package renderer
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	helmrelease "helm.sh/helm/v3/pkg/release"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
@@ -14,12 +16,11 @@ import (
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/version"
-	helmrelease "helm.sh/helm/v3/pkg/release"
 )
 
 // rollback turns a rollback request into a render: the new revision takes the manifest, hooks,
 // values, notes and chart of the revision rolled back to, as `helm rollback` does.
-func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	cluster, err := stagekit.NewDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
 		return stage.Output{}, refuse("%s", err.Error())

@@ -1,4 +1,4 @@
-package pipeline
+package renderer
 
 import (
 	"context"
@@ -8,9 +8,8 @@ import (
 	"errors"
 	"fmt"
 
-	helmrelease "helm.sh/helm/v3/pkg/release"
-
 	"go.uber.org/zap"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/chart"

@@ -1,4 +1,4 @@
-package pipeline
+package renderer
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 
 // tenant is the verified client of the request being handled and its scope; scope is nil for
 // an operator client and without client keys.
-func (r *Renderer) tenant(req *request) (string, *admission.Scope) {
+func (r *Renderer) tenant(req *Request) (string, *admission.Scope) {
 	name, verified := req.requestedBy()
 	if !verified {
 		return "", nil
@@ -38,14 +38,14 @@ func runAs(s *admission.Scope) string {
 }
 
 // tenantCluster is c as the request's tenant (c itself for an operator client).
-func (r *Renderer) tenantCluster(req *request, c *kube.Cluster) (*kube.Cluster, error) {
+func (r *Renderer) tenantCluster(req *Request, c *kube.Cluster) (*kube.Cluster, error) {
 	_, s := r.tenant(req)
 	return stagekit.ClusterAs(c, runAs(s))
 }
 
 // checkBounds refuses a plan of the request's tenant that writes outside its scope: the
 // deploy fails before anything is applied, naming every object at fault.
-func (r *Renderer) checkBounds(req *request, p *plan.Plan) error {
+func (r *Renderer) checkBounds(req *Request, p *plan.Plan) error {
 	client, s := r.tenant(req)
 	if s == nil {
 		return nil

@@ -1,4 +1,7 @@
-package pipeline
+// Package renderer is the renderer stage: it admits a deploy request (admission.go), renders
+// its chart for the target cluster — or plans a rollback, uninstall or test run from a
+// recorded revision — and stores the render bundle the applier and the recorder work from.
+package renderer
 
 import (
 	"context"
@@ -29,21 +32,21 @@ import (
 // Object Store, chooses the next release revision, renders with Helm's engine and stores the
 // result for the applier and the recorder.
 type Renderer struct {
-	Deps
+	stagekit.Deps
 }
 
 // Handle renders one deploy.requested event, unverified: the stage's handler is the request
-// chain of Stages (admission checks, the lease, then handleRequest).
+// chain of pipeline.Stages (admission checks, the lease, then HandleRequest).
 func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
-	req := &request{}
+	req := &Request{}
 	if err := stagekit.Decode(in, &req.RequestedData); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
-	return r.handleRequest(ctx, in, req)
+	return r.HandleRequest(ctx, in, req)
 }
 
-// handleRequest renders one decoded request.
-func (r *Renderer) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+// HandleRequest renders one decoded request: the last step of the renderer's chain.
+func (r *Renderer) HandleRequest(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	req.RequestedBy, _ = req.requestedBy()
 	out, err := r.handle(ctx, in, req)
 	var ref refusal
@@ -61,7 +64,7 @@ func (r refusal) Error() string { return r.reason }
 func refuse(format string, args ...any) error { return refusal{reason: fmt.Sprintf(format, args...)} }
 
 // handle is Handle for a decoded request; a refusal fails the deploy, other errors are retried.
-func (r *Renderer) handle(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+func (r *Renderer) handle(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	if err := release.CheckStorage(req.ReleaseStorage); err != nil {
 		return stage.Output{}, refuse("release %s: %v", in.Target.Release, err)
 	}
@@ -241,7 +244,7 @@ func (r *Renderer) history(ctx context.Context, cluster *kube.Cluster, target ev
 // release's history.
 type renderJob struct {
 	target  events.Target
-	req     *request
+	req     *Request
 	loaded  *chart.Loaded
 	inputs  chart.Inputs
 	history releaseHistory
@@ -377,7 +380,7 @@ type renderedRelease struct {
 }
 
 // rendered stores the bundle and emits deploy.rendered with the deploy's state.
-func (r *Renderer) rendered(ctx context.Context, in stage.Input, req *request, rr renderedRelease) (stage.Output, error) {
+func (r *Renderer) rendered(ctx context.Context, in stage.Input, req *Request, rr renderedRelease) (stage.Output, error) {
 	if err := r.checkBounds(req, rr.bundle.Plan); err != nil { // tenant.go; rollbacks, uninstalls and tests too
 		return stage.Output{}, err
 	}
@@ -445,7 +448,7 @@ func namespacedGuess(kind string) bool {
 // requester is whoever asked for a plan and what goes back to them: the render's warnings, in the event,
 // and the report, sealed with the request's reply key.
 type requester struct {
-	req      *request // whose identity the dry runs take (a tenant's)
+	req      *Request // whose identity the dry runs take (a tenant's)
 	warnings []string
 	reply    *replyTo
 }

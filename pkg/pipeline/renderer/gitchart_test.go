@@ -1,4 +1,4 @@
-package pipeline
+package renderer
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus/bustest"
 	"github.com/sealane/sealane/pkg/gitsource"
 	"github.com/sealane/sealane/pkg/gitsource/gittest"
+	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 )
 
 const sha = "0123456789abcdef0123456789abcdef01234567"
@@ -21,7 +22,7 @@ func TestCheckGitChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Admission{Sources: allowed}
+	in := stagekit.Admission{Sources: allowed}
 	for _, tc := range []struct {
 		name string
 		g    events.GitChart
@@ -46,7 +47,7 @@ func TestCheckGitChart(t *testing.T) {
 			}
 		})
 	}
-	if err := checkGitChart(Admission{Trusted: true}, &events.GitChart{URL: "file:///srv/repo.git", Commit: sha}); err != nil {
+	if err := checkGitChart(stagekit.Admission{Trusted: true}, &events.GitChart{URL: "file:///srv/repo.git", Commit: sha}); err != nil {
 		t.Errorf("the embedded pipeline takes any repository: %v", err)
 	}
 }
@@ -65,7 +66,7 @@ func TestStoreGitChart(t *testing.T) {
 	}, "first")
 	repo.Commit(t, map[string]string{".helm/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.2.0\n",
 		".helm/values-staging.yaml": "message: second\n"}, "second")
-	in := Admission{Trusted: true, Git: gitsource.Options{CacheDir: t.TempDir()}}
+	in := stagekit.Admission{Trusted: true, Git: gitsource.Options{CacheDir: t.TempDir()}}
 	blobs := bustest.NewBlobs()
 	ctx := context.Background()
 	src, values, err := storeGitChart(ctx, blobs, events.GitChart{URL: repo.URL(), Commit: first, ValuesFiles: []string{".helm/values-staging.yaml"}}, in)

@@ -1,4 +1,4 @@
-package pipeline
+package renderer
 
 import (
 	"encoding/json"
@@ -60,7 +60,7 @@ func newRenderFleet(t *testing.T, template string, clusters pipelinetest.FleetCl
 
 // replica is another renderer on the same blobs and clusters, with its own memory.
 func (f *renderFleet) replica(clusters pipelinetest.FleetClusters) *Renderer {
-	return &Renderer{Deps{Blobs: f.blobs, Clusters: clusters, Log: zaptest.NewLogger(f.t), Charts: chart.NewCache(4),
+	return &Renderer{stagekit.Deps{Blobs: f.blobs, Clusters: clusters, Log: zaptest.NewLogger(f.t), Charts: chart.NewCache(4),
 		Schemas: stagekit.NewSchemaCache(stagekit.SchemaTTL, nil), Renders: stagekit.NewRenderCache(64 << 20)}}
 }
 

@@ -1,4 +1,4 @@
-package pipeline
+package renderer
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // uninstall plans the removal of a release (sealane dismiss): its pre-delete hooks, the
 // deletion of every object it owns (keep policies and ownership anyone honoured), its
 // post-delete hooks. No revision is added: the recorder marks the last one uninstalling.
-func (r *Renderer) uninstall(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+func (r *Renderer) uninstall(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	return r.fromRecord(ctx, in, req, recordOperation{
 		kind: plan.Delete, verb: "dismiss", description: "Uninstallation complete",
 		pick:     (*release.Store).Last,
@@ -27,7 +27,7 @@ func (r *Renderer) uninstall(ctx context.Context, in stage.Input, req *request) 
 }
 
 // test plans the run of the deployed revision's test hooks (sealane test, like `helm test`).
-func (r *Renderer) test(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
+func (r *Renderer) test(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	return r.fromRecord(ctx, in, req, recordOperation{
 		kind: plan.Test, verb: "test", description: "Test run",
 		pick:     (*release.Store).Deployed,
@@ -47,7 +47,7 @@ type recordOperation struct {
 }
 
 // fromRecord plans op over the revision op.pick chooses: its hooks and its manifest.
-func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req *request, op recordOperation) (stage.Output, error) {
+func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req *Request, op recordOperation) (stage.Output, error) {
 	fail := func(reason string) (stage.Output, error) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, op.verb+": "+reason)}}, nil
 	}
