@@ -9,11 +9,11 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"go.uber.org/zap"
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	helmrelease "helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
@@ -21,7 +21,6 @@ import (
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/stage"
 	"github.com/sealane/sealane/pkg/tracing"
-	"go.uber.org/zap"
 )
 
 // Recorder keeps Helm-compatible release records: it writes the pending revision before
