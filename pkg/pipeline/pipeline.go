@@ -10,6 +10,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/pipeline/applier"
 	"github.com/sealane/sealane/pkg/pipeline/recorder"
 	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
@@ -39,7 +40,7 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 	all := map[events.Stage]stage.Stage{
 		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: render},
 		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned}, Handler: &recorder.Recorder{Deps: d}},
-		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &Applier{d}},
+		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &applier.Applier{Deps: d}},
 		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &tracker.Tracker{Deps: d}, Workers: 8},
 	}
 	withLease(d, all) // lease.go: renew and fence in the stages after the renderer

@@ -1,4 +1,7 @@
-package pipeline
+// Package applier is the applier stage: it applies a deploy's plan phase by phase with
+// server-side apply (or a three-way merge), deletes what the plan deletes, and decides from
+// the tracker's answers whether the deploy goes on, succeeds or fails.
+package applier
 
 import (
 	"context"
@@ -21,7 +24,7 @@ import (
 // Applier applies the plan phase by phase with server-side apply and decides, from the
 // tracker's answers, whether the deploy goes on, succeeds or fails. For now the plan is one
 // phase holding every resource in Helm's kind order.
-type Applier struct{ Deps }
+type Applier struct{ stagekit.Deps }
 
 // Handle applies the next phase (deploy.started) or closes a tracked phase (phase_tracked).
 //
@@ -128,15 +131,15 @@ func (a *Applier) applyPhase(ctx context.Context, in stage.Input, revision int, 
 	}
 	cluster, err := a.Clusters.Get(in.Target.Cluster)
 	if err == nil {
-		cluster, err = stagekit.DeployCluster(cluster, in.State) // tenant.go: the tenant's writes impersonate its ServiceAccount
+		cluster, err = stagekit.DeployCluster(cluster, in.State) // the tenant's writes impersonate its ServiceAccount
 	}
 	if err != nil {
 		return fail(err.Error())
 	}
 	run := newPhaseRun(cluster, in.Target, bundle, prepared)
 	run.deployID = in.DeployID // a redelivered phase does not run its hooks again
-	// Fencing (lease.go): the phase writes to the cluster only while the deploy holds the
-	// lease, renewed right before each batch of deletes or applies.
+	// Fencing (stagekit/lease.go): the phase writes to the cluster only while the deploy holds
+	// the lease, renewed right before each batch of deletes or applies.
 	run.fence = func(ctx context.Context) error { return a.Fence(ctx, in) }
 	if phase >= len(bundle.Plan.Phases) {
 		return fail(fmt.Sprintf("phase %d of a %d-phase plan", phase+1, len(bundle.Plan.Phases)))
