@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nkeys"
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/admission"
@@ -59,29 +58,11 @@ func bigChartRepo(t *testing.T, size int) string {
 	if _, err := rand.Read(blob); err != nil {
 		t.Fatal(err)
 	}
-	return chartRepoOf(t, &helmchart.Chart{
+	return pipelinetest.ChartRepo(t, &helmchart.Chart{
 		Metadata:  &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"},
 		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(pipelinetest.CMManifest("web"))}},
 		Files:     []*helmchart.File{{Name: "files/blob.txt", Data: []byte(hex.EncodeToString(blob))}},
 	})
-}
-
-func chartRepoOf(t *testing.T, ch *helmchart.Chart) string {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := chartutil.Save(ch, dir); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
-	idx, err := repo.IndexDirectory(dir, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return srv.URL
 }
 
 // slowRepo answers nothing until the client gives up.
@@ -119,7 +100,7 @@ func TestAdmissionRefuses(t *testing.T) {
 	}
 	signed := Admission{Verifier: admission.Verifier{Keys: keys, MaxAge: 5 * time.Minute}}
 	fileDep := func(t *testing.T) string {
-		return chartRepoOf(t, &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0",
+		return pipelinetest.ChartRepo(t, &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0",
 			Dependencies: []*helmchart.Dependency{{Name: "dep", Version: "1.0.0", Repository: "file:///etc"}}}})
 	}
 	now := time.Now()

@@ -1,14 +1,12 @@
 package pipeline
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nkeys"
 	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/client-go/rest"
 
 	"github.com/sealane/sealane/events"
@@ -56,14 +54,7 @@ func storeChart(t *testing.T, e *pipelinetest.Env, templates map[string]string) 
 	for name, text := range templates {
 		ch.Templates = append(ch.Templates, &helmchart.File{Name: name, Data: []byte(text)})
 	}
-	path, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	archive := pipelinetest.Pack(t, ch)
 	ref := pipelinetest.Upload(e.Blobs, bus.TenantInputBucket("team"), "charts/"+chart.Digest(archive), archive) // the tenant's own
 	return events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
 }

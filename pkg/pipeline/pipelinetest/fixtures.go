@@ -96,8 +96,13 @@ func Namespace(name string) *corev1.Namespace {
 // ChartArchive packs chart "web" 1.0.0 with one template, ConfigMap "web".
 func ChartArchive(t *testing.T) []byte {
 	t.Helper()
-	ch := &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"},
-		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(CMManifest("web"))}}}
+	return Pack(t, &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"},
+		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(CMManifest("web"))}}})
+}
+
+// Pack packs ch into a chart archive, as `helm package` does.
+func Pack(t *testing.T, ch *helmchart.Chart) []byte {
+	t.Helper()
 	path, err := chartutil.Save(ch, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -133,12 +138,21 @@ func PutBlob(t testing.TB, blobs *bustest.Blobs, name string, data []byte) strin
 // returns its URL.
 func HelmRepo(t *testing.T, versions ...string) string {
 	t.Helper()
-	dir := t.TempDir()
+	var charts []*helmchart.Chart
 	for _, v := range versions {
-		ch := &helmchart.Chart{
+		charts = append(charts, &helmchart.Chart{
 			Metadata:  &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: v},
 			Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n")}},
-		}
+		})
+	}
+	return ChartRepo(t, charts...)
+}
+
+// ChartRepo serves a classic Helm repository holding charts and returns its URL.
+func ChartRepo(t *testing.T, charts ...*helmchart.Chart) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, ch := range charts {
 		if _, err := chartutil.Save(ch, dir); err != nil {
 			t.Fatal(err)
 		}

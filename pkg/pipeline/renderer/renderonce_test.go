@@ -3,13 +3,11 @@ package renderer
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap/zaptest"
 	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
@@ -41,16 +39,8 @@ type renderFleet struct {
 
 func newRenderFleet(t *testing.T, template string, clusters pipelinetest.FleetClusters) *renderFleet {
 	t.Helper()
-	ch := &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"},
-		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(template)}}}
-	path, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	archive := pipelinetest.Pack(t, &helmchart.Chart{Metadata: &helmchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"},
+		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte(template)}}})
 	f := &renderFleet{t: t, blobs: bustest.NewBlobs()}
 	ref := pipelinetest.Upload(f.blobs, bus.DefaultInputBucket, "charts/"+chart.Digest(archive), archive)
 	f.chart = events.ChartSource{Name: "web", Ref: ref, Digest: chart.Digest(archive)}
