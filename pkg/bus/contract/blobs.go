@@ -15,7 +15,7 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 )
 
-// BlobStore is the pipeline's blob store (pipeline.Blobs) together with a client's uploads
+// BlobStore is the pipeline's blob store (stagekit.Blobs) together with a client's uploads
 // (client.Uploads): *bus.Bus and *bustest.Blobs.
 type BlobStore interface {
 	PutBlob(ctx context.Context, name string, data []byte) (string, error)
