@@ -10,6 +10,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/pipeline/recorder"
 	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/release"
@@ -186,6 +187,9 @@ type closer interface {
 	// CloseLost ends a deploy whose lease is gone (recorder/recorderlease.go).
 	CloseLost(ctx context.Context, in stage.Input, lost *lease.LostError) (stage.Output, error)
 }
+
+// The recorder is the closer withLease finds among the stages.
+var _ closer = (*recorder.Recorder)(nil)
 
 // Handle renews the lease, then runs the stage's handler; the recorder's closing releases the
 // lease and hands the release to the next queued request.
