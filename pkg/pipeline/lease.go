@@ -67,8 +67,13 @@ func (l *leasedRenderer) handleRequest(ctx context.Context, in stage.Input, req 
 		return l.next.handleRequest(ctx, in, req)
 	}
 	if reason, err := l.helmPending(ctx, in, req.RequestedData); err != nil || reason != "" {
+		failed := stage.Fail(events.StageRenderer, in, 0, reason)
 		if err != nil {
-			return stage.Output{}, err
+			ue := unreachable(ctx, l.Clusters, in.Target.Cluster, err) // outage.go
+			if ue == nil {
+				return stage.Output{}, err
+			}
+			failed = failUnreachable(events.StageRenderer, in, 0, ue)
 		}
 		// A queued request may have been handed the lease already (its state has no token
 		// yet): give it back at once, or the queue would wait for the next sweep.
@@ -76,7 +81,7 @@ func (l *leasedRenderer) handleRequest(ctx context.Context, in stage.Input, req 
 		if err != nil {
 			return stage.Output{}, err
 		}
-		return stage.Output{Emits: append([]stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}, handed...)}, nil
+		return stage.Output{Emits: append([]stage.Emit{failed}, handed...)}, nil
 	}
 	token, err := l.Leases.Acquire(ctx, in.Target, in.DeployID, l.LeaseTTL)
 	var busy *lease.BusyError

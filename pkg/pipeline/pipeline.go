@@ -5,6 +5,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/lease"
 	"github.com/sealane/sealane/pkg/manifest"
@@ -51,6 +53,15 @@ func newDeployCluster(ctx context.Context, cs Clusters, name string) (*kube.Clus
 		}
 	}
 	return cs.Get(name)
+}
+
+// clusterRefusal is how the renderer reports newDeployCluster's error: an unreachable cluster
+// as itself (handleRequest reports the outage, outage.go), anything else as a refusal.
+func clusterRefusal(err error) error {
+	if errors.Is(err, clusters.ErrUnreachable) {
+		return err
+	}
+	return refuse("%s", err.Error())
 }
 
 // Deps are what the stages need from the outside world.

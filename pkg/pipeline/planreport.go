@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +11,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/diff"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/plan"
 )
 
@@ -92,4 +94,31 @@ func DryRun(ctx context.Context, c *kube.Cluster, q DryRunInput) (*PlanReport, e
 		return nil, fmt.Errorf("namespace %s: %w", target.Namespace, err)
 	}
 	return report, nil
+}
+
+// LoadPlanReply reads the requester's copy of a plan report (PlannedData.ReplyRef), sealed
+// with the reply key (hex) the request carried.
+func LoadPlanReply(ctx context.Context, r ReplyReader, ref, replyKey string) (*PlanReport, error) {
+	key, err := payload.ParseKey(replyKey)
+	if err != nil {
+		return nil, fmt.Errorf("plan report %s: reply key: %w", ref, err)
+	}
+	raw, err := r.GetReply(ctx, ref, key)
+	if err != nil {
+		return nil, fmt.Errorf("plan report: %w", err)
+	}
+	var report PlanReport
+	if err := json.Unmarshal(raw, &report); err != nil {
+		return nil, fmt.Errorf("plan report %s: %w", ref, err)
+	}
+	return &report, nil
+}
+
+// LoadPlanReport reads the report a deploy.planned event points to.
+func LoadPlanReport(ctx context.Context, b Blobs, planRef string) (*PlanReport, error) {
+	var report PlanReport
+	if err := loadJSON(ctx, b, "plan report", planRef, &report); err != nil {
+		return nil, err
+	}
+	return &report, nil
 }

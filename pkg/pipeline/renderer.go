@@ -16,7 +16,6 @@ import (
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
-	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/plan"
 	"github.com/sealane/sealane/pkg/release"
 	"github.com/sealane/sealane/pkg/render"
@@ -46,6 +45,9 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 func (r *Renderer) handleRequest(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
 	req.RequestedBy, _ = req.requestedBy()
 	out, err := r.handle(ctx, in, req)
+	if ue := unreachable(ctx, r.Clusters, in.Target.Cluster, err); ue != nil {
+		return stage.Output{Emits: []stage.Emit{failUnreachable(events.StageRenderer, in, 0, ue)}}, nil // outage.go
+	}
 	var ref refusal
 	if errors.As(err, &ref) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, ref.reason)}}, nil
@@ -86,7 +88,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req *request) (st
 	}
 	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
-		return stage.Output{}, refuse("%s", err.Error())
+		return stage.Output{}, clusterRefusal(err)
 	}
 	if req.Operation == events.OperationPlan {
 		// A plan reads and dry-runs only: its client refuses every other request, so that no
@@ -468,31 +470,4 @@ func (r *Renderer) planned(ctx context.Context, in stage.Input, cluster *kube.Cl
 	data.ReplyRef = replyRef
 	st := deploy.State{ID: in.DeployID, Target: in.Target, Operation: events.OperationPlan}
 	return stage.Output{State: &st, Emits: []stage.Emit{{Type: events.DeployPlanned, Step: "planned", DataRef: ref, Data: data}}}, nil
-}
-
-// LoadPlanReply reads the requester's copy of a plan report (PlannedData.ReplyRef), sealed
-// with the reply key (hex) the request carried.
-func LoadPlanReply(ctx context.Context, r ReplyReader, ref, replyKey string) (*PlanReport, error) {
-	key, err := payload.ParseKey(replyKey)
-	if err != nil {
-		return nil, fmt.Errorf("plan report %s: reply key: %w", ref, err)
-	}
-	raw, err := r.GetReply(ctx, ref, key)
-	if err != nil {
-		return nil, fmt.Errorf("plan report: %w", err)
-	}
-	var report PlanReport
-	if err := json.Unmarshal(raw, &report); err != nil {
-		return nil, fmt.Errorf("plan report %s: %w", ref, err)
-	}
-	return &report, nil
-}
-
-// LoadPlanReport reads the report a deploy.planned event points to.
-func LoadPlanReport(ctx context.Context, b Blobs, planRef string) (*PlanReport, error) {
-	var report PlanReport
-	if err := loadJSON(ctx, b, "plan report", planRef, &report); err != nil {
-		return nil, err
-	}
-	return &report, nil
 }

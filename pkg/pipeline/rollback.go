@@ -21,7 +21,7 @@ import (
 func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *request) (stage.Output, error) {
 	cluster, err := newDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
-		return stage.Output{}, refuse("%s", err.Error())
+		return stage.Output{}, clusterRefusal(err)
 	}
 	store := releaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.log()))
 	old, last, err := rollbackSource(ctx, store, in.Target, req.RequestedData)
