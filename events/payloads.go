@@ -373,6 +373,10 @@ type FailedData struct {
 	Stage    Stage             `json:"stage"`
 	Reason   string            `json:"reason"`
 	Failures []ResourceFailure `json:"failures,omitempty"`
+	// Unreachable says the deploy failed because the cluster's API server did not answer
+	// (Reason: `cluster "…" unreachable: <cause>`): a fleet rollout applies its
+	// offlineClusters policy instead of counting a failure.
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // Outcome is how a deploy ended.
@@ -395,6 +399,9 @@ type RecordedData struct {
 	Reason           string  `json:"reason,omitempty"`
 	// UpToDate says the deploy changed nothing and wrote no revision.
 	UpToDate bool `json:"upToDate,omitempty"`
+	// Unreachable is FailedData.Unreachable of the failure recorded: the cluster's API server
+	// did not answer.
+	Unreachable bool `json:"unreachable,omitempty"`
 	// Tests says the recorded revision has Helm test hooks (`helm test` would run some): a
 	// fleet rollout runs them as a gate.
 	Tests bool `json:"tests,omitempty"`

@@ -64,6 +64,27 @@ all_clusters() {
   seq 1 "$max"
 }
 
+# apiserver_command PORT: set APISERVER_CMD to the current cluster's kube-apiserver command
+# serving on PORT (up.sh runs it on APISERVER_PORT; apiserver.sh runs a second one).
+apiserver_command() {
+  local prefix=()
+  [ "$CLUSTER" = 1 ] || prefix=(--etcd-prefix="$ETCD_PREFIX")
+  APISERVER_CMD=("$BIN/kube-apiserver"
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" "${prefix[@]}"
+    --bind-address=127.0.0.1 --secure-port="$1"
+    --cert-dir="$CSTATE/pki/apiserver"
+    --service-account-key-file="$CSTATE/pki/sa.pub"
+    --service-account-signing-key-file="$CSTATE/pki/sa.key"
+    --service-account-issuer=https://kubernetes.default.svc
+    --token-auth-file="$CSTATE/tokens.csv"
+    --authorization-mode=RBAC
+    --service-cluster-ip-range=10.0.0.0/16
+    --allow-privileged=true
+    --kubelet-preferred-address-types=InternalIP
+    --feature-gates=WatchList=false
+    --profiling=false)
+}
+
 log() { echo "[sandbox] $*" >&2; }
 
 # sandbox_token prints the current cluster's admin bearer token (empty if none yet).

@@ -290,22 +290,8 @@ wait_for 30 "etcd health" etcd etcd_ok
 # Cluster 1 keeps the default etcd prefix /registry (the single sandbox's data), cluster n
 # has /registry-n.
 start_apiserver() {
-  local prefix=()
-  [ "$CLUSTER" = 1 ] || prefix=(--etcd-prefix="$ETCD_PREFIX")
-  start kube-apiserver "$BIN/kube-apiserver" \
-    --etcd-servers="http://127.0.0.1:$ETCD_PORT" "${prefix[@]}" \
-    --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
-    --cert-dir="$CSTATE/pki/apiserver" \
-    --service-account-key-file="$CSTATE/pki/sa.pub" \
-    --service-account-signing-key-file="$CSTATE/pki/sa.key" \
-    --service-account-issuer=https://kubernetes.default.svc \
-    --token-auth-file="$CSTATE/tokens.csv" \
-    --authorization-mode=RBAC \
-    --service-cluster-ip-range=10.0.0.0/16 \
-    --allow-privileged=true \
-    --kubelet-preferred-address-types=InternalIP \
-    --feature-gates=WatchList=false \
-    --profiling=false
+  apiserver_command "$APISERVER_PORT"
+  start kube-apiserver "${APISERVER_CMD[@]}"
 }
 
 # start_clients: the current cluster's controller-manager, scheduler and kwok.

@@ -18,7 +18,7 @@ import (
 type unreachableClusters struct{ *env }
 
 func (unreachableClusters) Reachable(context.Context, string) error {
-	return errors.New(`cluster "kind" is unreachable: the check failed`)
+	return errors.New(`cluster "kind" unreachable: the check failed`)
 }
 
 // TestBakeDecidesWithoutWatching: what a bake decides before it watches anything — a cluster
@@ -44,7 +44,7 @@ func TestBakeDecidesWithoutWatching(t *testing.T) {
 		undecided bool
 		reason    string
 	}{
-		{"unreachable", unreachable, req("kind", 2), false, true, `cluster kind: cannot watch the bake: cluster "kind" is unreachable`},
+		{"unreachable", unreachable, req("kind", 2), false, true, `cluster kind: cannot watch the bake: cluster "kind" unreachable`},
 		{"unknown cluster", reachable, req("elsewhere", 2), false, true, `cluster elsewhere: cannot watch the bake: no cluster "elsewhere"`},
 		{"no record", reachable, req("kind", 3), false, false, "release web revision 3 in namespace shop: release not found"},
 		{"not deployed", reachable, req("kind", 1), false, false, "release web revision 1 is failed, not deployed"},

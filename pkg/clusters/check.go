@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -143,6 +144,10 @@ func ServerVersion(ctx context.Context, cl *kube.Cluster) (string, error) {
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", fmt.Errorf("no answer from %s within the check's deadline: %w", cl.Config.Host, err)
+		}
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			return "", err // names the request already: Get "https://…/version": …
 		}
 		return "", fmt.Errorf("GET %s/version: %w", cl.Config.Host, err)
 	}

@@ -138,9 +138,9 @@ func (e *UnreachableError) Error() string {
 	if !s.LastSeen.IsZero() {
 		seen = s.LastSeen.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("cluster %q is unreachable: the check at %s failed: %s (last seen: %s); deploys to it fail until it answers "+
+	return fmt.Sprintf("cluster %q unreachable: %s (checked at %s, last seen: %s); deploys to it fail until it answers "+
 		"again — see `sealane cluster list`, or fix its Secret with `sealane cluster add %s --kubeconfig FILE --overwrite`",
-		s.Name, s.CheckedAt.UTC().Format(time.RFC3339), s.Error, seen, s.Name)
+		s.Name, s.Error, s.CheckedAt.UTC().Format(time.RFC3339), seen, s.Name)
 }
 
 // Is makes errors.Is(err, ErrUnreachable) true.

@@ -121,10 +121,13 @@ func (w *world) requests() (count map[string]int, cluster map[string]string) {
 }
 
 // request is a rollout.requested of a canary wave then the rest.
-func (w *world) request(id string) cloudevents.Event {
+func (w *world) request(id string) cloudevents.Event { return w.requestWith(id, "") }
+
+// requestWith is request with more spec fields (YAML lines).
+func (w *world) requestWith(id, more string) cloudevents.Event {
 	w.t.Helper()
 	spec, err := rollout.Parse("spec.yaml", []byte("chart: {path: ./c}\nrelease: app\nnamespace: app\nclusters: {selector: \"\"}\n"+
-		"waves: [{name: canary, selector: ring=canary}, {name: main, selector: ring=main}]\n"))
+		"waves: [{name: canary, selector: ring=canary}, {name: main, selector: ring=main}]\n"+more))
 	if err != nil {
 		w.t.Fatal(err)
 	}

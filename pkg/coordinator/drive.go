@@ -71,6 +71,19 @@ func (c *Coordinator) reachable(ctx context.Context, cluster string) error {
 	return c.Fleet.Reachable(ctx, cluster)
 }
 
+// unreachableMarker is what a Fleet may add (clusters.Registry): being told that a stage
+// found a cluster's API server not answering, so that Reachable checks it live from now on
+// instead of trusting a check that found it up before the outage.
+type unreachableMarker interface {
+	MarkUnreachable(name, cause string)
+}
+
+func (c *Coordinator) markUnreachable(cluster, cause string) {
+	if m, ok := c.Fleet.(unreachableMarker); ok {
+		m.MarkUnreachable(cluster, cause)
+	}
+}
+
 // tick drives rollout id if this replica owns it or may take it over: its lease is renewed
 // and the state machine advances at the current time. mine says whether this replica drives
 // it: the router then publishes its outbox (and outboxes.Sent finishes an ended rollout).

@@ -39,8 +39,11 @@ func (c *Coordinator) recorded(ctx context.Context, e cloudevents.Event) (stage.
 // resultEvent is the state machine's event for a deploy's end.
 func (c *Coordinator) resultEvent(ctx context.Context, ref DeployRef, d events.RecordedData) rollout.Event {
 	ok := d.Outcome == events.OutcomeSucceeded
+	if d.Unreachable {
+		c.markUnreachable(ref.Cluster, d.Reason)
+	}
 	if ref.Test {
-		undecided := !ok && c.reachable(ctx, ref.Cluster) != nil
+		undecided := !ok && (d.Unreachable || c.reachable(ctx, ref.Cluster) != nil)
 		return rollout.ClusterTested{Cluster: ref.Cluster, Passed: ok, Undecided: undecided, Reason: d.Reason}
 	}
 	switch {
@@ -60,8 +63,8 @@ func (c *Coordinator) resultEvent(ctx context.Context, ref DeployRef, d events.R
 		return rollout.ClusterDeployed{Cluster: ref.Cluster, Revision: d.Revision, PreviousRevision: prev, Attempt: ref.Attempt,
 			Tests: d.Tests && !d.UpToDate}
 	}
-	if err := c.reachable(ctx, ref.Cluster); err != nil {
-		return rollout.ClusterOffline{Cluster: ref.Cluster}
+	if d.Unreachable || c.reachable(ctx, ref.Cluster) != nil {
+		return rollout.ClusterOffline{Cluster: ref.Cluster, Reason: d.Reason}
 	}
 	return rollout.ClusterFailed{Cluster: ref.Cluster, Reason: d.Reason, Attempt: ref.Attempt}
 }

@@ -62,8 +62,13 @@ func (l *leasedRenderer) HandleRequest(ctx context.Context, in stage.Input, req 
 		return l.next.HandleRequest(ctx, in, req)
 	}
 	if reason, err := l.helmPending(ctx, in, req.RequestedData); err != nil || reason != "" {
+		failed := stage.Fail(events.StageRenderer, in, 0, reason)
 		if err != nil {
-			return stage.Output{}, err
+			ue := stagekit.Unreachable(ctx, l.Clusters, in.Target.Cluster, err) // outage.go
+			if ue == nil {
+				return stage.Output{}, err
+			}
+			failed = stagekit.FailUnreachable(events.StageRenderer, in, 0, ue)
 		}
 		// A queued request may have been handed the lease already (its state has no token
 		// yet): give it back at once, or the queue would wait for the next sweep.
@@ -71,7 +76,7 @@ func (l *leasedRenderer) HandleRequest(ctx context.Context, in stage.Input, req 
 		if err != nil {
 			return stage.Output{}, err
 		}
-		return stage.Output{Emits: append([]stage.Emit{stage.Fail(events.StageRenderer, in, 0, reason)}, handed...)}, nil
+		return stage.Output{Emits: append([]stage.Emit{failed}, handed...)}, nil
 	}
 	token, err := l.Leases.Acquire(ctx, in.Target, in.DeployID, l.LeaseTTL)
 	var busy *lease.BusyError

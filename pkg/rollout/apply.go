@@ -108,9 +108,11 @@ func (e ClusterFailed) apply(s *State, now time.Time) error {
 	return nil
 }
 
-// ClusterOffline: the cluster cannot be reached (before or during its deploy).
+// ClusterOffline: the cluster cannot be reached (before or during its deploy). Reason, when
+// set, is why (a deploy's classified failure: `cluster "…" unreachable: <cause>`).
 type ClusterOffline struct {
 	Cluster string
+	Reason  string
 }
 
 func (e ClusterOffline) apply(s *State, now time.Time) error {
@@ -121,11 +123,17 @@ func (e ClusterOffline) apply(s *State, now time.Time) error {
 	if c.Status != StatusPending && c.Status != StatusDeploying {
 		return nil
 	}
+	why := func(s string) string {
+		if e.Reason == "" {
+			return s
+		}
+		return s + ": " + e.Reason
+	}
 	if s.Plan.Spec.OfflineClusters.Policy == OfflineSkip {
-		c.Status, c.Reason, c.FinishedAt = StatusSkipped, "offline (offlineClusters: skip)", now
+		c.Status, c.Reason, c.FinishedAt = StatusSkipped, why("offline (offlineClusters: skip)"), now
 		return nil
 	}
-	c.Status, c.Reason = StatusOfflineWaiting, "offline"
+	c.Status, c.Reason = StatusOfflineWaiting, why("offline")
 	c.OfflineUntil = now.Add(s.Plan.Spec.OfflineClusters.Deadline)
 	return nil
 }

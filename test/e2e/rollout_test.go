@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,8 @@ type fleet struct {
 	// commands' flags naming it.
 	secrets string
 	home    []string
+	// checkInterval is the stages' --cluster-check-interval ("": 2s).
+	checkInterval string
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -60,7 +63,7 @@ func (f *fleet) serve(t *testing.T, name string, args ...string) *process {
 	t.Helper()
 	args = append([]string{"serve"}, args...)
 	p := start(t, name, sealaneBin, append(args, "--nats", f.url, "--kubeconfig", kubeconfig, "--log-level", "info",
-		"--cluster-secrets-namespace", f.secrets, "--cluster-check-interval", "2s")...)
+		"--cluster-secrets-namespace", f.secrets, "--cluster-check-interval", cmp.Or(f.checkInterval, "2s"))...)
 	bucket := bus.DefaultStateBucket // stages: their topology
 	for _, a := range args {
 		if a == "all" || a == "rollout" {

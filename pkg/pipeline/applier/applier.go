@@ -37,7 +37,8 @@ func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	defer stopLease()
 	work, cancel := a.applyBudget(work, in)
 	defer cancel()
-	out, err := a.handle(work, in)
+	// Through an outage of the cluster the applier waits for it until the deadline (outage.go).
+	out, ue, err := a.ThroughOutage(work, in, stagekit.OutageDeadline(in, a.Now()), func(ctx context.Context) (stage.Output, error) { return a.handle(ctx, in) })
 	if lost := stopLease(); lost != nil {
 		return stagekit.LeaseLost(events.StageApplier, in, lost), nil
 	}
@@ -45,11 +46,14 @@ func (a *Applier) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	if errors.As(err, &lost) {
 		return stagekit.LeaseLost(events.StageApplier, in, lost), nil
 	}
+	revision := 0
+	if in.State != nil {
+		revision = in.State.Revision
+	}
+	if ue != nil {
+		return stage.Output{Emits: []stage.Emit{stagekit.FailUnreachable(events.StageApplier, in, revision, ue)}}, nil
+	}
 	if err != nil && timedOut(work) {
-		revision := 0
-		if in.State != nil {
-			revision = in.State.Revision
-		}
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageApplier, in, revision, err.Error())}}, nil
 	}
 	if err != nil && ctx.Err() == nil && work.Err() != nil {
@@ -96,6 +100,10 @@ func (a *Applier) handle(ctx context.Context, in stage.Input) (stage.Output, err
 			renderRef = in.State.RenderRef
 		}
 		if !d.Ready {
+			// A phase that failed while its cluster does not answer failed for the outage.
+			if ue := stagekit.Recheck(ctx, a.Clusters, in.Target.Cluster); ue != nil {
+				return stage.Output{Emits: []stage.Emit{stagekit.FailUnreachable(events.StageTracker, in, d.Revision, ue, d.Failures...)}}, nil
+			}
 			reason := failureSummary(d.Failures)
 			if err := a.deleteFailed(ctx, in, renderRef, d); err != nil {
 				if !timedOut(ctx) {

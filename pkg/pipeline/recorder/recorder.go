@@ -28,8 +28,37 @@ import (
 // release_recorded event is the last of every deploy.
 type Recorder struct{ stagekit.Deps }
 
-// Handle records one rendered, succeeded, failed or planned event.
+// Handle records one rendered, succeeded, failed or planned event. Through an outage of the
+// cluster it waits for it until the deploy's deadline (outage.go); then the deploy fails as
+// unreachable, closed without the record it could not write.
 func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, error) {
+	out, ue, err := r.ThroughOutage(ctx, in, stagekit.OutageDeadline(in, r.Now()), func(ctx context.Context) (stage.Output, error) { return r.handle(ctx, in) })
+	switch {
+	case ue == nil:
+		return out, err
+	case in.Type == events.DeployRendered: // no pending record: the deploy fails before it starts
+		return stage.Output{Emits: []stage.Emit{stagekit.FailUnreachable(events.StageRecorder, in, 0, ue)}}, nil
+	}
+	rec := events.RecordedData{Target: in.Target, Outcome: events.OutcomeFailed, Reason: ue.Error(), Unreachable: true}
+	if in.State != nil {
+		rec.Revision, rec.PreviousRevision = in.State.Revision, in.State.PreviousRevision
+		rec.RequestedBy, rec.RequestedByVerified = in.State.RequestedBy, in.State.RequestedByVerified
+	}
+	emits, err := r.withCDEvent(ctx, in, []stage.Emit{{Type: events.ReleaseRecorded, Step: "recorded", Data: rec}}, nil)
+	return stage.Output{Emits: emits}, err
+}
+
+// setRecorded changes the release_recorded data out emits with set.
+func setRecorded(out stage.Output, set func(*events.RecordedData)) {
+	for i := range out.Emits {
+		if rec, ok := out.Emits[i].Data.(events.RecordedData); ok {
+			set(&rec)
+			out.Emits[i].Data = rec
+		}
+	}
+}
+
+func (r *Recorder) handle(ctx context.Context, in stage.Input) (stage.Output, error) {
 	switch in.Type {
 	case events.DeployRendered:
 		var d events.RenderedData
@@ -44,12 +73,7 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 		}
 		out, chart, err := r.result(ctx, in, d.Revision, true, "")
 		if err == nil && d.UpToDate {
-			for i := range out.Emits {
-				if rec, ok := out.Emits[i].Data.(events.RecordedData); ok {
-					rec.UpToDate = true
-					out.Emits[i].Data = rec
-				}
-			}
+			setRecorded(out, func(rec *events.RecordedData) { rec.UpToDate = true })
 		}
 		if err == nil { // CDEvents consumers hear of the release change too (cdevents.go)
 			out.Emits, err = r.withCDEvent(ctx, in, out.Emits, chart)
@@ -65,7 +89,8 @@ func (r *Recorder) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 			return stage.Output{}, stage.Permanent(err)
 		}
 		out, chart, err := r.result(ctx, in, d.Revision, false, d.Reason)
-		if err == nil { // reported as a CDEvents pipelinerun.finished, outcome failure
+		setRecorded(out, func(rec *events.RecordedData) { rec.Unreachable = d.Unreachable }) // the coordinator applies offlineClusters
+		if err == nil {                                                                      // reported as a CDEvents pipelinerun.finished, outcome failure
 			out.Emits, err = r.withCDEvent(ctx, in, out.Emits, chart)
 		}
 		return out, err

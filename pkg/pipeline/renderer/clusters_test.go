@@ -21,17 +21,24 @@ func TestRendererRefusesUnservedClusters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.PutSecret(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "sealane", Name: "cluster-down", Labels: map[string]string{clusterspec.ClusterLabel: "down"}},
-		Data: map[string][]byte{clusterspec.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\ncurrent-context: d\n" +
-			"contexts: [{name: d, context: {cluster: d, user: d}}]\nclusters: [{name: d, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: d, user: {token: x}}]\n")},
-	})
+	kubeconfig := []byte("apiVersion: v1\nkind: Config\ncurrent-context: d\n" +
+		"contexts: [{name: d, context: {cluster: d, user: d}}]\nclusters: [{name: d, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: d, user: {token: x}}]\n")
+	for _, name := range []string{"down", "stale"} {
+		reg.PutSecret(&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "sealane", Name: "cluster-" + name, Labels: map[string]string{clusterspec.ClusterLabel: name}},
+			Data:       map[string][]byte{clusterspec.KubeconfigKey: kubeconfig},
+		})
+	}
 	reg.SetStatus(clusters.Status{Name: "down", Error: "dial tcp 127.0.0.1:1: connection refused"})
+	// stale: its last check found it up; the API server has died since (nothing listens)
+	reg.SetStatus(clusters.Status{Name: "stale", Reachable: true})
 	for _, op := range []events.Operation{events.OperationDeploy, events.OperationRollback, events.OperationUninstall} {
 		for cluster, want := range map[string]string{
-			"ghost": "cluster \"ghost\" is not registered (known: down): add it with `sealane cluster add ghost --kubeconfig FILE`",
+			"ghost": "cluster \"ghost\" is not registered (known: down, stale): add it with `sealane cluster add ghost --kubeconfig FILE`",
 			// checked again at once (the recheck's own error): still refused
-			"down": `/version: Get "https://127.0.0.1:1/version": dial tcp 127.0.0.1:1: connect: connection refused`,
+			"down": `cluster "down" unreachable: Get "https://127.0.0.1:1/version": dial tcp 127.0.0.1:1: connect: connection refused`,
+			// the render's first call fails to connect: checked again at once, an outage
+			"stale": `cluster "stale" unreachable: Get "https://127.0.0.1:1/version": dial tcp 127.0.0.1:1: connect: connection refused`,
 		} {
 			t.Run(string(op)+" "+cluster, func(t *testing.T) {
 				_, r, ch := rendererEnv(t)
@@ -45,6 +52,13 @@ func TestRendererRefusesUnservedClusters(t *testing.T) {
 				}
 				if got := pipelinetest.FailedReason(out); !strings.Contains(got, want) {
 					t.Errorf("failed reason %q, want %q (emitted %v)", got, want, pipelinetest.Emitted(out))
+				}
+				var d events.FailedData
+				if len(out.Emits) > 0 {
+					d, _ = out.Emits[0].Data.(events.FailedData)
+				}
+				if d.Unreachable != (cluster != "ghost") {
+					t.Errorf("failed as unreachable: %v, want %v", d.Unreachable, cluster != "ghost")
 				}
 			})
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/apply"
 	"github.com/sealane/sealane/pkg/chart"
+	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/deploy"
 	"github.com/sealane/sealane/pkg/kube"
 	"github.com/sealane/sealane/pkg/manifest"
@@ -49,6 +50,9 @@ func (r *Renderer) Handle(ctx context.Context, in stage.Input) (stage.Output, er
 func (r *Renderer) HandleRequest(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	req.RequestedBy, _ = req.requestedBy()
 	out, err := r.handle(ctx, in, req)
+	if ue := stagekit.Unreachable(ctx, r.Clusters, in.Target.Cluster, err); ue != nil { // an outage, not a refusal
+		return stage.Output{Emits: []stage.Emit{stagekit.FailUnreachable(events.StageRenderer, in, 0, ue)}}, nil
+	}
 	var ref refusal
 	if errors.As(err, &ref) {
 		return stage.Output{Emits: []stage.Emit{stage.Fail(events.StageRenderer, in, 0, ref.reason)}}, nil
@@ -62,6 +66,15 @@ type refusal struct{ reason string }
 func (r refusal) Error() string { return r.reason }
 
 func refuse(format string, args ...any) error { return refusal{reason: fmt.Sprintf(format, args...)} }
+
+// clusterRefusal is how the renderer reports NewDeployCluster's error: an unreachable cluster
+// as itself (HandleRequest reports the outage, stagekit/outage.go), anything else as a refusal.
+func clusterRefusal(err error) error {
+	if errors.Is(err, clusters.ErrUnreachable) {
+		return err
+	}
+	return refuse("%s", err.Error())
+}
 
 // handle is Handle for a decoded request; a refusal fails the deploy, other errors are retried.
 func (r *Renderer) handle(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
@@ -89,7 +102,7 @@ func (r *Renderer) handle(ctx context.Context, in stage.Input, req *Request) (st
 	}
 	cluster, err := stagekit.NewDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
-		return stage.Output{}, refuse("%s", err.Error())
+		return stage.Output{}, clusterRefusal(err)
 	}
 	if req.Operation == events.OperationPlan {
 		// A plan reads and dry-runs only: its client refuses every other request, so that no

@@ -23,7 +23,7 @@ import (
 func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *Request) (stage.Output, error) {
 	cluster, err := stagekit.NewDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
-		return stage.Output{}, refuse("%s", err.Error())
+		return stage.Output{}, clusterRefusal(err)
 	}
 	store := stagekit.ReleaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.Logger()))
 	old, last, err := rollbackSource(ctx, store, in.Target, req.RequestedData)

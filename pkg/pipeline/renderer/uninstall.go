@@ -8,6 +8,7 @@ import (
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/manifest"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/plan"
@@ -53,6 +54,9 @@ func (r *Renderer) fromRecord(ctx context.Context, in stage.Input, req *Request,
 	}
 	cluster, err := stagekit.NewDeployCluster(ctx, r.Clusters, in.Target.Cluster)
 	if err != nil {
+		if errors.Is(err, clusters.ErrUnreachable) {
+			return stage.Output{}, err // handleRequest reports the outage
+		}
 		return fail(err.Error())
 	}
 	rel, err := op.pick(stagekit.ReleaseStore(cluster, in.Target, req.ReleaseStorage, in.Logger(r.Logger())), ctx, in.Target.Release)

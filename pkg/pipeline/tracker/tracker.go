@@ -54,24 +54,18 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 	phase := relayedPhaseOf(in, d)
 	relay := newLogRelay(ctx, cluster.Typed, publish, phase, in.Logger(t.Logger()))
 	opts := track.Options{Timeout: t.timeout(d), Clock: t.Clock, Log: in.Logger(t.Logger()), OnPods: relay.pods, OnEvent: relay.event, Since: phase.since}
-	if t.Metrics != nil { // metrics.go: what the tracker watches now
-		pods := &podCount{m: t.Metrics, byRef: map[manifest.Ref]int{}}
-		opts.OnPods = func(p track.PodsSeen) { pods.seen(p); relay.pods(p) }
-		opts.OnInformers = t.Metrics.Informers
-		t.Metrics.Tracking(len(d.Waits))
-		defer func() {
-			pods.done()
-			t.Metrics.Tracking(-len(d.Waits))
-		}()
-	}
+	defer t.counted(&opts, relay, len(d.Waits))()
 	progressed := progressOf(in.Target, d)
 	waitCtx, span := tracing.Start(ctx, "track.wait", tracing.Revision(d.Revision), tracing.Phase(d.Phase),
 		attribute.Int("sealane.waits", len(d.Waits)))
-	outcome, err := track.TrackTargets(waitCtx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {
-		data, step := progressed(p)
-		if err := publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
-			in.Logger(t.Logger()).Warn("publish progress", zap.Error(err))
-		}
+	outcome, err := t.trackThroughOutage(waitCtx, in, d, func(waitCtx context.Context) (track.Outcome, error) {
+		opts.Timeout = t.timeout(d)
+		return track.TrackTargets(waitCtx, cluster, trackTargets(d.Waits), opts, func(p track.Progress) {
+			data, step := progressed(p)
+			if err := publish(ctx, stage.Emit{Type: events.ResourceProgressed, Step: step, Data: data}); err != nil {
+				in.Logger(t.Logger()).Warn("publish progress", zap.Error(err))
+			}
+		})
 	})
 	if err == nil && !outcome.Ready {
 		span.SetStatus(codes.Error, fmt.Sprintf("%d resources failed", len(outcome.Failures)))
@@ -107,6 +101,39 @@ func (t *Tracker) Handle(ctx context.Context, in stage.Input) (stage.Output, err
 		result.Failures = append(result.Failures, events.ResourceFailure{Resource: stagekit.ToEventRef(f.Ref), Reason: f.Reason})
 	}
 	return phaseTracked(result), nil
+}
+
+// counted has the tracker's metrics (metrics.go) count what opts tracks, waits objects, until
+// the returned func is called.
+func (t *Tracker) counted(opts *track.Options, relay *logRelay, waits int) func() {
+	if t.Metrics == nil {
+		return func() {}
+	}
+	pods := &podCount{m: t.Metrics, byRef: map[manifest.Ref]int{}}
+	opts.OnPods = func(p track.PodsSeen) { pods.seen(p); relay.pods(p) }
+	opts.OnInformers = t.Metrics.Informers
+	t.Metrics.Tracking(waits)
+	return func() {
+		pods.done()
+		t.Metrics.Tracking(-waits)
+	}
+}
+
+// trackThroughOutage runs tracking through an outage of the cluster (outage.go): an API server
+// that stops answering is waited for until the deploy's deadline, then reported as the
+// phase's failure, which the applier classifies.
+func (t *Tracker) trackThroughOutage(ctx context.Context, in stage.Input, d events.PhaseAppliedData, run func(context.Context) (track.Outcome, error)) (track.Outcome, error) {
+	var outcome track.Outcome
+	deadline := t.Now().Add(max(t.timeout(d), stagekit.MinOutageWait))
+	_, ue, err := t.Deps.ThroughOutage(ctx, in, deadline, func(ctx context.Context) (stage.Output, error) {
+		var err error
+		outcome, err = run(ctx)
+		return stage.Output{}, err
+	})
+	if ue != nil {
+		return track.Outcome{Failures: []track.Failure{{Reason: ue.Error()}}}, nil
+	}
+	return outcome, err
 }
 
 // timeout is how long tracking phase d may take: until the deploy's deadline.
