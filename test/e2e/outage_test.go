@@ -23,7 +23,8 @@ import (
 // The outage tests take a cluster away for real: "flaky" is sandbox-3 reached through a
 // second kube-apiserver process of its own (harness.StartAPIServer), which the test SIGKILLs
 // and starts again; "steady" is sandbox-1. The rest of the suite keeps sandbox-3's own API
-// server.
+// server; the embedded outage tests run in parallel with each other (newFleet sets the
+// environment, so the shared-pipeline one cannot).
 
 // outage is the fleet of an outage test: its cluster Secrets and flaky's API server.
 type outage struct {
@@ -132,6 +133,7 @@ func TestRolloutAPIServerKilled(t *testing.T) {
 // skip skips flaky and the CLI exits 0; wait shows flaky offline-waiting until its API server
 // is started again, then deploys it.
 func TestRolloutAPIServerKilledEmbedded(t *testing.T) {
+	t.Parallel() // each has its own API server, NATS and namespaces
 	f := &fleet{suffix: fmt.Sprintf("ro%06d", rand.IntN(1_000_000)), dir: t.TempDir()}
 	t.Cleanup(func() { f.deleteNamespaces(t) })
 	o := newOutage(t, f)
@@ -205,6 +207,7 @@ func regexpFind(s, expr string) bool { return regexp.MustCompile(expr).MatchStri
 // 5 s later, the deploy goes on and succeeds. Killed for good during the next deploy, that
 // deploy fails at its deadline as unreachable — not after its deliveries ran out.
 func TestDeployThroughAPIServerKill(t *testing.T) {
+	t.Parallel() // each has its own API server, NATS and namespaces
 	api := harness.StartAPIServer(t, repoRoot, 3)
 	kc := flakyKubeconfig(t, api.Addr())
 	ns := namespace(t)
