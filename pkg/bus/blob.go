@@ -179,5 +179,7 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 
 // getBlob reads the stored bytes of a blob of the blob bucket under the call rule.
 func (b *Bus) getBlob(ctx context.Context, name string) ([]byte, error) {
-	return callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) ([]byte, error) { return b.blobs.GetBytes(ctx, name) })
+	return readYourWrites(ctx, func(ctx context.Context) ([]byte, error) { // objget.go
+		return callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) ([]byte, error) { return b.blobs.GetBytes(ctx, name) })
+	})
 }

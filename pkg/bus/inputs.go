@@ -203,6 +203,11 @@ func (b *Bus) inputStore(ctx context.Context, bucket string, create bool) (jetst
 // deleted object wraps jetstream.ErrObjectNotFound. The content is checked against the
 // object's size and digest.
 func (b *Bus) getDirect(ctx context.Context, bucket, name string) ([]byte, error) {
+	return readYourWrites(ctx, func(ctx context.Context) ([]byte, error) { return b.readDirect(ctx, bucket, name) }) // objget.go
+}
+
+// readDirect is one read of getDirect, which a lagging replica may answer.
+func (b *Bus) readDirect(ctx context.Context, bucket, name string) ([]byte, error) {
 	stream := "OBJ_" + bucket
 	metaSubject := fmt.Sprintf("$O.%s.M.%s", bucket, base64.URLEncoding.EncodeToString([]byte(name)))
 	meta, err := b.directGet(ctx, stream, directGetRequest{LastBySubject: metaSubject})
@@ -232,7 +237,7 @@ func (b *Bus) getDirect(ctx context.Context, bucket, name string) ([]byte, error
 		h.Write(m.Data)
 	}
 	if uint64(len(out)) != info.Size || jetstream.GetObjectDigestValue(h) != info.Digest {
-		return nil, fmt.Errorf("object %s: read %d bytes not matching its size %d and digest", name, len(out), info.Size)
+		return nil, fmt.Errorf("object %s: read %d bytes of %d: %w", name, len(out), info.Size, errStaleRead)
 	}
 	return out, nil
 }
