@@ -122,7 +122,7 @@ func (b *Bus) PutBlob(ctx context.Context, name string, data []byte) (ref string
 // may be replaced (clear text from before payload encryption, or sealed with another key), and
 // ErrBlobConflict if it holds other content.
 func (b *Bus) storedBlobMatches(ctx context.Context, ref, name string, data []byte) (bool, error) {
-	stored, err := b.getBlob(ctx, name)
+	stored, err := b.getBlob(ctx, name, true) // GetInfo found it
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return false, nil
 	}
@@ -153,11 +153,12 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 		return nil, fmt.Errorf("get blob: %w", err)
 	}
 	var sealed []byte
+	_, written := SplitDigest(ref) // a digest in the ref: its writer handed it out
 	switch {
 	case bucket == b.opts.BlobBucket:
-		sealed, err = b.getBlob(ctx, name)
+		sealed, err = b.getBlob(ctx, name, written != "")
 	case IsInputBucket(bucket):
-		sealed, err = b.getDirect(ctx, bucket, name) // inputs.go
+		sealed, err = b.getDirect(ctx, bucket, name, written != "") // inputs.go
 	default:
 		return nil, fmt.Errorf("get blob %s: bucket %q is neither the blob bucket %q nor an input bucket (%s-…)", ref, bucket, b.opts.BlobBucket, InputBucketPrefix)
 	}
@@ -177,9 +178,10 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 	return data, nil
 }
 
-// getBlob reads the stored bytes of a blob of the blob bucket under the call rule.
-func (b *Bus) getBlob(ctx context.Context, name string) ([]byte, error) {
-	return readYourWrites(ctx, func(ctx context.Context) ([]byte, error) { // objget.go
+// getBlob reads the stored bytes of a blob of the blob bucket under the call rule; written
+// says it was written, so that a not-found may be a lagging replica's (objget.go).
+func (b *Bus) getBlob(ctx context.Context, name string, written bool) ([]byte, error) {
+	return readYourWrites(ctx, written, func(ctx context.Context) ([]byte, error) { // objget.go
 		return callWithin(ctx, b.link, blobCallTimeout, func(ctx context.Context) ([]byte, error) { return b.blobs.GetBytes(ctx, name) })
 	})
 }

@@ -138,7 +138,7 @@ func (b *Bus) GetReply(ctx context.Context, ref string, key *payload.Key) ([]byt
 	if !IsInputBucket(bucket) {
 		return nil, fmt.Errorf("get reply %s: %q is not an input bucket", ref, bucket)
 	}
-	sealed, err := b.getDirect(ctx, bucket, name)
+	sealed, err := b.getDirect(ctx, bucket, name, false) // stored already? absence expected
 	if err != nil {
 		return nil, fmt.Errorf("get reply %s: %w", ref, err)
 	}
@@ -202,8 +202,8 @@ func (b *Bus) inputStore(ctx context.Context, bucket string, create bool) (jetst
 // "$JS.API.DIRECT.GET.*" and ".>" (NATS permissions cannot name a bucket prefix). A missing or
 // deleted object wraps jetstream.ErrObjectNotFound. The content is checked against the
 // object's size and digest.
-func (b *Bus) getDirect(ctx context.Context, bucket, name string) ([]byte, error) {
-	return readYourWrites(ctx, func(ctx context.Context) ([]byte, error) { return b.readDirect(ctx, bucket, name) }) // objget.go
+func (b *Bus) getDirect(ctx context.Context, bucket, name string, written bool) ([]byte, error) {
+	return readYourWrites(ctx, written, func(ctx context.Context) ([]byte, error) { return b.readDirect(ctx, bucket, name) }) // objget.go
 }
 
 // readDirect is one read of getDirect, which a lagging replica may answer.

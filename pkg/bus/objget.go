@@ -13,7 +13,8 @@ import (
 // ordered consumer that reads its chunks is an R1 consumer placed on any peer. Right after a
 // write (a render the applier reads as soon as the renderer published it), such a replica
 // answers "not found" or fewer chunks than the info counts. The readers tell such a stale
-// answer apart (the info's size and digest) and ask again for a short while.
+// answer apart (the info's size and digest; a not-found of a reference that carries the
+// content's digest, which only its writer hands out) and ask again for a short while.
 
 // staleReadWaits are the waits before each new read of an object answered stale: about 1.3 s
 // in all, far beyond a replica's lag behind the write quorum on a healthy cluster.
@@ -24,12 +25,13 @@ var staleReadWaits = []time.Duration{10 * time.Millisecond, 20 * time.Millisecon
 var errStaleRead = errors.New("the chunks read do not match the object's size and digest")
 
 // readYourWrites returns what read returns, reading again while the answer may be a lagging
-// replica's: the object not found, or its chunks not matching its info. An object still not
-// found after the waits is not there.
-func readYourWrites(ctx context.Context, read func(context.Context) ([]byte, error)) ([]byte, error) {
+// replica's: chunks not matching the object's info, or — when written says the object was
+// written (a reference carrying its digest) — the object not found. A lookup of what may not
+// be there (a cache, an upload's "already stored?") does not wait for a not-found.
+func readYourWrites(ctx context.Context, written bool, read func(context.Context) ([]byte, error)) ([]byte, error) {
 	data, err := read(ctx)
 	for _, wait := range staleReadWaits {
-		if !staleAnswer(err) {
+		if !staleAnswer(err, written) {
 			return data, err
 		}
 		select {
@@ -42,6 +44,6 @@ func readYourWrites(ctx context.Context, read func(context.Context) ([]byte, err
 	return data, err
 }
 
-func staleAnswer(err error) bool {
-	return errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrDigestMismatch) || errors.Is(err, errStaleRead)
+func staleAnswer(err error, written bool) bool {
+	return written && errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrDigestMismatch) || errors.Is(err, errStaleRead)
 }

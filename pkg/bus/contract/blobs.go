@@ -147,10 +147,10 @@ func blobSizes(t *testing.T, s BlobsSubject) {
 	}
 }
 
-// blobReadYourWrites writes blobs and uploads of several chunks and reads each back at once,
-// as a stage reads what the one before it just wrote: on a replicated stream the read may
-// reach a replica that has not caught up yet (before the readers asked again, 1 read in 12
-// failed on a 3-node cluster).
+// blobReadYourWrites writes blobs and uploads of several chunks and reads each back at once
+// by the reference its writer hands out (with the content's digest), as a stage reads what the
+// one before it just wrote: on a replicated stream the read may reach a replica that has not
+// caught up yet (before the readers asked again, 1 read in 12 failed on a 3-node cluster).
 func blobReadYourWrites(t *testing.T, s BlobsSubject) {
 	c := ctx(t)
 	own, err := s.Store.OwnInputBucket()
@@ -161,8 +161,9 @@ func blobReadYourWrites(t *testing.T, s BlobsSubject) {
 		data := bytes.Repeat([]byte(fmt.Sprintf("%015d|", i)), 24<<10) // 384 KiB: three chunks
 		name := fmt.Sprintf("contract/ryw-%d", i)
 		ref, err := s.Store.PutBlob(c, name, data)
-		if i%2 == 1 {
+		if i%2 == 1 { // an upload's reference as a request carries it: with the content's digest
 			ref, err = s.Store.PutInput(c, own, "charts/"+name, data)
+			ref = bus.WithDigest(ref, data)
 		}
 		if err != nil {
 			t.Fatalf("put %s: %v", name, err)
