@@ -63,6 +63,9 @@ type WebhookData struct {
 	Route *int `json:"route,omitempty"`
 	// DeployID is the deploy the push started (accepted) or started earlier (duplicate).
 	DeployID string `json:"deployId,omitempty"`
+	// RolloutID is the fleet rollout the push started (or started earlier) by a route that
+	// names a rollout; DeployID is empty then.
+	RolloutID string `json:"rolloutId,omitempty"`
 	// RemoteAddr is the client's address as the server saw it.
 	RemoteAddr string `json:"remoteAddr,omitempty"`
 	// Refused sums up the requests refused in one interval (a WebhookRejected summary).

@@ -68,6 +68,28 @@ type RolloutRequestedData struct {
 	// to fill in: the stored chart, values, timeout, requester.
 	Request     RequestedData `json:"request"`
 	RequestedBy string        `json:"requestedBy,omitempty"`
+	// SpecFile, when set, holds the rollout's clusters, waves and policies: a file of a git
+	// repository at a commit (a webhook route's rollout file), which the coordinator reads and
+	// joins to Spec (the release, namespace and chart).
+	SpecFile *GitFile `json:"specFile,omitempty"`
+	// Webhook names the webhook delivery that asked for the rollout; nil for the CLI.
+	Webhook *WebhookOrigin `json:"webhook,omitempty"`
+}
+
+// GitFile is one file of a git repository at a commit.
+type GitFile struct {
+	URL    string `json:"url"`
+	Commit string `json:"commit"`
+	// Path is the file's path from the repository's root.
+	Path string `json:"path"`
+}
+
+// WebhookOrigin is the webhook delivery a rollout comes from: the receiver, the sender's
+// delivery id and the index of the route that matched.
+type WebhookOrigin struct {
+	Receiver   string `json:"receiver"`
+	DeliveryID string `json:"deliveryId,omitempty"`
+	Route      int    `json:"route"`
 }
 
 // The RolloutCommandData commands.
@@ -99,6 +121,9 @@ type RolloutData struct {
 	Cluster  string `json:"cluster,omitempty"`
 	Revision int    `json:"revision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Webhook names the delivery that asked for the rollout, on every event of a rollout a
+	// webhook route started.
+	Webhook *WebhookOrigin `json:"webhook,omitempty"`
 }
 
 // BakeRequestedData is the payload of BakeRequested. The bake starts at the event's time (its

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -47,7 +48,20 @@ type Coordinator struct {
 	// Metrics, if set, counts finished rollouts and cluster results (the router counts the
 	// outbox publishes).
 	Metrics *metrics.Metrics
+	// SpecFiles reads the rollout files webhook routes name; nil refuses such rollouts.
+	SpecFiles SpecFiles
 }
+
+// SpecFiles reads a rollout file (a webhook route's clusters, waves and policies) from its
+// repository at its commit.
+type SpecFiles interface {
+	// ReadSpecFile returns the file's content. An error wrapping ErrSpecFile is final (no
+	// such file or commit, a repository not allowed, too large); any other is retried.
+	ReadSpecFile(ctx context.Context, f events.GitFile) ([]byte, error)
+}
+
+// ErrSpecFile is wrapped by a SpecFiles error that reading again would not change.
+var ErrSpecFile = errors.New("rollout file cannot be read")
 
 func (c *Coordinator) now() time.Time {
 	if c.Clock == nil {

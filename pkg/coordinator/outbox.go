@@ -135,7 +135,7 @@ func (r *Record) queueEmit(a rollout.Emit) error {
 		ID: fmt.Sprintf("%s.event.%d", r.State.ID, a.Seq), Source: Source, Target: t, CorrelationID: r.State.ID,
 		Pipeline: r.Pipeline, Rollout: r.State.ID, Time: a.At,
 	}, events.RolloutData{RolloutID: r.State.ID, Phase: string(r.State.Phase), Wave: a.Wave, Cluster: a.Cluster,
-		Revision: a.Revision, Reason: a.Reason})
+		Revision: a.Revision, Reason: a.Reason, Webhook: r.Webhook})
 	if err != nil {
 		return fmt.Errorf("rollout %s: %s: %w", r.State.ID, a.ID(), err)
 	}

@@ -19,6 +19,8 @@ type Record struct {
 	// Pipeline is the private pipeline of the CLI that started the rollout ("" shared).
 	Pipeline    string `json:"pipeline,omitempty"`
 	RequestedBy string `json:"requestedBy,omitempty"`
+	// Webhook names the webhook delivery that started the rollout; every event of it says so.
+	Webhook *events.WebhookOrigin `json:"webhook,omitempty"`
 	// TraceParent is the W3C trace context of the span that requested the rollout (its
 	// request's traceparent extension): each deploy's own trace links to it.
 	TraceParent string `json:"traceParent,omitempty"`

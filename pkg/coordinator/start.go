@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/gitsource"
 	"github.com/sealane/sealane/pkg/rollout"
 	"github.com/sealane/sealane/pkg/stage"
 )
@@ -25,17 +26,21 @@ func (c *Coordinator) start(ctx context.Context, e cloudevents.Event) (stage.Out
 	if err := events.DecodeData(e, &d); err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
-	rec, err := c.newRecord(e, d)
+	rec, err := c.newRecord(ctx, e, d)
+	if errors.Is(err, errRetry) {
+		return stage.Output{}, err
+	}
 	if err != nil {
 		if d.RolloutID != "" { // kept, so that `rollout status` and the CLI that asked see why
 			now := c.now()
 			failed := &Record{State: rollout.State{ID: d.RolloutID, Phase: rollout.PhaseFailed, Reason: err.Error(),
-				Announced: rollout.PhaseFailed, CreatedAt: now, UpdatedAt: now, FinishedAt: now}, RequestedBy: d.RequestedBy}
+				Announced: rollout.PhaseFailed, CreatedAt: now, UpdatedAt: now, FinishedAt: now}, RequestedBy: d.RequestedBy,
+				Webhook: d.Webhook}
 			if _, err := c.store().create(ctx, failed); err != nil {
 				return stage.Output{}, err
 			}
 		}
-		return c.reject(e, d.RolloutID, err.Error())
+		return c.reject(e, rejection{id: d.RolloutID, reason: err.Error(), webhook: d.Webhook})
 	}
 	if rec, err = c.store().create(ctx, rec); err != nil {
 		return stage.Output{}, err
@@ -60,14 +65,18 @@ func (c *Coordinator) start(ctx context.Context, e cloudevents.Event) (stage.Out
 	return out, nil
 }
 
+// errRetry marks a failure to build a rollout's record that may pass on a redelivery (its
+// rollout file could not be fetched).
+var errRetry = errors.New("retry")
+
 // newRecord builds the record of a requested rollout (queued until claimRelease says).
-func (c *Coordinator) newRecord(e cloudevents.Event, d events.RolloutRequestedData) (*Record, error) {
+func (c *Coordinator) newRecord(ctx context.Context, e cloudevents.Event, d events.RolloutRequestedData) (*Record, error) {
 	if d.RolloutID == "" {
 		return nil, errors.New("the request has no rollout id")
 	}
-	var spec rollout.Spec
-	if err := json.Unmarshal(d.Spec, &spec); err != nil {
-		return nil, fmt.Errorf("rollout spec is not the spec's JSON: %w", err)
+	spec, err := c.specOf(ctx, d)
+	if err != nil {
+		return nil, err
 	}
 	if c.Fleet == nil {
 		return nil, errors.New("this coordinator has no cluster registry")
@@ -76,15 +85,43 @@ func (c *Coordinator) newRecord(e cloudevents.Event, d events.RolloutRequestedDa
 	if err != nil {
 		return nil, fmt.Errorf("cluster registry: %w", err)
 	}
-	plan, err := rollout.Resolve(&spec, registered)
+	plan, err := rollout.Resolve(spec, registered)
 	if err != nil {
 		return nil, err
 	}
 	return &Record{
 		State: rollout.New(d.RolloutID, plan, c.now()), Request: d.Request, Pipeline: events.PipelineOf(e),
 		RequestedBy: d.RequestedBy, ReleaseKey: spec.Namespace + "/" + spec.Release, Queued: true,
-		TraceParent: events.TraceParentOf(e),
+		TraceParent: events.TraceParentOf(e), Webhook: d.Webhook,
 	}, nil
+}
+
+// specOf is the request's spec, its clusters, waves and policies read from its rollout file
+// when it names one.
+func (c *Coordinator) specOf(ctx context.Context, d events.RolloutRequestedData) (*rollout.Spec, error) {
+	var spec rollout.Spec
+	if err := json.Unmarshal(d.Spec, &spec); err != nil {
+		return nil, fmt.Errorf("rollout spec is not the spec's JSON: %w", err)
+	}
+	f := d.SpecFile
+	if f == nil {
+		return &spec, nil
+	}
+	if c.SpecFiles == nil {
+		return nil, fmt.Errorf("rollout file %s: this coordinator reads no rollout files", f.Path)
+	}
+	raw, err := c.SpecFiles.ReadSpecFile(ctx, *f)
+	switch {
+	case errors.Is(err, ErrSpecFile):
+		return nil, fmt.Errorf("rollout file %s in %s at %s: %w", f.Path, gitsource.Redact(f.URL), f.Commit, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: rollout file %s in %s at %s: %w", errRetry, f.Path, gitsource.Redact(f.URL), f.Commit, err)
+	}
+	fleet, err := rollout.ParseFleet(f.Path, raw)
+	if err != nil {
+		return nil, fmt.Errorf("rollout file at %s:\n%w", f.Commit, err)
+	}
+	return rollout.Deploying(fleet, spec)
 }
 
 // claimRelease makes rec the running rollout of its release, or queues it behind the running
@@ -142,9 +179,16 @@ func containsID(ids []string, id string) bool {
 	return false
 }
 
+// rejection is a refused rollout: its id, why, and the webhook delivery that asked.
+type rejection struct {
+	id, reason string
+	webhook    *events.WebhookOrigin
+}
+
 // reject answers a request that was never stored with rollout.rejected (its id is fixed: a
 // redelivery publishes the same event).
-func (c *Coordinator) reject(e cloudevents.Event, id, reason string) (stage.Output, error) {
+func (c *Coordinator) reject(e cloudevents.Event, r rejection) (stage.Output, error) {
+	id, reason := r.id, r.reason
 	c.log().Info("rollout rejected", zap.String("rollout", id), zap.String("reason", reason))
 	if id == "" {
 		id = e.ID()
@@ -152,7 +196,7 @@ func (c *Coordinator) reject(e cloudevents.Event, id, reason string) (stage.Outp
 	ev, err := events.New(events.RolloutRejected, events.Meta{
 		ID: id + ".rejected", Source: Source, Target: events.NoTarget, CorrelationID: id, CausationID: e.ID(),
 		Pipeline: events.PipelineOf(e), Rollout: id, Time: c.now(),
-	}, events.RolloutData{RolloutID: id, Phase: string(rollout.PhaseFailed), Reason: reason})
+	}, events.RolloutData{RolloutID: id, Phase: string(rollout.PhaseFailed), Reason: reason, Webhook: r.webhook})
 	if err != nil {
 		return stage.Output{}, stage.Permanent(err)
 	}
@@ -172,5 +216,5 @@ func (c *Coordinator) rejectStored(ctx context.Context, e cloudevents.Event, rec
 	if err := c.KV.Delete(ctx, activeKey(rec.State.ID), 0); err != nil {
 		return stage.Output{}, err
 	}
-	return c.reject(e, rec.State.ID, reason)
+	return c.reject(e, rejection{id: rec.State.ID, reason: reason, webhook: rec.Webhook})
 }

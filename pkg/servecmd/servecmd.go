@@ -173,7 +173,11 @@ func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
 		work = append(work, webhook)
 	}
 	if withRollout {
-		work = append(work, func(ctx context.Context) error { return serve.RunRollout(ctx, node, registry, log) })
+		specs, err := f.specFiles()
+		if err != nil {
+			return err
+		}
+		work = append(work, func(ctx context.Context) error { return serve.RunRollout(ctx, node, registry, specs, log) })
 	}
 	return node.WithProbes(ctx, f.httpAddr, f.console.with(node, log, func(ctx context.Context) error { return runTogether(ctx, work...) }))
 }
@@ -198,6 +202,15 @@ func (f *flags) setDeps(cmd *cobra.Command, deps *pipeline.Deps, names []events.
 	return nil
 }
 
+// specFiles reads the rollout files of webhook routes with the admission flags' git settings.
+func (f *flags) specFiles() (serve.GitSpecFiles, error) {
+	in, err := f.admission.Admission()
+	if err != nil {
+		return serve.GitSpecFiles{}, err
+	}
+	return serve.GitSpecFiles{Options: in.GitOptions()}, nil
+}
+
 // serveRollout serves the rollout coordinator without stages (and the webhook intake when
 // asked): it needs the cluster registry only. It reads no payload: each deploy names the
 // rollout's values as the client stored them, sealed to the stages' public key.
@@ -208,7 +221,11 @@ func (f *flags) serveRollout(ctx context.Context, g Globals, node *serve.Node, w
 	}
 	defer stop()
 	log.Info("serving", zap.String("nats", bus.RedactURL(g.NATSURL)), zap.Bool("signed", node.Bus.Options().Signer != nil))
-	work := []func(context.Context) error{func(ctx context.Context) error { return serve.RunRollout(ctx, node, registry, log) }}
+	specs, err := f.specFiles()
+	if err != nil {
+		return err
+	}
+	work := []func(context.Context) error{func(ctx context.Context) error { return serve.RunRollout(ctx, node, registry, specs, log) }}
 	if withWebhook {
 		work = append(work, func(ctx context.Context) error { return serve.RunWebhook(ctx, node, f.hook, log) })
 	}

@@ -124,9 +124,29 @@ func TestConfigProblems(t *testing.T) {
 			{9, "receivers[0].routes[0].deploy.cluster", "missing"},
 			{9, "receivers[0].routes[0].deploy.namespace", "missing"},
 			{9, "receivers[0].routes[0].deploy.release", "missing"}}},
-		{"deploy unknown key and rollout", withRoute("          cluster: c", "          namespace: n", "          release: r", "          rollout: canary", "          values: {a: 1}"), nil, []wantProblem{
-			{12, "receivers[0].routes[0].deploy.rollout", "rollouts are not available yet"},
-			{13, "receivers[0].routes[0].deploy.values", "unknown key: the keys here are chart, env, valuesFiles"}}},
+		{"deploy unknown key", withRoute("          cluster: c", "          namespace: n", "          release: r", "          values: {a: 1}"), nil, []wantProblem{
+			{12, "receivers[0].routes[0].deploy.values", "unknown key: the keys here are chart, env, valuesFiles"}}},
+		{"rollout with cluster and onQueued", withRoute("          cluster: c", "          namespace: \"{{ .Cluster }}\"", "          release: r", "          onQueued: supersede",
+			"          rollout: {clusters: {names: [a]}, waves: [{clusters: [a]}]}"), nil, []wantProblem{
+			{9, "receivers[0].routes[0].deploy.cluster", "with rollout the rollout's clusters and waves say where the release goes"},
+			{12, "receivers[0].routes[0].deploy.onQueued", "as rollout.onNewRollout says"}}},
+		{"rollout problems", withRoute("          namespace: \"app-{{ .Cluster }}-{{ .Branch | slug }}\"", "          release: \"{{ .Labels.app }}\"", "          rollout:",
+			"            chart: {path: x}", "            clusters: {selector: \"env in (\"}", "            waves:", "              - {name: Canary, clusters: [a]}",
+			"            offlineClusters: {policy: maybe}"), nil, []wantProblem{
+			{12, "receivers[0].routes[0].deploy.rollout.chart", "what it deploys (chart) is the route's deploy"},
+			{13, "receivers[0].routes[0].deploy.rollout.clusters.selector", "is not a label selector"},
+			{15, "receivers[0].routes[0].deploy.rollout.waves[0].name", `"Canary" is not a valid wave name`},
+			{16, "receivers[0].routes[0].deploy.rollout.offlineClusters.policy", "maybe"}}},
+		{"rollout file and waves", withRoute("          namespace: n", "          release: r", "          rollout: {file: rollout.yaml, waves: []}"), nil, []wantProblem{
+			{11, "receivers[0].routes[0].deploy.rollout.waves", "with file the rollout is read from the repository"}}},
+		{"rollout file outside", withRoute("          namespace: n", "          release: r", "          rollout: {file: ../rollout.yaml}"), nil, []wantProblem{
+			{11, "receivers[0].routes[0].deploy.rollout.file", `has ".."`}}},
+		{"cluster fields without a rollout", withRoute("          cluster: c", "          namespace: \"app-{{ .Cluster }}\"", "          release: r"), nil, []wantProblem{
+			{10, "receivers[0].routes[0].deploy.namespace", `map has no entry for key "Cluster"`}}},
+		{"rollout cluster field in a pipeline", withRoute("          namespace: \"{{ .Cluster | slug }}\"", "          release: r", "          rollout: {file: r.yaml}"), nil, []wantProblem{
+			{9, "receivers[0].routes[0].deploy.namespace", "{{ .Cluster }} and {{ .Labels.KEY }}"}}},
+		{"rollout name invalid", withRoute("          namespace: App_NS", "          release: r", "          rollout: {file: r.yaml}"), nil, []wantProblem{
+			{9, "receivers[0].routes[0].deploy.namespace", `"App_NS" is not a valid namespace name`}}},
 		{"invalid static names", withRoute("          cluster: c", "          namespace: Shop_NS", "          release: "+strings.Repeat("r", 54)), nil, []wantProblem{
 			{10, "receivers[0].routes[0].deploy.namespace", `"Shop_NS" is not a valid namespace name`},
 			{11, "receivers[0].routes[0].deploy.release", "is not a valid release name: use lower-case letters, digits and '-' (at most 53 characters)"}}},

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sealane/sealane/pkg/rollout"
 	"github.com/sealane/sealane/pkg/slug"
 	"github.com/sealane/sealane/pkg/specfile"
 )
@@ -80,9 +81,6 @@ func (d *decoder) deploy(n *yaml.Node, field string) DeployTemplate {
 		return t
 	}
 	n = specfile.Deref(n)
-	if f["rollout"] != nil {
-		d.Addf(f["rollout"], field+".rollout", "rollouts are not available yet: deploy to one target with cluster, namespace and release")
-	}
 	t.Chart = d.chart(f["chart"], field+".chart")
 	t.Env = d.Str(f["env"], field+".env")
 	for i, v := range d.Strs(f["valuesFiles"], field+".valuesFiles") {
@@ -97,11 +95,23 @@ func (d *decoder) deploy(n *yaml.Node, field string) DeployTemplate {
 	t.SetString, t.setString = d.pairs(f["setString"], field+".setString")
 
 	t.Cluster = d.Str(f["cluster"], field+".cluster")
-	if t.Cluster == "" {
-		d.Addf(at(f["cluster"], n), field+".cluster", "missing: give the registered cluster to deploy to (sealane cluster list)")
+	switch {
+	case f["rollout"] != nil && f["cluster"] != nil:
+		d.Addf(f["cluster"], field+".cluster", "with rollout the rollout's clusters and waves say where the release goes: remove cluster, or rollout to deploy to one cluster")
+	case f["rollout"] == nil && t.Cluster == "":
+		d.Addf(at(f["cluster"], n), field+".cluster", "missing: give the registered cluster to deploy to (sealane cluster list), or a rollout across clusters")
 	}
-	t.Namespace, t.namespace = d.name(f["namespace"], n, field+".namespace", "namespace", false)
-	t.Release, t.release = d.name(f["release"], n, field+".release", "release", true)
+	if f["rollout"] != nil {
+		t.Rollout = d.rollout(f["rollout"], field+".rollout")
+		if f["onQueued"] != nil {
+			d.Addf(f["onQueued"], field+".onQueued", "a rollout queues behind a running rollout of its release as rollout.onNewRollout says: give that instead")
+		}
+	}
+	t.Namespace, t.namespace = d.name(f["namespace"], n, field+".namespace", "namespace", nameKind{rollout: t.Rollout != nil})
+	t.Release, t.release = d.name(f["release"], n, field+".release", "release", nameKind{release: true, rollout: t.Rollout != nil})
+	if t.Rollout != nil && t.namespace.tmpl != nil && t.release.tmpl != nil {
+		d.checkRolloutNames(f["namespace"], f["release"], field, t)
+	}
 
 	t.Timeout = DefaultTimeout
 	if f["timeout"] != nil {
@@ -208,20 +218,29 @@ func (d *decoder) pairs(n *yaml.Node, field string) ([]string, []templateText) {
 	return texts, tmpls
 }
 
+// nameKind is which name a template makes: a release or a namespace, of one target or of
+// a rollout (whose {{ .Cluster }} and {{ .Labels.KEY }} the coordinator renders per cluster).
+type nameKind struct{ release, rollout bool }
+
 // name reads the namespace or release: required, a template; a text without actions must
 // already be a valid name of its kind.
-func (d *decoder) name(n, parent *yaml.Node, field, kind string, release bool) (string, templateText) {
+func (d *decoder) name(n, parent *yaml.Node, field, kind string, k nameKind) (string, templateText) {
 	s := d.Str(n, field)
 	if s == "" {
 		d.Addf(at(n, parent), field, "missing: give the %s to deploy to (a template over the push, e.g. review-{{ .Branch | slug }})", kind)
 		return "", templateText{}
 	}
-	t, err := parseTemplate(field, s, release)
+	parse := parseTemplate
+	if k.rollout {
+		parse = parseRolloutName
+	}
+	t, err := parse(field, s, k.release)
 	if err != nil {
 		d.Addf(n, field, "%v", err)
 		return s, templateText{}
 	}
-	if !strings.Contains(s, "{{") {
+	release := k.release
+	if !strings.Contains(s, "{{") && !k.rollout {
 		if !validName(s, release) {
 			d.Addf(n, field, "%q is not a valid %s name: use lower-case letters, digits and '-' (at most %d characters)", s, kind, map[bool]int{false: slug.NamespaceMaxLen, true: slug.ReleaseMaxLen}[release])
 		}
@@ -235,4 +254,49 @@ func at(n, parent *yaml.Node) *yaml.Node {
 		return n
 	}
 	return parent
+}
+
+// rollout reads a route's rollout: its clusters, waves and policies inline, or file, a path in
+// the chart's repository read at the pushed commit by the coordinator.
+func (d *decoder) rollout(n *yaml.Node, field string) *RolloutTemplate {
+	m := specfile.Deref(n)
+	var file *yaml.Node
+	if m != nil && m.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == "file" {
+				file = m.Content[i+1]
+			}
+		}
+	}
+	if file == nil {
+		return &RolloutTemplate{Fleet: rollout.DecodeFleetInto(d.Decoder, n, field)}
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Value != "file" {
+			d.Addf(k, specfile.Join(field, k.Value), "with file the rollout is read from the repository: keep file alone, or write clusters and waves here without it")
+		}
+	}
+	p := d.Str(file, field+".file")
+	if p == "" {
+		d.Addf(file, field+".file", "empty: give the path of a rollout file in the chart's repository (clusters, waves and policies)")
+		return &RolloutTemplate{}
+	}
+	return &RolloutTemplate{File: d.repoPath(file, field+".file", p)}
+}
+
+// checkRolloutNames checks a rollout route's namespace and release (nodes ns and rel) as the
+// coordinator will, rendered over a sample push.
+func (d *decoder) checkRolloutNames(ns, rel *yaml.Node, field string, t DeployTemplate) {
+	sample := templateData(Push{Branch: "main", Ref: "refs/heads/main", Repository: "acme/app", Sender: "sample"}, strings.Repeat("0a", 20))
+	n, err1 := t.namespace.render(sample)
+	r, err2 := t.release.render(sample)
+	if err1 != nil || err2 != nil {
+		return // parseWith rendered them once already
+	}
+	if _, err := rollout.Deploying(nil, rollout.Spec{Namespace: n, Release: "r"}); err != nil {
+		d.Addf(ns, field+".namespace", "%s", strings.TrimPrefix(err.Error(), "namespace: "))
+	}
+	if _, err := rollout.Deploying(nil, rollout.Spec{Namespace: "n", Release: r}); err != nil {
+		d.Addf(rel, field+".release", "%s", strings.TrimPrefix(err.Error(), "release: "))
+	}
 }

@@ -59,9 +59,11 @@ type Submission struct {
 
 // Started is one deploy a delivery started.
 type Started struct {
-	DeployID string        `json:"deployId"`
-	Target   events.Target `json:"target"`
-	Route    int           `json:"route"`
+	DeployID string `json:"deployId,omitempty"`
+	// RolloutID is the fleet rollout a rollout route started (DeployID empty).
+	RolloutID string        `json:"rolloutId,omitempty"`
+	Target    events.Target `json:"target"`
+	Route     int           `json:"route"`
 }
 
 // Audit is one webhook audit event: its type, the deploy it is about (if any) and its payload.
@@ -346,12 +348,8 @@ func (h *Handler) route(ctx context.Context, req *request, d githook.Delivery, k
 		rep.retry = 5 * time.Second
 		return rep
 	}
-	ids := make([]string, len(started))
-	for i, s := range started {
-		ids[i] = s.DeployID
-	}
 	if dup {
-		return reply{status: http.StatusOK, word: "duplicate", reason: "duplicate of deploy " + strings.Join(ids, ", "), started: started}
+		return reply{status: http.StatusOK, word: "duplicate", reason: "duplicate of " + startedNames(started), started: started}
 	}
 	return reply{status: http.StatusAccepted, word: "accepted", started: started}
 }
@@ -404,15 +402,40 @@ func (h *Handler) answer(w http.ResponseWriter, rep reply) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.status)
-	var ids []string
+	var ids, rollouts []string
 	for _, s := range rep.started {
-		ids = append(ids, s.DeployID)
+		if s.RolloutID != "" {
+			rollouts = append(rollouts, s.RolloutID)
+		} else {
+			ids = append(ids, s.DeployID)
+		}
 	}
 	_ = json.NewEncoder(w).Encode(struct {
-		Status    string   `json:"status"`
-		Reason    string   `json:"reason,omitempty"`
-		DeployIDs []string `json:"deployIds,omitempty"`
-	}{rep.word, reason, ids})
+		Status     string   `json:"status"`
+		Reason     string   `json:"reason,omitempty"`
+		DeployIDs  []string `json:"deployIds,omitempty"`
+		RolloutIDs []string `json:"rolloutIds,omitempty"`
+	}{rep.word, reason, ids, rollouts})
+}
+
+// startedNames names what a delivery started: "deploy ID, ...", "rollout ID, ...".
+func startedNames(started []Started) string {
+	var deploys, rollouts []string
+	for _, s := range started {
+		if s.RolloutID != "" {
+			rollouts = append(rollouts, s.RolloutID)
+		} else {
+			deploys = append(deploys, s.DeployID)
+		}
+	}
+	var parts []string
+	if len(deploys) > 0 {
+		parts = append(parts, "deploy "+strings.Join(deploys, ", "))
+	}
+	if len(rollouts) > 0 {
+		parts = append(parts, "rollout "+strings.Join(rollouts, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // audit publishes the request's audit events: one per deploy for an accepted or duplicate
@@ -438,7 +461,7 @@ func (h *Handler) audit(ctx context.Context, req *request, rep reply) {
 		return
 	}
 	for _, s := range rep.started {
-		data.DeployID, data.Route = s.DeployID, &s.Route
+		data.DeployID, data.RolloutID, data.Route = s.DeployID, s.RolloutID, &s.Route
 		h.sink.Audit(ctx, Audit{Type: typ, Target: s.Target, DeployID: s.DeployID, Data: data})
 	}
 }

@@ -107,6 +107,23 @@ const testConfig = `receivers:
       - repository: acme/shop
         branches: [main]
         deploy: {cluster: c1, namespace: shop, release: limited}
+  - id: fleet
+    type: github
+    secrets: [{file: %[1]s/gh-old}]
+    routes:
+      - repository: acme/shop
+        branches: [main]
+        deploy:
+          set: ["image.tag={{ .ShortCommit }}"]
+          namespace: "{{ .Branch | slug }}-{{ .Cluster }}"
+          release: shop
+          rollout:
+            clusters: {selector: "env in (staging,prod)"}
+            waves: [{name: canary, selector: env=staging, bakeTime: 1m}, {name: prod, selector: env=prod, maxParallel: 25%%}]
+            onNewRollout: supersede
+      - repository: acme/shop
+        tags: ["v*"]
+        deploy: {namespace: "shop-{{ .Labels.region }}", release: shop, rollout: {file: deploy/rollout.yaml}}
 `
 
 // newIntake starts an intake whose deploy stream drops duplicate message ids for only one
@@ -209,9 +226,10 @@ func (in *intake) send(t *testing.T, id string, h http.Header, body []byte) (int
 }
 
 type answer struct {
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason"`
-	DeployIDs []string `json:"deployIds"`
+	Status     string   `json:"status"`
+	Reason     string   `json:"reason"`
+	DeployIDs  []string `json:"deployIds"`
+	RolloutIDs []string `json:"rolloutIds"`
 }
 
 // counts returns how many events of each type token the deploy and webhook streams hold.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -24,6 +25,12 @@ const auditTimeout = 5 * time.Second
 
 // deployIDSpace is the UUID namespace of webhook deploy ids (DeployIDs).
 var deployIDSpace = uuid.MustParse("6f1c9b5e-4d0a-4c1e-9a57-3c1f0e7b2d41")
+
+// RolloutID is the id of the rollout a delivery's route started in place of deploy id
+// (DeployIDs): "ro-" and 12 hex digits, the same for every redelivery.
+func RolloutID(deployID string) string {
+	return "ro-" + strings.ReplaceAll(deployID, "-", "")[:12]
+}
 
 // DeployIDs returns the ids of the n deploys of the delivery with key: name-based UUIDs, the
 // same for every redelivery, so that JetStream's duplicate window drops a request published
@@ -62,7 +69,11 @@ type delivery struct {
 func (s *NATSSink) Start(ctx context.Context, sub Submission) ([]Started, bool, error) {
 	rec := delivery{Receiver: sub.Receiver.ID, DeliveryID: sub.Delivery.ID, Time: time.Now().UTC()}
 	for i, d := range sub.Deploys {
-		rec.Started = append(rec.Started, Started{DeployID: sub.IDs[i], Target: d.Target, Route: d.Route})
+		st := Started{DeployID: sub.IDs[i], Target: d.Target, Route: d.Route}
+		if d.Rollout != nil {
+			st = Started{RolloutID: RolloutID(sub.IDs[i]), Target: events.NoTarget, Route: d.Route}
+		}
+		rec.Started = append(rec.Started, st)
 	}
 	raw, err := json.Marshal(rec)
 	if err != nil {
@@ -98,7 +109,11 @@ func (s *NATSSink) Start(ctx context.Context, sub Submission) ([]Started, bool, 
 		recorded[sub.IDKey] = idRev
 	}
 	for i := range sub.Deploys {
-		if err := s.publishRequest(ctx, sub, i); err != nil {
+		publish := s.publishRequest
+		if sub.Deploys[i].Rollout != nil {
+			publish = s.publishRollout
+		}
+		if err := publish(ctx, sub, i); err != nil {
 			forget()
 			return nil, false, err
 		}
@@ -128,18 +143,8 @@ func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) (e
 		Target: d.Target, Env: d.Env, Chart: events.ChartSource{Git: &gitChart}, Timeout: events.Duration(d.Timeout),
 		RequestedBy: requester(sub), Git: &git, Supersede: d.Supersede,
 	}
-	if len(d.Set)+len(d.SetString) > 0 {
-		raw, err := json.Marshal(chart.Inputs{Set: d.Set, SetString: d.SetString})
-		if err != nil {
-			return err
-		}
-		bucket, err := s.Bus.OwnInputBucket()
-		if err != nil {
-			return err
-		}
-		if data.InputsRef, err = s.Bus.PutInput(ctx, bucket, bus.InputsName(raw), raw); err != nil {
-			return fmt.Errorf("store values of deploy %s: %w", id, err)
-		}
+	if data.InputsRef, err = s.storeInputs(ctx, d); err != nil {
+		return fmt.Errorf("store values of deploy %s: %w", id, err)
 	}
 	ev, err := events.New(events.DeployRequested, events.Meta{
 		ID: events.StepID(id, "requested"), Source: source(sub.Receiver.ID), Target: d.Target,
@@ -156,6 +161,22 @@ func (s *NATSSink) publishRequest(ctx context.Context, sub Submission, i int) (e
 		}
 	}
 	return s.publish(ctx, ev)
+}
+
+// storeInputs stores d's --set values as a request's inputs; "" when it has none.
+func (s *NATSSink) storeInputs(ctx context.Context, d Deploy) (string, error) {
+	if len(d.Set)+len(d.SetString) == 0 {
+		return "", nil
+	}
+	raw, err := json.Marshal(chart.Inputs{Set: d.Set, SetString: d.SetString})
+	if err != nil {
+		return "", err
+	}
+	bucket, err := s.Bus.OwnInputBucket()
+	if err != nil {
+		return "", err
+	}
+	return s.Bus.PutInput(ctx, bucket, bus.InputsName(raw), raw)
 }
 
 // signer is the key requests are signed with, if any.
@@ -191,10 +212,18 @@ func (s *NATSSink) Audit(ctx context.Context, a Audit) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	id := uuid.NewString()
-	if a.Type == events.WebhookAccepted && a.DeployID != "" {
+	switch {
+	case a.Type == events.WebhookAccepted && a.DeployID != "":
 		id = events.StepID(a.DeployID, a.Type.Token()) // once per deploy, however often retried
+	case a.Type == events.WebhookAccepted && a.Data.RolloutID != "":
+		id = events.StepID(a.Data.RolloutID, a.Type.Token())
 	}
-	ev, err := events.New(a.Type, events.Meta{ID: id, Source: source(a.Data.Receiver), Target: a.Target, CorrelationID: a.DeployID}, a.Data)
+	corr := a.DeployID
+	if corr == "" {
+		corr = a.Data.RolloutID
+	}
+	ev, err := events.New(a.Type, events.Meta{ID: id, Source: source(a.Data.Receiver), Target: a.Target, CorrelationID: corr,
+		Rollout: a.Data.RolloutID}, a.Data)
 	var msg *nats.Msg
 	if err == nil {
 		msg, err = events.Encode(ev)

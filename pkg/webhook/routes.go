@@ -4,6 +4,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/sealane/sealane/pkg/rollout"
 )
 
 // Push is one ref change of a delivery, as pkg/githook reads it.
@@ -59,9 +61,21 @@ type DeployTemplate struct {
 	Release        string
 	Timeout        time.Duration
 	OnQueued       OnQueued
+	// Rollout, when set, rolls the release out across the clusters and waves it gives
+	// instead of deploying to Cluster; Namespace and Release may then keep {{ .Cluster }}
+	// and {{ .Labels.KEY }}, which the coordinator renders per cluster.
+	Rollout *RolloutTemplate
 
 	namespace, release templateText
 	set, setString     []templateText
+}
+
+// RolloutTemplate is a route's fleet rollout: its clusters, waves and policies inline
+// (Fleet, a rollout spec without chart, release or namespace), or File, the path of a file
+// holding them in the chart's repository, read at the pushed commit.
+type RolloutTemplate struct {
+	Fleet *rollout.Spec
+	File  string
 }
 
 // ChartLocation is where a route's chart is: a directory of a git repository, fetched at the

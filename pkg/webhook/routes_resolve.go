@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sealane/sealane/events"
+	"github.com/sealane/sealane/pkg/rollout"
 )
 
 // Deploy is what one push deploys by one route: the chart from git at the pushed commit.
@@ -22,6 +23,18 @@ type Deploy struct {
 	Git       events.Git
 	// Route is the index of the route that made it.
 	Route int
+	// Rollout, when set, makes the deploy a fleet rollout: Target is then empty and the
+	// rollout's spec names the release and namespace.
+	Rollout *RolloutDeploy
+}
+
+// RolloutDeploy is the rollout one push starts by a route that names one.
+type RolloutDeploy struct {
+	// Spec is the rollout's spec: the route's clusters, waves and policies (none yet with
+	// File) and the release and namespace rendered over the push.
+	Spec *rollout.Spec
+	// File is the route's rollout file at the pushed commit, nil for an inline rollout.
+	File *events.GitFile
 }
 
 var commitRe = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
@@ -46,6 +59,9 @@ func (rt *Route) Resolve(p Push) (Deploy, error) {
 		return Deploy{}, fmt.Errorf("route %d: the push names no repository URL: give deploy.chart.repository", rt.Index)
 	}
 	data := templateData(p, commit)
+	if t.Rollout != nil {
+		return rt.resolveRollout(p, data, url)
+	}
 	ns, err := renderName(t.namespace, data, "namespace", false)
 	if err != nil {
 		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
@@ -78,6 +94,43 @@ func (rt *Route) Resolve(p Push) (Deploy, error) {
 		Git:       events.Git{Ref: p.Ref, Commit: commit, Branch: p.Branch, Tag: p.Tag, Author: p.Sender},
 		Route:     rt.Index,
 	}, nil
+}
+
+// resolveRollout builds the rollout of push p (its template data) by a rollout route, the
+// chart in the repository at url.
+func (rt *Route) resolveRollout(p Push, data map[string]string, url string) (Deploy, error) {
+	t := &rt.Deploy
+	ns, err := t.namespace.render(data)
+	if err != nil {
+		return Deploy{}, fmt.Errorf("route %d: namespace: %w", rt.Index, err)
+	}
+	rel, err := t.release.render(data)
+	if err != nil {
+		return Deploy{}, fmt.Errorf("route %d: release: %w", rt.Index, err)
+	}
+	set, err := renderPairs(t.set, data, "set")
+	if err != nil {
+		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
+	}
+	setString, err := renderPairs(t.setString, data, "setString")
+	if err != nil {
+		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
+	}
+	commit := data["Commit"]
+	chart := events.GitChart{URL: url, Commit: commit, Path: t.Chart.Path, ValuesFiles: append([]string(nil), t.ValuesFiles...)}
+	what := rollout.Spec{Release: rel, Namespace: ns, Timeout: t.Timeout,
+		Chart: rollout.Chart{Git: &rollout.GitChart{URL: url, Commit: commit, Path: t.Chart.Path}}}
+	spec, err := rollout.Deploying(t.Rollout.Fleet, what)
+	if err != nil {
+		return Deploy{}, fmt.Errorf("route %d: rollout for push %s: %w", rt.Index, data["Ref"], err)
+	}
+	d := Deploy{Chart: chart, Env: t.Env, Set: set, SetString: setString, Timeout: t.Timeout, Route: rt.Index,
+		Git:     events.Git{Ref: p.Ref, Commit: commit, Branch: p.Branch, Tag: p.Tag, Author: p.Sender},
+		Rollout: &RolloutDeploy{Spec: spec}}
+	if t.Rollout.File != "" {
+		d.Rollout.File = &events.GitFile{URL: url, Commit: commit, Path: t.Rollout.File}
+	}
+	return d, nil
 }
 
 // renderName renders a namespace or release template and checks the name.

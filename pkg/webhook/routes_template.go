@@ -23,6 +23,9 @@ type templateText struct {
 	// slugs is set when the template calls slug: its result, too long for its kind, is
 	// slugged as a whole (trimmed, with a hash), as "review-{{ .Branch | slug }}" needs.
 	slugs bool
+	// kept are a rollout name's actions over the cluster, written back into the result for
+	// the coordinator (non-nil for a rollout name).
+	kept []string
 }
 
 // parseTemplate parses text as a template of a deploy field. Its one function, slug, makes a
@@ -76,10 +79,43 @@ func (t templateText) render(data map[string]string) (string, error) {
 	}
 	var b strings.Builder
 	if err := t.tmpl.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("template %q: %s (the fields are .%s)", t.text, cleanTemplateError(err),
-			strings.Join(TemplateFields, " ."))
+		fields := "." + strings.Join(TemplateFields, " .")
+		if t.kept != nil {
+			fields += "; and, as whole actions the coordinator renders per cluster, {{ .Cluster }} and {{ .Labels.KEY }}"
+		}
+		return "", fmt.Errorf("template %q: %s (the fields are %s)", t.text, cleanTemplateError(err), fields)
 	}
-	return b.String(), nil
+	out := b.String()
+	for i, k := range t.kept {
+		out = strings.Replace(out, keptMark(i), k, 1)
+	}
+	return out, nil
+}
+
+// clusterActionRe matches an action of a rollout route's namespace or release over the
+// cluster: {{ .Cluster }}, {{ .Labels.KEY }} or {{ index .Labels "KEY" }}.
+var clusterActionRe = regexp.MustCompile(`\{\{-?\s*(\.Cluster|\.Labels\.[A-Za-z_][A-Za-z0-9_]*|index\s+\.Labels\s+"[^"]*")\s*-?\}\}`)
+
+// keptMark stands for the i-th kept action while the rest of the template is rendered: NUL
+// bytes, which no push field renders into a name that passes.
+func keptMark(i int) string { return fmt.Sprintf("\x00%d\x00", i) }
+
+// parseRolloutName parses a rollout route's namespace or release: its actions over the
+// cluster are kept as written for the coordinator, the rest is a template over the push.
+func parseRolloutName(field, text string, release bool) (templateText, error) {
+	kept := clusterActionRe.FindAllString(text, -1)
+	i := 0
+	masked := clusterActionRe.ReplaceAllStringFunc(text, func(string) string { i++; return keptMark(i - 1) })
+	slugFn := slug.Namespace
+	if release {
+		slugFn = slug.Release
+	}
+	tt, err := parseWith(field, masked, slugFn, false)
+	if err != nil {
+		return templateText{}, fmt.Errorf("%w (and, as whole actions the coordinator renders per cluster, {{ .Cluster }} and {{ .Labels.KEY }})", err)
+	}
+	tt.text, tt.kept = text, append([]string{}, kept...)
+	return tt, nil
 }
 
 // literalActions makes every action below n that prints (no variable declaration) end in

@@ -175,7 +175,13 @@ func memberClient(t *testing.T, context string) kubernetes.Interface {
 // helmHistory returns helm's history of the fleet release on one cluster.
 func (f *fleet) helmHistory(t *testing.T, cluster string) []map[string]any {
 	t.Helper()
-	r := run(t, time.Minute, helmBin, "history", "fleet", "-n", f.namespace(cluster), "--kube-context", cluster,
+	return f.helmHistoryOf(t, cluster, "fleet")
+}
+
+// helmHistoryOf returns helm's history of release rel on one cluster.
+func (f *fleet) helmHistoryOf(t *testing.T, cluster, rel string) []map[string]any {
+	t.Helper()
+	r := run(t, time.Minute, helmBin, "history", rel, "-n", f.namespace(cluster), "--kube-context", cluster,
 		"--kubeconfig", kubeconfig, "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("helm history on %s: exit %d\n%s", cluster, r.code, r.out)

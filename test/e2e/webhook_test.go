@@ -193,9 +193,10 @@ func (in *hookIntake) send(t *testing.T, p push) (int, hookAnswer) {
 }
 
 type hookAnswer struct {
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason"`
-	DeployIDs []string `json:"deployIds"`
+	Status     string   `json:"status"`
+	Reason     string   `json:"reason"`
+	DeployIDs  []string `json:"deployIds"`
+	RolloutIDs []string `json:"rolloutIds"`
 }
 
 // providerRequest builds a push delivery of p's receiver's provider for the repository at
@@ -212,7 +213,7 @@ func providerRequest(cloneURL string, p push) ([]byte, http.Header) {
 		h.Set("webhook-signature", githook.SignStandard(swKey, id, now, body))
 	}
 	switch p.receiver {
-	case "github", "queue", "supersede":
+	case "github", "queue", "supersede", "fleet":
 		body := fmt.Appendf(nil, `{"ref":%q,"before":%q,"after":%q,"deleted":false,"repository":{"full_name":"acme/shop","clone_url":%q},"pusher":{"name":"alice"}}`,
 			p.ref, p.before, p.sha, cloneURL)
 		h.Set("X-GitHub-Event", "push")

@@ -54,7 +54,7 @@ func startCoordinator(ctx context.Context, t *testing.T, e *natsEnv) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- serve.RunRollout(ctx, node, oneCluster{}, log) }()
+	go func() { done <- serve.RunRollout(ctx, node, oneCluster{}, nil, log) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {

@@ -220,6 +220,12 @@ func TestWebhookIntakeOnItsOwnUser(t *testing.T) {
 	const succeeded = "sealane.deploy.succeeded.x.y.z"
 	_, err := webhook.Publish(short(ctx, t), succeeded, []byte("{}"))
 	refused(t, e, "webhook publishes deploy.succeeded", err, succeeded)
+	const commanded = "sealane.deploy.rollout_commanded._._._"
+	_, err = webhook.Publish(short(ctx, t), commanded, []byte("{}"))
+	refused(t, e, "webhook commands a rollout (abort, approve...)", err, commanded)
+	if _, err := webhook.Publish(short(ctx, t), rolloutRequested, []byte("{}")); err != nil {
+		t.Errorf("webhook publishes rollout.requested (a route that names a rollout): %v", err)
+	}
 	const rendered = "sealane.deploy.rendered.sandbox.team-a.app"
 	_, err = webhook.Publish(short(ctx, t), rendered, []byte("{}"))
 	refused(t, e, "webhook publishes deploy.rendered", err, rendered)

@@ -69,19 +69,7 @@ func gitLocation(url string) string {
 }
 
 // gitOptions are the gitsource options of a git chart fetched for a request under the policy i.
-func gitOptions(i stagekit.Admission) gitsource.Options {
-	o := i.Git
-	if o.CacheDir == "" {
-		o.CacheDir = gitsource.DefaultCacheDir()
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = fetchOptions(i).Timeout
-	}
-	if !i.Trusted {
-		o.Allow = i.Sources.Allow // every request and redirect of the fetch, not only the URL
-	}
-	return o
-}
+func gitOptions(i stagekit.Admission) gitsource.Options { return i.GitOptions() }
 
 // storeGitChart fetches the request's git chart at its commit, packs it as a local chart (a
 // werf project's .helm/ included) and stores it; it returns the stored source, Git kept, and

@@ -41,3 +41,23 @@ type Admission struct {
 
 // TrustedAdmission is the Admission of the CLI's embedded pipeline: every chart source is fetched.
 func TrustedAdmission() Admission { return Admission{Trusted: true} }
+
+// GitOptions are the gitsource options of what is fetched from git under the policy i (a
+// git chart, a rollout file): the clone cache (default gitsource.DefaultCacheDir), the
+// credentials, FetchTimeout, and the chart source allowlist unless i is Trusted.
+func (i Admission) GitOptions() gitsource.Options {
+	o := i.Git
+	if o.CacheDir == "" {
+		o.CacheDir = gitsource.DefaultCacheDir()
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = i.FetchTimeout
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultFetchTimeout
+	}
+	if !i.Trusted {
+		o.Allow = i.Sources.Allow // every request and redirect of the fetch, not only the URL
+	}
+	return o
+}
