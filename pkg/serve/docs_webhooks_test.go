@@ -49,7 +49,7 @@ func TestDocsWebhooksExamples(t *testing.T) {
 	for _, b := range blocks {
 		langs = append(langs, b.lang)
 	}
-	if got := strings.Join(langs, ","); got != ",bash,yaml,yaml,json,bash" {
+	if got := strings.Join(langs, ","); got != ",bash,yaml,yaml,yaml,json,bash" {
 		t.Fatalf("docs/webhooks.md has examples %q: a new example needs its check here", got)
 	}
 	t.Run("serve command", func(t *testing.T) {
@@ -75,14 +75,15 @@ func TestDocsWebhooksExamples(t *testing.T) {
 		}
 	})
 	t.Run("receivers file", func(t *testing.T) { docsReceivers(t, blocks[3].text) })
+	t.Run("rollout routes", func(t *testing.T) { docsRolloutRoutes(t, blocks[4].text) })
 	t.Run("generic payload", func(t *testing.T) {
-		body := strings.NewReplacer(`"…"`, `"`+strings.Repeat("0", 40)+`"`, `<40 or 64 hex>`, strings.Repeat("a", 40)).Replace(blocks[4].text)
+		body := strings.NewReplacer(`"…"`, `"`+strings.Repeat("0", 40)+`"`, `<40 or 64 hex>`, strings.Repeat("a", 40)).Replace(blocks[5].text)
 		d, err := githook.Parse(githook.GenericHMAC, githook.Request{Header: http.Header{}, Body: []byte(body)})
 		if err != nil || len(d.Pushes) != 1 || d.Pushes[0].Branch != "main" {
 			t.Errorf("generic payload: %+v, %v", d, err)
 		}
 	})
-	t.Run("generic-hmac shell", func(t *testing.T) { docsGenericShell(t, blocks[5].text) })
+	t.Run("generic-hmac shell", func(t *testing.T) { docsGenericShell(t, blocks[6].text) })
 }
 
 // docsReceivers loads the documented receivers file and routes pushes through it.
@@ -225,5 +226,46 @@ func docsGenericShell(t *testing.T, script string) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"status":"accepted"`) {
 		t.Errorf("the generic-hmac example: %v\n%s", err, out)
+	}
+}
+
+// docsRolloutRoutes loads the documented rollout routes: a main push rolls out in the inline
+// waves with {{ .Cluster }} kept; a tag push names the rollout file at its commit.
+func docsRolloutRoutes(t *testing.T, text string) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "shop-fleet")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "webhooks.yaml")
+	if err := os.WriteFile(f, []byte(strings.ReplaceAll(text, "/etc/sealane/webhook/shop-fleet", secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := webhook.LoadConfig(f, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, ok := cfg.Receiver("shop-fleet")
+	if !ok {
+		t.Fatal("no receiver shop-fleet")
+	}
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	p := webhook.Push{Kind: webhook.EventPush, Repository: "acme/shop", RepositoryURL: "https://git.example.com/acme/shop.git",
+		Ref: "refs/heads/main", Branch: "main", Commit: sha, Sender: "alice"}
+	main, err := rcv.MatchRoutes(p)[0].Resolve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := main.Rollout.Spec
+	if s.Namespace != "shop-{{ .Cluster }}" || len(s.Waves) != 2 || s.Waves[1].MaxParallel.String() != "25%" || main.Rollout.File != nil || main.Set[0] != "image.tag=0123456" {
+		t.Errorf("main push: %+v, spec %+v", main, s)
+	}
+	p.Kind, p.Ref, p.Branch, p.Tag = webhook.EventTagPush, "refs/tags/v1.0.0", "", "v1.0.0"
+	tag, err := rcv.MatchRoutes(p)[0].Resolve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := tag.Rollout.File; f == nil || f.Path != "deploy/rollout.yaml" || f.Commit != sha {
+		t.Errorf("tag push: rollout file %+v, want deploy/rollout.yaml at %s", f, sha)
 	}
 }
