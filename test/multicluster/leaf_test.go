@@ -101,22 +101,29 @@ func TestLeafNodePools(t *testing.T) {
 	for _, m := range e.ms {
 		e.wantRelease(m, leafRelease, true)
 	}
-	got := map[string]map[string]int{"eu": handled(eu), "us": handled(us)}
-	t.Logf("events handled: eu pool %v, us pool %v", got["eu"], got["us"])
-	for pool, want := range map[string][]string{"eu": {"sandbox-1", "sandbox-2"}, "us": {"sandbox-3"}} {
-		for c, n := range got[pool] {
-			if !slices.Contains(want, c) {
-				t.Errorf("the %s pool handled %d events of %s, not one of its clusters %v", pool, n, c, want)
+	checkHandled(t, map[string]*process{"eu": eu, "us": us}, map[string][]string{"eu": {"sandbox-1", "sandbox-2"}, "us": {"sandbox-3"}})
+	e.checkDeployEvents(rec.State.ID)
+	e.checkNoDeadLetters()
+}
+
+// checkHandled checks that each pool's process handled events of each of its clusters (want)
+// and of no other cluster.
+func checkHandled(t *testing.T, pools map[string]*process, want map[string][]string) {
+	t.Helper()
+	for pool, p := range pools {
+		got := handled(p)
+		t.Logf("events handled by the %s pool: %v", pool, got)
+		for c, n := range got {
+			if !slices.Contains(want[pool], c) {
+				t.Errorf("the %s pool handled %d events of %s, not one of its clusters %v", pool, n, c, want[pool])
 			}
 		}
-		for _, c := range want {
-			if got[pool][c] == 0 {
+		for _, c := range want[pool] {
+			if got[c] == 0 {
 				t.Errorf("the %s pool handled no event of its cluster %s", pool, c)
 			}
 		}
 	}
-	e.checkDeployEvents(rec.State.ID)
-	e.checkNoDeadLetters()
 }
 
 // leafSpec writes the rollout spec of TestLeafNodePools: the fleet chart (with its Helm

@@ -34,8 +34,8 @@ pools:
 // TestChartRegionalPools renders the chart with values.pools: one Deployment per pool and stage
 // with the pool's selector, name and NATS URL (no pool-less Deployment of a pooled stage); the
 // chart's NATS, started as rendered, lets a pool's user create its pool's consumer (which the
-// stage's own user may not); with nats.leafnodes the NATS listens for leaf nodes (user leaf),
-// and a leaf node configured as docs/operations.md shows reaches its JetStream in domain hub.
+// stage's own user may not); with nats.leafnodes the NATS listens for leaf nodes (user leaf)
+// in JetStream domain hub.
 func TestChartRegionalPools(t *testing.T) {
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(poolsValues), 0o600); err != nil {
