@@ -35,6 +35,18 @@ type poolsEnv struct {
 }
 
 func newPoolsEnv(t *testing.T) *poolsEnv {
+	e, env := newPoolsBase(t, "sandbox-1", "sandbox-2")
+	port := harness.FreePort(t)
+	e.url = fmt.Sprintf("nats://127.0.0.1:%d", port)
+	start(t, "nats-server", env.NATSServer, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
+	waitTCP(t, port)
+	e.setCommon()
+	return e
+}
+
+// newPoolsBase makes a poolsEnv without NATS: the payload key, the release namespace, and
+// copies of the cluster Secrets of names in the test's own registry namespace.
+func newPoolsBase(t *testing.T, names ...string) (*poolsEnv, harness.Env) {
 	ms := members(t)
 	env, cleanup, err := harness.Setup("")
 	if err != nil {
@@ -54,14 +66,14 @@ func newPoolsEnv(t *testing.T) *poolsEnv {
 			_ = m.client.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
 		})
 	}
-	e.copySecrets("sandbox-1", "sandbox-2")
-	port := harness.FreePort(t)
-	e.url = fmt.Sprintf("nats://127.0.0.1:%d", port)
-	start(t, "nats-server", env.NATSServer, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", t.TempDir())
-	waitTCP(t, port)
-	e.common = []string{"--nats", e.url, "--kubeconfig", homeKubeconfig(t), "--cluster-secrets-namespace", e.secretsNS,
+	e.copySecrets(names...)
+	return e, env
+}
+
+// setCommon sets the flags every stage process of the test shares, on e.url.
+func (e *poolsEnv) setCommon() {
+	e.common = []string{"--nats", e.url, "--kubeconfig", homeKubeconfig(e.t), "--cluster-secrets-namespace", e.secretsNS,
 		"--cluster-check-interval", "2s", "--in-cluster-name", ""}
-	return e
 }
 
 // homeKubeconfig writes a kubeconfig with the context sandbox-1 alone, current: the home
@@ -106,18 +118,31 @@ func (e *poolsEnv) copySecrets(names ...string) {
 }
 
 // relabel sets the env label of the test's cluster Secret of cluster name.
-func (e *poolsEnv) relabel(name, env string) {
+func (e *poolsEnv) relabel(name, env string) { e.label(name, "env", env) }
+
+// label sets label key of the test's cluster Secret of cluster name to value.
+func (e *poolsEnv) label(name, key, value string) {
 	ctx := harness.Context(e.t, time.Minute)
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, clusterspec.LabelPrefix+"env", env)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, clusterspec.LabelPrefix+key, value)
 	_, err := e.ms[0].client.CoreV1().Secrets(e.secretsNS).Patch(ctx, clusterspec.SecretName(name), "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	if err != nil {
-		e.t.Fatalf("relabel %s: %v", name, err)
+		e.t.Fatalf("label %s %s=%s: %v", name, key, value, err)
 	}
 }
 
 // pool starts `serve applier tracker` as pool name of selector.
-func (e *poolsEnv) pool(name, selector string) *process {
-	args := append([]string{"serve", "applier", "tracker", "--clusters", selector, "--pool", name, "--log-level", "debug"}, e.common...)
+func (e *poolsEnv) pool(name, selector string) *process { return e.poolOn(name, selector, e.url) }
+
+// poolOn starts `serve applier tracker` as pool name of selector, connected to the NATS
+// server at url (its region's).
+func (e *poolsEnv) poolOn(name, selector, url string) *process {
+	args := []string{"serve", "applier", "tracker", "--clusters", selector, "--pool", name, "--log-level", "debug"}
+	for i := 0; i < len(e.common); i++ {
+		args = append(args, e.common[i])
+		if e.common[i] == "--nats" {
+			args, i = append(args, url), i+1
+		}
+	}
 	return start(e.t, "pool "+name, e.bin, args...)
 }
 
@@ -135,7 +160,8 @@ func (e *poolsEnv) deploy(cluster, rel string, timeout time.Duration) result {
 		"--cluster", cluster, "--release", rel, "--namespace", e.ns, "--timeout", timeout.String())
 }
 
-// handled lists the clusters of the events process p's stages handled (its debug "handled" lines).
+// handled lists the clusters of the events process p's pooled stages handled (its debug
+// "handled" lines of a pool's consumer; the tracker's bakes are not pooled).
 func handled(p *process) map[string]int {
 	out := map[string]int{}
 	for _, line := range strings.Split(p.output(), "\n") {
@@ -143,9 +169,10 @@ func handled(p *process) map[string]int {
 			continue
 		}
 		var f struct {
-			Cluster string `json:"cluster"`
+			Cluster  string `json:"cluster"`
+			Consumer string `json:"consumer"`
 		}
-		if i := strings.Index(line, "{"); i >= 0 && json.Unmarshal([]byte(line[i:]), &f) == nil {
+		if i := strings.Index(line, "{"); i >= 0 && json.Unmarshal([]byte(line[i:]), &f) == nil && strings.Contains(f.Consumer, "-pool-") {
 			out[f.Cluster]++
 		}
 	}

@@ -14,3 +14,6 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 
 {{/* Cluster-scoped names carry the namespace: one cluster may hold several installations. */}}
 {{- define "sealane.clusterScopedName" -}}{{ .Release.Namespace }}-{{ include "sealane.name" . }}{{- end -}}
+
+{{/* The NATS permissions variable of a regional pool's stage: (list stage pool) → APPLIER_POOL_EU. */}}
+{{- define "sealane.poolPermissions" -}}{{ upper (index . 0) }}_POOL_{{ upper (index . 1) | replace "-" "_" }}{{- end -}}
