@@ -54,6 +54,10 @@ type ConsumerOptions struct {
 	Backoff func(delivery uint64) time.Duration
 	// Workers is the number of messages one Consume call handles in parallel.
 	Workers int
+	// OrderKey, if set (with Workers above 1), names what the order of messages matters
+	// within: messages with one key are handled one at a time, in the order the consumer
+	// delivered them, messages with different keys in parallel (a stage's: the release).
+	OrderKey func(subject string) string
 	// MaxAckPending caps unacked messages, including retries waiting for their delay.
 	MaxAckPending int
 	// OnDeadLetter, if set, is called after a message was recorded as a dead letter and
@@ -225,6 +229,9 @@ func (b *Bus) Consume(ctx context.Context, opts ConsumerOptions, h Handler) erro
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if opts.OrderKey != nil && opts.Workers > 1 {
+		return c.consumeLanes(wctx, cons)
+	}
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -232,7 +239,7 @@ func (b *Bus) Consume(ctx context.Context, opts ConsumerOptions, h Handler) erro
 	)
 	for i := range opts.Workers {
 		wg.Go(func() {
-			if err := c.work(wctx, i, cons); err != nil {
+			if err := c.work(wctx, i, cons, c.handle); err != nil {
 				errOnce.Do(func() { firstErr = err })
 				cancel()
 			}
@@ -275,9 +282,9 @@ func (c *consumer) createOnce(ctx context.Context) (jetstream.Consumer, error) {
 	return c.b.js.CreateOrUpdateConsumer(actx, c.b.opts.Stream, c.opts.config())
 }
 
-// work is one worker's fetch-handle loop. It returns nil when ctx ends and an error when the
-// connection is closed for good.
-func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer) error {
+// work is one worker's fetch loop: each message fetched goes to deliver (c.handle, or a
+// lane). It returns nil when ctx ends and an error when the connection is closed for good.
+func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer, deliver func(context.Context, jetstream.Msg)) error {
 	log := c.log.With(zap.Int("worker", worker))
 	bo := backoff{min: 250 * time.Millisecond, max: 10 * time.Second}
 	var failing time.Time // since when fetches fail, zero while they work
@@ -314,7 +321,7 @@ func (c *consumer) work(ctx context.Context, worker int, cons jetstream.Consumer
 		bo.reset()
 		failing = time.Time{}
 		if msg != nil {
-			c.handle(ctx, msg)
+			deliver(ctx, msg)
 		}
 	}
 	return nil
@@ -398,26 +405,8 @@ func (c *consumer) handle(ctx context.Context, msg jetstream.Msg) {
 // panic into an error.
 func (c *consumer) run(ctx context.Context, msg jetstream.Msg, log *zap.Logger) (err error) {
 	hctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(c.opts.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					log.Debug("in-progress heartbeat failed", zap.Error(err))
-				}
-			}
-		}
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	defer cancel()
+	defer c.keepInProgress(hctx, msg, log)()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panic on %s: %v", msg.Subject(), r)

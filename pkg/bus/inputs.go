@@ -227,6 +227,10 @@ func (b *Bus) readDirect(ctx context.Context, bucket, name string) ([]byte, erro
 	var seq uint64
 	for range info.Chunks {
 		m, err := b.directGet(ctx, stream, directGetRequest{Seq: seq + 1, NextBySubject: chunks})
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			// the info lists this chunk: a replica behind the one that answered the info
+			return nil, fmt.Errorf("object %s: chunk after %d of %d: %w: %w", name, seq, info.Chunks, errStaleRead, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("object %s: chunk after %d: %w", name, seq, err)
 		}

@@ -6,6 +6,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/sealane/sealane/events"
@@ -37,11 +38,15 @@ func Stages(d Deps, names ...events.Stage) ([]stage.Stage, error) {
 		d.Bundles = stagekit.NewBundleCache(defaultBundles)
 	}
 	render := &renderer.Renderer{Deps: d}
+	w := cmp.Or(d.Workers, stagekit.DefaultWorkers)
 	all := map[events.Stage]stage.Stage{
-		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: render},
-		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned}, Handler: &recorder.Recorder{Deps: d}},
-		events.StageApplier:  {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &applier.Applier{Deps: d}},
-		events.StageTracker:  {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &tracker.Tracker{Deps: d}, Workers: 8},
+		events.StageRenderer: {Name: events.StageRenderer, Types: []events.Type{events.DeployRequested}, Handler: render,
+			Workers: w, OrderKey: stage.ByRelease},
+		events.StageRecorder: {Name: events.StageRecorder, Types: []events.Type{events.DeployRendered, events.DeploySucceeded, events.DeployFailed, events.DeployPlanned},
+			Handler: &recorder.Recorder{Deps: d}, Workers: w, OrderKey: stage.ByRelease},
+		events.StageApplier: {Name: events.StageApplier, Types: []events.Type{events.DeployStarted, events.PhaseTracked}, Handler: &applier.Applier{Deps: d},
+			Workers: w, OrderKey: stage.ByRelease},
+		events.StageTracker: {Name: events.StageTracker, Types: []events.Type{events.PhaseApplied}, Handler: &tracker.Tracker{Deps: d}, Workers: 8},
 	}
 	withLease(d, all) // lease.go: renew and fence in the stages after the renderer
 	// The renderer's chain over one decoded request: the admission checks

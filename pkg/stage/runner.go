@@ -51,6 +51,7 @@ func (r *Runner) Run(ctx context.Context, st Stage) error {
 		Durable:        string(st.Name),
 		FilterSubjects: subjects,
 		Workers:        st.Workers,
+		OrderKey:       st.OrderKey,
 		AckWait:        cmp.Or(st.AckWait, r.AckWait),
 		OnDeadLetter: func(ctx context.Context, msg jetstream.Msg, reason string) {
 			r.deadLetter(ctx, st, msg, reason, log)

@@ -6,6 +6,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -103,6 +104,10 @@ type Stage struct {
 	Handler Handler
 	// Workers is how many events one replica handles at once (default 1).
 	Workers int
+	// OrderKey, if set (with Workers above 1), keeps the events of one key in delivery order,
+	// one at a time, while events of other keys run beside them: ByRelease for the deploy
+	// stages, whose events of one release must not overtake each other in a replica.
+	OrderKey func(subject string) string
 	// AckWait bounds how long a handler may go without a heartbeat (default 30s).
 	AckWait time.Duration
 	// Stateless stages keep no deploy state and no outbox: their events' ids come from the
@@ -182,4 +187,17 @@ func nextState(in Input, out Output, now time.Time) deploy.State {
 		next = next.Observe(em.Type, events.StepID(in.DeployID, em.Step), now)
 	}
 	return next
+}
+
+// ByRelease is the OrderKey of the deploy stages: an event's release, the last three tokens of
+// its subject (cluster, namespace, release).
+func ByRelease(subject string) string {
+	i := len(subject)
+	for range 3 {
+		i = strings.LastIndexByte(subject[:i], '.')
+		if i < 0 {
+			return subject
+		}
+	}
+	return subject[i+1:]
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,7 @@ func Consumers(t *testing.T, s ConsumerSubject) {
 		{"the last delivery that fails dead-letters", conMaxDeliver},
 		{"a handler longer than the ack wait is not redelivered", conHeartbeat},
 		{"workers handle messages in parallel", conWorkers},
+		{"keyed workers keep each key's order and run keys in parallel", conOrderKey},
 		{"replicas of a durable share its messages", conReplicas},
 		{"published asynchronously, stored once per id", conAsync},
 	} {
@@ -277,6 +279,79 @@ func conWorkers(t *testing.T, r *consumerRun) {
 	}
 	if seen, dead := r.settle(); len(seen) != 3 || len(dead) != 0 {
 		t.Errorf("handled %v, dead letters %v", seen, dead)
+	}
+}
+
+func conOrderKey(t *testing.T, r *consumerRun) {
+	const keys, each = 3, 5
+	for i := range keys * each {
+		m := &nats.Msg{Subject: fmt.Sprintf("%s.k%d", r.subject, i%keys), Data: fmt.Appendf(nil, "k%d-%d", i%keys, i/keys)}
+		if _, err := r.s.Consumer.Publish(ctx(t), m, fmt.Sprintf("%s-%d", r.subject, i)); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+	o := r.opts()
+	o.FilterSubjects, o.Workers = []string{r.subject + ".>"}, keys
+	o.OrderKey = func(subject string) string { return subject[strings.LastIndex(subject, ".")+1:] }
+	var (
+		mu       sync.Mutex
+		active   = map[string]int{}
+		order    = map[string][]string{}
+		overlap  []string
+		parallel bool
+	)
+	r.consume(o, func(ctx context.Context, msg jetstream.Msg) error {
+		key := o.OrderKey(msg.Subject())
+		mu.Lock()
+		active[key]++
+		if active[key] > 1 {
+			overlap = append(overlap, string(msg.Data()))
+		}
+		busy := 0
+		for _, n := range active {
+			busy += min(n, 1)
+		}
+		parallel = parallel || busy > 1
+		mu.Unlock()
+		pause := 20 * time.Millisecond
+		if string(msg.Data()) == "k0-0" {
+			pause = 2500 * time.Millisecond // past the ack wait: k0's next messages wait that long in their lane
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		mu.Lock()
+		active[key]--
+		order[key] = append(order[key], string(msg.Data()))
+		mu.Unlock()
+		r.record(msg)
+		return nil
+	})
+	r.waitFor("15 messages", func() bool { return len(r.seen) == keys*each })
+	seen, dead := r.settle()
+	mu.Lock()
+	defer mu.Unlock()
+	for k := range keys {
+		var want []string
+		for i := range each {
+			want = append(want, fmt.Sprintf("k%d-%d", k, i))
+		}
+		if got := order[fmt.Sprintf("k%d", k)]; !slices.Equal(got, want) {
+			t.Errorf("key k%d handled in the order %v, want %v", k, got, want)
+		}
+	}
+	if len(overlap) > 0 || !parallel {
+		t.Errorf("messages handled beside another of their key: %v; keys in parallel: %v", overlap, parallel)
+	}
+	for d, n := range seen {
+		if n != 1 {
+			t.Errorf("%s handled %d times, want once (a message waiting in its lane is kept in progress)", d, n)
+		}
+	}
+	if len(dead) != 0 {
+		t.Errorf("dead letters %v", dead)
 	}
 }
 

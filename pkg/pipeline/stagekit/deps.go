@@ -72,6 +72,9 @@ type Deps struct {
 	// Manager's, lease.DefaultTTL).
 	Leases   *lease.Manager
 	LeaseTTL time.Duration
+	// Workers is how many events the renderer, the applier and the recorder each handle at
+	// once in this process, those of one release in order (0: DefaultWorkers).
+	Workers int
 	// Schemas caches the clusters' OpenAPI schemas for the renderer's validation; nil gives
 	// the renderer its own. The CLI passes one it warmed as it started (SchemaCache.Warm).
 	Schemas *SchemaCache
@@ -157,3 +160,7 @@ func ToEventRef(r manifest.Ref) events.ResourceRef {
 func ToKubeRef(r events.ResourceRef) manifest.Ref {
 	return manifest.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
+
+// DefaultWorkers is how many events a deploy stage handles at once per replica: deploys of
+// different releases overlap their waits on the API servers and NATS.
+const DefaultWorkers = 4
