@@ -158,7 +158,10 @@ func (b *Bus) GetBlob(ctx context.Context, ref string) ([]byte, error) {
 	case bucket == b.opts.BlobBucket:
 		sealed, err = b.getBlob(ctx, name, written != "")
 	case IsInputBucket(bucket):
-		sealed, err = b.getDirect(ctx, bucket, name, written != "") // inputs.go
+		// An upload or a reply is only referred to once it was written (its ref is handed out
+		// after the write: the request names the client's upload, the reply event the stage's
+		// reply), so a not-found may be a replica behind that write. inputs.go
+		sealed, err = b.getDirect(ctx, bucket, name, true)
 	default:
 		return nil, fmt.Errorf("get blob %s: bucket %q is neither the blob bucket %q nor an input bucket (%s-…)", ref, bucket, b.opts.BlobBucket, InputBucketPrefix)
 	}

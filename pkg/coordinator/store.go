@@ -30,25 +30,41 @@ type Store struct {
 
 // Get returns the record of rollout id and its KV revision.
 func (s Store) Get(ctx context.Context, id string) (*Record, uint64, error) {
-	e, err := s.KV.Get(ctx, recordKey(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, fmt.Errorf("rollout %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("read rollout %s: %w", id, err)
-	}
-	var r Record
-	if err := decodeRecord(e.Value(), &r); err != nil {
-		return nil, 0, fmt.Errorf("rollout %s: stored record: %w", id, err)
-	}
-	return &r, e.Revision(), nil
+	r, rev, _, err := s.read(ctx, id)
+	return r, rev, err
 }
 
-// A record is stored as gzip'd JSON. It is one KV value holding every cluster's state and,
-// while a wave starts, every deploy request of that wave: ~1.1 KB of JSON per cluster (a
-// 60 % last wave), so plain JSON passed NATS's default max_payload (1 MB) at ~950 clusters
-// and the rollout stopped there. Compressed it is ~13 times smaller (2,000 clusters: 2.2 MB,
-// 166 KB gzip'd, 5 ms). A plain JSON record (stored before) is still read.
+// read returns the record of rollout id, its KV revision and, for a record stored in parts,
+// its manifest; it reads again when a part was replaced while it read (the record changed).
+func (s Store) read(ctx context.Context, id string) (*Record, uint64, *manifest, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := s.KV.Get(ctx, recordKey(id))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, 0, nil, fmt.Errorf("rollout %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("read rollout %s: %w", id, err)
+		}
+		raw, m, err := s.load(ctx, id, e.Value()) // chunks.go
+		if errors.Is(err, errPartGone) && attempt < readAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("rollout %s: stored record: %w", id, err)
+		}
+		var r Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, 0, nil, fmt.Errorf("rollout %s: stored record: not JSON: %w", id, err)
+		}
+		return &r, e.Revision(), m, nil
+	}
+}
+
+// A record is stored as gzip'd JSON: every cluster's state and, while a wave starts, every
+// deploy request of that wave, ~1.1 KB of JSON per cluster (a 60 % last wave), so plain JSON
+// passed NATS's default max_payload (1 MB) at ~950 clusters. Compressed it is ~13 times
+// smaller (2,000 clusters: 2.2 MB, 166 KB gzip'd, 5 ms); past inlineMax it is stored in parts
+// (chunks.go). A plain JSON record (stored before) is still read.
 func encodeRecord(raw []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
@@ -64,20 +80,16 @@ func encodeRecord(raw []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func decodeRecord(value []byte, r *Record) error {
-	if len(value) > 1 && value[0] == 0x1f && value[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(value))
-		if err != nil {
-			return err
-		}
-		if value, err = io.ReadAll(zr); err != nil {
-			return err
-		}
+// gunzipped is value uncompressed, or value itself when it is not gzip'd (plain JSON).
+func gunzipped(value []byte) ([]byte, error) {
+	if len(value) < 2 || value[0] != 0x1f || value[1] != 0x8b {
+		return value, nil
 	}
-	if err := json.Unmarshal(value, r); err != nil {
-		return fmt.Errorf("not JSON: %w", err)
+	zr, err := gzip.NewReader(bytes.NewReader(value))
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return io.ReadAll(zr)
 }
 
 // List returns every rollout record (final ones too).
@@ -102,19 +114,26 @@ func (s Store) List(ctx context.Context) ([]*Record, error) {
 
 // create stores a new record; an existing one (a redelivered request) is left and returned.
 func (s Store) create(ctx context.Context, r *Record) (*Record, error) {
+	id := r.State.ID
 	raw, err := json.Marshal(r)
-	if err == nil {
-		raw, err = encodeRecord(raw)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("encode rollout %s: %w", r.State.ID, err)
+		return nil, fmt.Errorf("encode rollout %s: %w", id, err)
 	}
-	if _, err := s.KV.Create(ctx, recordKey(r.State.ID), raw); err != nil {
+	st, fresh, err := encodeStored(id, raw, nil) // chunks.go
+	if err != nil {
+		return nil, fmt.Errorf("encode rollout %s: %w", id, err)
+	}
+	if err := s.putParts(ctx, id, fresh); err != nil {
+		s.dropParts(ctx, st.newKeys)
+		return nil, err
+	}
+	if _, err := s.KV.Create(ctx, recordKey(id), st.value); err != nil {
+		s.dropParts(ctx, st.newKeys)
 		if bus.Conflict(err) {
-			old, _, gerr := s.Get(ctx, r.State.ID)
+			old, _, gerr := s.Get(ctx, id)
 			return old, gerr
 		}
-		return nil, fmt.Errorf("store rollout %s: %w", r.State.ID, err)
+		return nil, fmt.Errorf("store rollout %s: %w", id, err)
 	}
 	return r, nil
 }
@@ -123,7 +142,7 @@ func (s Store) create(ctx context.Context, r *Record) (*Record, error) {
 // fresh read. fn returning errUnchanged writes nothing (the record is returned as read).
 func (s Store) update(ctx context.Context, id string, fn func(*Record) error) (*Record, error) {
 	for range casAttempts {
-		r, rev, err := s.Get(ctx, id)
+		r, rev, prev, err := s.read(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -140,16 +159,37 @@ func (s Store) update(ctx context.Context, id string, fn func(*Record) error) (*
 		if bytes.Equal(before, raw) {
 			return r, nil
 		}
-		if raw, err = encodeRecord(raw); err != nil {
-			return nil, fmt.Errorf("encode rollout %s: %w", id, err)
+		won, err := s.write(ctx, id, raw, rev, prev)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := s.KV.Update(ctx, recordKey(id), raw, rev); err == nil {
+		if won {
 			return r, nil
-		} else if !bus.Conflict(err) {
-			return nil, fmt.Errorf("store rollout %s: %w", id, err)
 		}
 	}
 	return nil, fmt.Errorf("store rollout %s: %d compare-and-set conflicts in a row", id, casAttempts)
+}
+
+// write stores record JSON raw of rollout id over revision rev (whose manifest is prev, nil
+// for an inline record): false when another write came first.
+func (s Store) write(ctx context.Context, id string, raw []byte, rev uint64, prev *manifest) (bool, error) {
+	st, fresh, err := encodeStored(id, raw, prev)
+	if err != nil {
+		return false, fmt.Errorf("encode rollout %s: %w", id, err)
+	}
+	if err := s.putParts(ctx, id, fresh); err != nil {
+		s.dropParts(ctx, st.newKeys)
+		return false, err
+	}
+	if _, err := s.KV.Update(ctx, recordKey(id), st.value, rev); err != nil {
+		s.dropParts(ctx, st.newKeys)
+		if bus.Conflict(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("store rollout %s: %w", id, err)
+	}
+	s.dropParts(ctx, replaced(id, prev, st.m))
+	return true, nil
 }
 
 // updateQueue changes the queue of one release with fn under compare-and-set.

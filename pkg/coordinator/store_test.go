@@ -11,15 +11,14 @@ import (
 	"github.com/sealane/sealane/pkg/rollout"
 )
 
-// TestLargeFleetRecordFitsMaxPayload: the record of a 2,000-cluster rollout whose last wave
-// (60 %) has just started — every cluster's state and the wave's 1,200 deploy requests in its
-// outbox — is stored well under NATS's default max_payload (1 MB); as plain JSON it is 2.2 MB.
-func TestLargeFleetRecordFitsMaxPayload(t *testing.T) {
-	const n = 2000
+// bigRecord is the record of an n-cluster rollout whose last wave (60 %) has just started:
+// every cluster's state and the wave's deploy requests in its outbox.
+func bigRecord(t *testing.T, n int) *Record {
+	t.Helper()
 	var fleet []clusterspec.Spec
 	for i := range n {
 		ring := map[bool]string{true: "a", false: "b"}[i < n*4/10]
-		fleet = append(fleet, clusterspec.Spec{Name: fmt.Sprintf("c-%04d", i), Labels: map[string]string{"ring": ring}})
+		fleet = append(fleet, clusterspec.Spec{Name: fmt.Sprintf("c-%05d", i), Labels: map[string]string{"ring": ring}})
 	}
 	spec, err := rollout.Parse("spec.yaml", []byte(`chart: {path: chart}
 release: web
@@ -54,22 +53,117 @@ waves:
 			}
 		}
 	}
-	raw, err := json.Marshal(r)
+	return r
+}
+
+// values returns every key of the bucket that holds a value, with its size.
+func values(t *testing.T, w *world) map[string]int {
+	t.Helper()
+	keys, err := w.kv.Keys(w.ctx, ">")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := encodeRecord(raw)
+	out := map[string]int{}
+	for _, k := range keys {
+		e, err := w.kv.Get(w.ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = len(e.Value())
+	}
+	return out
+}
+
+// TestLargeFleetRecordStoredInParts: the record of a 10,000-cluster rollout in its last wave
+// (11 MB of JSON; 870 KB gzip'd, too close to NATS's 1 MB max_payload) is stored in parts, no
+// value over 256 KiB; a change of one cluster writes a part or two and the manifest, and the
+// parts it replaced are deleted; it reads back the same, also in a second process (no cache).
+func TestLargeFleetRecordStoredInParts(t *testing.T) {
+	w := newWorld(t)
+	s := Store{KV: w.kv}
+	r := bigRecord(t, 10000)
+	raw, _ := json.Marshal(r)
+	start := time.Now()
+	if _, err := s.create(w.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	created := values(t, w)
+	t.Logf("10,000 clusters, %d outbox events: JSON %d KB in %d values, stored in %s", len(r.Outbox), len(raw)>>10, len(created), time.Since(start))
+	for k, n := range created {
+		if n > inlineMax {
+			t.Errorf("%s holds %d KB, over %d KB", k, n>>10, inlineMax>>10)
+		}
+	}
+	if len(created) < 10 || created[recordKey(r.State.ID)] > 16<<10 {
+		t.Fatalf("%d values, manifest %d bytes: want the record in parts", len(created), created[recordKey(r.State.ID)])
+	}
+	start = time.Now()
+	if _, err := s.update(w.ctx, r.State.ID, func(r *Record) error {
+		r.State.Clusters[5000].Reason = "changed"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	after := values(t, w)
+	var added, dropped []string
+	for k := range after {
+		if _, ok := created[k]; !ok {
+			added = append(added, k)
+		}
+	}
+	for k := range created {
+		if _, ok := after[k]; !ok {
+			dropped = append(dropped, k)
+		}
+	}
+	t.Logf("one cluster changed: %d parts added, %d deleted, in %s", len(added), len(dropped), time.Since(start))
+	if len(added) == 0 || len(added) > 3 || len(added) != len(dropped) {
+		t.Errorf("one cluster's change added parts %v and deleted %v: want one to three, each replacing one", added, dropped)
+	}
+	parts.Purge() // as another process reads it
+	back, _, err := s.Get(w.ctx, r.State.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d clusters, %d outbox events: JSON %d KB, stored %d KB", n, len(r.Outbox), len(raw)>>10, len(stored)>>10)
-	if len(stored) > 512<<10 {
-		t.Errorf("a %d-cluster record is stored in %d KB (JSON %d KB, outbox %d events): want well under 1 MB", n, len(stored)>>10, len(raw)>>10, len(r.Outbox))
+	r.State.Clusters[5000].Reason = "changed"
+	want, _ := json.Marshal(r)
+	if got, _ := json.Marshal(back); string(got) != string(want) {
+		t.Errorf("read back %d bytes, want the %d written", len(got), len(want))
 	}
-	for _, value := range [][]byte{stored, raw} { // plain JSON: a record stored before
-		var back Record
-		if err := decodeRecord(value, &back); err != nil || len(back.Outbox) != len(r.Outbox) || len(back.State.Clusters) != n {
-			t.Fatalf("decode: %v, %d outbox events, %d clusters", err, len(back.Outbox), len(back.State.Clusters))
+	if _, err := s.update(w.ctx, r.State.ID, func(r *Record) error { r.State.Clusters = r.State.Clusters[:10]; r.Outbox = nil; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, _, m, err := s.read(w.ctx, r.State.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := values(t, w)
+	named := 1
+	if m != nil {
+		named += len(m.Parts)
+	}
+	if len(left) != named {
+		t.Errorf("%d values left after the record shrank, want its key and the %d parts it names: %v", len(left), named-1, left)
+	}
+}
+
+// TestRecordsStoredBefore: plain JSON and gzip'd records (stored before parts) are read.
+func TestRecordsStoredBefore(t *testing.T) {
+	w := newWorld(t)
+	r := bigRecord(t, 20)
+	raw, _ := json.Marshal(r)
+	gz, err := encodeRecord(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, value := range [][]byte{raw, gz} {
+		id := fmt.Sprintf("ro-old%d", i)
+		if _, err := w.kv.Put(w.ctx, recordKey(id), value); err != nil {
+			t.Fatal(err)
+		}
+		back, _, err := Store{KV: w.kv}.Get(w.ctx, id)
+		if err != nil || len(back.State.Clusters) != 20 || len(back.Outbox) != len(r.Outbox) {
+			t.Fatalf("record %d: %v", i, err)
 		}
 	}
 }
