@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,7 @@ type flags struct {
 	signingKey         string // --rollout-signing-key
 	updateTopology     bool
 	leaseTTL           time.Duration
+	workers            int
 	clusters           serve.ClusterOptions
 	admission          serve.AdmissionFlags
 	pools              serve.PoolOptions
@@ -88,6 +90,8 @@ func New(globals func() Globals) *cobra.Command {
 		"how long the audit (deploy event) stream, dead letters and blobs are kept, e.g. 720h (default $"+serve.RetentionEnv+", else what the stream has, else 30 days)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0,
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
+	fl.IntVar(&f.workers, "workers", envInt(WorkersEnv),
+		"events the renderer, the applier and the recorder each handle at once in this process, one release's in order (default $"+WorkersEnv+", else 4)")
 	fl.StringVar(&f.httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
 		"address for /healthz, /readyz and /metrics, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
 	fl.StringVar(&f.signingKey, "rollout-signing-key", os.Getenv(serve.RolloutSigningKeyEnv), serve.RolloutSigningKeyUsage)
@@ -107,6 +111,9 @@ func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
 	}
 	if f.ackWaitEnvErr != nil && !cmd.Flags().Changed("ack-wait") {
 		return f.ackWaitEnvErr
+	}
+	if f.workers < 0 || f.workers > 256 {
+		return fmt.Errorf("--workers %d: give 1 to 256 (0: the default, 4)", f.workers)
 	}
 	f.clusters.Kubeconfig, f.console.Kubeconfig = g.Kubeconfig, g.Kubeconfig
 	names, withWebhook := parts(args, f.hook.Config != "")
@@ -182,8 +189,20 @@ func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
 	return node.WithProbes(ctx, f.httpAddr, f.console.with(node, log, func(ctx context.Context) error { return runTogether(ctx, work...) }))
 }
 
-// setDeps adds the lease TTL (--lease-ttl) and, for the renderer, the admission settings to deps.
+// WorkersEnv names the environment variable with --workers.
+const WorkersEnv = "SEALANE_STAGE_WORKERS"
+
+// envInt is the integer in environment variable name, 0 when unset or not a number (then
+// --workers is checked as given).
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
+}
+
+// setDeps adds the lease TTL (--lease-ttl), the workers (--workers) and, for the renderer, the
+// admission settings to deps.
 func (f *flags) setDeps(cmd *cobra.Command, deps *pipeline.Deps, names []events.Stage, log *zap.Logger) error {
+	deps.Workers = f.workers
 	if cmd.Flags().Changed("lease-ttl") {
 		if err := (lease.Options{TTL: f.leaseTTL}).Validate(); err != nil || f.leaseTTL == 0 {
 			return fmt.Errorf("--lease-ttl %s: must be at least %s", f.leaseTTL, lease.MinTTL)
