@@ -235,3 +235,31 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestClientsBounded keeps the clients of the MaxClients most recently used clusters: a
+// dropped cluster's clients are built again when asked for, a kept one's are not.
+func TestClientsBounded(t *testing.T) {
+	r, err := New(Options{Contexts: true, Kubeconfig: writeKubeconfig(t, testKubeconfig), InCluster: notInPod, MaxClients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) any {
+		t.Helper()
+		c, err := r.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := get("ctx-a")
+	if get("ctx-a") != a {
+		t.Fatal("Get built new clients for a kept cluster")
+	}
+	b := get("ctx-b")
+	if get("ctx-b") != b {
+		t.Fatal("Get built new clients for the most recent cluster")
+	}
+	if get("ctx-a") == a {
+		t.Error("ctx-a's clients were kept past MaxClients")
+	}
+}
