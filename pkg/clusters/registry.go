@@ -203,8 +203,17 @@ func (r *Registry) Reachable(ctx context.Context, name string) error {
 	return nil
 }
 
-// connect returns name's clients (for the checker).
-func (r *Registry) connect(name string) (*kube.Cluster, error) { return r.Get(name) }
+// connect returns name's clients for the checker: the kept ones, else clients built for the
+// check and not kept, so that a check round over thousands of clusters does not push out
+// the clients of the clusters being deployed to.
+func (r *Registry) connect(name string) (*kube.Cluster, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients.Peek(name); ok {
+		return c, nil
+	}
+	return r.buildLocked(name)
+}
 
 // Changed is signalled when a cluster Secret was added, changed or removed.
 func (r *Registry) Changed() <-chan struct{} { return r.changed }
@@ -214,6 +223,16 @@ func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
 	if c, ok := r.clients.Get(name); ok {
 		return c, nil
 	}
+	c, err := r.buildLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	r.clients.Add(name, c)
+	return c, nil
+}
+
+// buildLocked builds name's clients from its source; r.mu is held.
+func (r *Registry) buildLocked(name string) (*kube.Cluster, error) {
 	spec, found, err := r.secretLocked(name)
 	if err != nil {
 		return nil, err
@@ -232,7 +251,6 @@ func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", name, err)
 	}
-	r.clients.Add(name, c)
 	return c, nil
 }
 

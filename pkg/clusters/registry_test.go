@@ -237,7 +237,8 @@ func errString(err error) string {
 }
 
 // TestClientsBounded keeps the clients of the MaxClients most recently used clusters: a
-// dropped cluster's clients are built again when asked for, a kept one's are not.
+// dropped cluster's clients are built again when asked for, a kept one's are not, and the
+// checker's clients are not kept.
 func TestClientsBounded(t *testing.T) {
 	r, err := New(Options{Contexts: true, Kubeconfig: writeKubeconfig(t, testKubeconfig), InCluster: notInPod, MaxClients: 1})
 	if err != nil {
@@ -258,6 +259,12 @@ func TestClientsBounded(t *testing.T) {
 	b := get("ctx-b")
 	if get("ctx-b") != b {
 		t.Fatal("Get built new clients for the most recent cluster")
+	}
+	if _, err := r.connect("ctx-a"); err != nil { // the checker's: not kept
+		t.Fatal(err)
+	}
+	if get("ctx-b") != b {
+		t.Fatal("a check pushed out the clients of the most recent cluster")
 	}
 	if get("ctx-a") == a {
 		t.Error("ctx-a's clients were kept past MaxClients")
