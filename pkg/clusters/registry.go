@@ -204,15 +204,19 @@ func (r *Registry) Reachable(ctx context.Context, name string) error {
 }
 
 // connect returns name's clients for the checker: the kept ones, else clients built for the
-// check and not kept, so that a check round over thousands of clusters does not push out
-// the clients of the clusters being deployed to.
+// check, kept only while there is room, so that a check round over thousands of clusters does
+// not push out the clients of the clusters being deployed to.
 func (r *Registry) connect(name string) (*kube.Cluster, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients.Peek(name); ok {
 		return c, nil
 	}
-	return r.buildLocked(name)
+	c, err := r.buildLocked(name)
+	if err == nil && r.clients.Len() < r.opts.MaxClients {
+		r.clients.Add(name, c)
+	}
+	return c, err
 }
 
 // Changed is signalled when a cluster Secret was added, changed or removed.
