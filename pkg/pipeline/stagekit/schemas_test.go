@@ -3,6 +3,7 @@ package stagekit
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 
 // schemaDoc is an OpenAPI document serving kind (group example.io, version v1), with a
 // description that stripping drops.
-func schemaDoc(t *testing.T, kind string) []byte {
+func schemaDoc(t testing.TB, kind string) []byte {
 	t.Helper()
 	gvk := fmt.Sprintf("- group: example.io\n  version: v1\n  kind: %s\n", kind)
 	doc := &openapi_v2.Document{Swagger: "2.0", Definitions: &openapi_v2.Definitions{AdditionalProperties: []*openapi_v2.NamedSchema{{
@@ -160,4 +161,37 @@ func TestSchemaCacheConcurrentClustersParseOnce(t *testing.T) {
 	if c.Parses() != 1 {
 		t.Errorf("parsed %d times, want once", c.Parses())
 	}
+}
+
+// BenchmarkSchemaCacheFleet gets the schema of 10,000 clusters serving one document and
+// reports what the cache keeps per cluster (live heap after a GC): the digest entry alone,
+// the schema being shared (one parse).
+func BenchmarkSchemaCacheFleet(b *testing.B) {
+	raw := schemaDoc(b, "Widget")
+	const fleet = 10000
+	for range b.N {
+		c := NewSchemaCache(SchemaTTL, nil)
+		c.fetch = func(context.Context, *kube.Cluster) ([]byte, error) { return raw, nil }
+		clusters := make([]*kube.Cluster, fleet)
+		for i := range clusters {
+			clusters[i] = &kube.Cluster{Name: fmt.Sprintf("cluster-%05d", i)}
+		}
+		before := liveHeap()
+		for _, cl := range clusters {
+			if _, err := c.Get(context.Background(), cl); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(liveHeap()-before)/fleet, "B-kept/cluster")
+		b.ReportMetric(float64(c.Parses()), "parses")
+		runtime.KeepAlive(c)
+		runtime.KeepAlive(clusters)
+	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
