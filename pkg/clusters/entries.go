@@ -129,7 +129,7 @@ func (r *Registry) DeleteSecret(key string) {
 
 // forgetLocked drops the cached clients and status of name; r.mu is held.
 func (r *Registry) forgetLocked(name string) {
-	delete(r.clients, name)
+	r.clients.Remove(name)
 	delete(r.status, name)
 	select {
 	case r.changed <- struct{}{}:

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,18 +42,27 @@ type Options struct {
 	// in-cluster); nil is rest.InClusterConfig.
 	InCluster func() (*rest.Config, error)
 	Log       *zap.Logger
+	// MaxClients bounds how many clusters' clients the registry keeps built (0:
+	// DefaultMaxClients); the least recently used are dropped and built again when asked for.
+	MaxClients int
 }
 
-// Registry resolves cluster names to clients, building them once per name and again when the
-// cluster's Secret changes. It is safe for concurrent use.
+// DefaultMaxClients is how many clusters' clients a Registry keeps by default: a cluster's
+// clients are ~60 KB (typed, bounded, dynamic and metadata clients; its discovery is shared
+// with the clusters answering alike), so ~30 MB, however many clusters are registered.
+const DefaultMaxClients = 512
+
+// Registry resolves cluster names to clients, building them once per name (keeping those of
+// the Options.MaxClients most recently used names) and again when the cluster's Secret
+// changes. It is safe for concurrent use.
 type Registry struct {
 	opts      Options
 	log       *zap.Logger
 	inCluster *rest.Config // nil: no in-cluster source
 
 	mu      sync.Mutex
-	secrets map[string]secretEntry // by Secret namespace/name
-	clients map[string]*kube.Cluster
+	secrets map[string]secretEntry            // by Secret namespace/name
+	clients *lru.Cache[string, *kube.Cluster] // built clients, the most recently used
 	status  map[string]Status
 	changed chan struct{} // signalled (without blocking) when a cluster Secret changes
 	// watching: WatchSecrets serves cluster Secrets (unknown names then need registering).
@@ -76,7 +86,14 @@ func NewRegistry(kubeconfig string) *Registry {
 // New returns a registry of the sources opts enables; cluster Secrets are added by
 // WatchSecrets.
 func New(opts Options) (*Registry, error) {
-	r := &Registry{opts: opts, log: opts.Log, secrets: map[string]secretEntry{}, clients: map[string]*kube.Cluster{},
+	if opts.MaxClients <= 0 {
+		opts.MaxClients = DefaultMaxClients
+	}
+	clients, err := lru.New[string, *kube.Cluster](opts.MaxClients)
+	if err != nil {
+		return nil, fmt.Errorf("cluster clients cache: %w", err)
+	}
+	r := &Registry{opts: opts, log: opts.Log, secrets: map[string]secretEntry{}, clients: clients,
 		status: map[string]Status{}, changed: make(chan struct{}, 1)}
 	if r.log == nil {
 		r.log = zap.NewNop()
@@ -186,17 +203,40 @@ func (r *Registry) Reachable(ctx context.Context, name string) error {
 	return nil
 }
 
-// connect returns name's clients (for the checker).
-func (r *Registry) connect(name string) (*kube.Cluster, error) { return r.Get(name) }
+// connect returns name's clients for the checker: the kept ones, else clients built for the
+// check, kept only while there is room, so that a check round over thousands of clusters does
+// not push out the clients of the clusters being deployed to.
+func (r *Registry) connect(name string) (*kube.Cluster, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients.Peek(name); ok {
+		return c, nil
+	}
+	c, err := r.buildLocked(name)
+	if err == nil && r.clients.Len() < r.opts.MaxClients {
+		r.clients.Add(name, c)
+	}
+	return c, err
+}
 
 // Changed is signalled when a cluster Secret was added, changed or removed.
 func (r *Registry) Changed() <-chan struct{} { return r.changed }
 
 // clientsLocked returns name's clients, building them when needed; r.mu is held.
 func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
-	if c, ok := r.clients[name]; ok {
+	if c, ok := r.clients.Get(name); ok {
 		return c, nil
 	}
+	c, err := r.buildLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	r.clients.Add(name, c)
+	return c, nil
+}
+
+// buildLocked builds name's clients from its source; r.mu is held.
+func (r *Registry) buildLocked(name string) (*kube.Cluster, error) {
 	spec, found, err := r.secretLocked(name)
 	if err != nil {
 		return nil, err
@@ -215,7 +255,6 @@ func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", name, err)
 	}
-	r.clients[name] = c
 	return c, nil
 }
 

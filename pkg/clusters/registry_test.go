@@ -235,3 +235,54 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestClientsBounded keeps the clients of the MaxClients most recently used clusters: a
+// dropped cluster's clients are built again when asked for, a kept one's are not, and the
+// checker's clients are kept only while there is room.
+func TestClientsBounded(t *testing.T) {
+	r, err := New(Options{Contexts: true, Kubeconfig: writeKubeconfig(t, testKubeconfig), InCluster: notInPod, MaxClients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) any {
+		t.Helper()
+		c, err := r.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := get("ctx-a")
+	if get("ctx-a") != a {
+		t.Fatal("Get built new clients for a kept cluster")
+	}
+	b := get("ctx-b")
+	if get("ctx-b") != b {
+		t.Fatal("Get built new clients for the most recent cluster")
+	}
+	if _, err := r.connect("ctx-a"); err != nil { // the checker's: not kept, no room
+		t.Fatal(err)
+	}
+	if get("ctx-b") != b {
+		t.Fatal("a check pushed out the clients of the most recent cluster")
+	}
+	if get("ctx-a") == a {
+		t.Error("ctx-a's clients were kept past MaxClients")
+	}
+}
+
+// TestCheckerKeepsClientsWhileThereIsRoom: a small fleet's checked clusters keep their clients
+// for the deploys, as before the registry was bounded.
+func TestCheckerKeepsClientsWhileThereIsRoom(t *testing.T) {
+	r, err := New(Options{Contexts: true, Kubeconfig: writeKubeconfig(t, testKubeconfig), InCluster: notInPod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, err := r.connect("ctx-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := r.Get("ctx-a"); err != nil || c != checked {
+		t.Errorf("Get after a check built new clients (%v)", err)
+	}
+}

@@ -32,7 +32,7 @@ func (r *Registry) WatchSecrets(ctx context.Context, cs kubernetes.Interface, na
 		lastErr.Store(fmt.Sprint(err))
 		r.log.Warn("watch cluster Secrets", zap.String("namespace", namespace), zap.Error(err))
 	})
-	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { r.putObject(obj) },
 		UpdateFunc: func(_, obj any) { r.putObject(obj) },
 		DeleteFunc: func(obj any) {
@@ -55,7 +55,9 @@ func (r *Registry) WatchSecrets(ctx context.Context, cs kubernetes.Interface, na
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, DefaultSyncTimeout)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+	// The handler's HasSynced, not the informer's: the informer has listed everything before
+	// its handler has registered it all, and a rollout resolved then misses clusters.
+	if !cache.WaitForCacheSync(syncCtx.Done(), reg.HasSynced) {
 		stop()
 		return nil, fmt.Errorf("list cluster Secrets (label %s) in namespace %s: not done within %s: %v; "+
 			"the service account needs get, list and watch on secrets there", clusterspec.ClusterLabel, namespace, DefaultSyncTimeout, lastErr.Load())

@@ -17,13 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sealane/sealane/pkg/manifest"
@@ -86,10 +83,12 @@ type Cluster struct {
 	// without reading it whole needs. Nil (test clusters) means read objects whole.
 	Metadata metadata.Interface
 	// Mapper maps kinds to resources from cached discovery; ResourceFor resets it once when a
-	// kind is unknown (e.g. a CRD applied a moment ago).
+	// kind is unknown (e.g. a CRD applied a moment ago). NewCluster's shares the discovery
+	// answer and the mapper built from it with every cluster that answers alike.
 	Mapper meta.ResettableRESTMapper
-	// discovery is the cached discovery Mapper reads (nil for clusters built by hand).
-	discovery discovery.CachedDiscoveryInterface
+	// discovery is the shared-discovery mapper NewCluster made Mapper (nil for clusters built
+	// by hand).
+	discovery *sharedMapper
 
 	mu       sync.Mutex
 	resetGen uint64
@@ -212,9 +211,8 @@ func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
-	cached := memory.NewMemCacheClient(typed.Discovery())
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
-	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Metadata: md, Mapper: mapper, discovery: cached}, nil
+	mapper := newSharedMapper(typed.Discovery(), snapshots)
+	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Metadata: md, Mapper: mapper, discovery: mapper}, nil
 }
 
 // StatusSubresource reports whether the cluster serves a status subresource for resource gvr,
@@ -224,11 +222,15 @@ func (c *Cluster) StatusSubresource(gvr schema.GroupVersionResource) (has, known
 	if c.discovery == nil {
 		return false, false
 	}
-	list, err := c.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if err != nil || list == nil {
+	snap, err := c.discovery.current()
+	if err != nil {
 		return false, false
 	}
-	for _, r := range list.APIResources {
+	list, ok := snap.resources(gvr.GroupVersion())
+	if !ok {
+		return false, false
+	}
+	for _, r := range list {
 		if r.Name == gvr.Resource+"/status" {
 			return true, true
 		}

@@ -20,25 +20,37 @@ const openAPIV2Proto = "application/com.github.proto-openapi.spec.v2@v1.0+protob
 // as d.OpenAPISchema does, but honouring ctx). Fetching it takes about 100 ms, more with many
 // CRDs: fetch it once per cluster and deploy.
 func OpenAPIV2(ctx context.Context, d discovery.DiscoveryInterface) (*openapi_v2.Document, error) {
+	raw, err := OpenAPIV2Raw(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	doc := &openapi_v2.Document{}
+	if err := proto.Unmarshal(raw, doc); err != nil {
+		return nil, fmt.Errorf("decode cluster OpenAPI schema: %w", err)
+	}
+	return doc, nil
+}
+
+// OpenAPIV2Raw is OpenAPIV2 without decoding: the document as protobuf, which a caller that
+// already has the schema of identical bytes need not decode at all.
+func OpenAPIV2Raw(ctx context.Context, d discovery.DiscoveryInterface) ([]byte, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, OpenAPIFetchTimeout)
 		defer cancel()
 	}
 	var (
-		doc *openapi_v2.Document
+		raw []byte
 		err error
 	)
 	if rc := restClientOf(d); rc != nil {
-		var raw []byte
 		raw, err = rc.Get().AbsPath("/openapi/v2").SetHeader("Accept", openAPIV2Proto).Do(ctx).Raw()
-		if err == nil {
-			doc = &openapi_v2.Document{}
-			err = proto.Unmarshal(raw, doc)
-		}
 	} else {
 		// Fakes have no REST client; their OpenAPISchema does no I/O.
-		doc, err = d.OpenAPISchema()
+		var doc *openapi_v2.Document
+		if doc, err = d.OpenAPISchema(); err == nil {
+			raw, err = proto.MarshalOptions{Deterministic: true}.Marshal(doc)
+		}
 	}
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
@@ -46,7 +58,7 @@ func OpenAPIV2(ctx context.Context, d discovery.DiscoveryInterface) (*openapi_v2
 	if err != nil {
 		return nil, fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
 	}
-	return doc, nil
+	return raw, nil
 }
 
 // restClientOf returns d's REST client, nil when it has none (fakes return a typed nil).

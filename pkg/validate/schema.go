@@ -85,8 +85,10 @@ func loadBundled() (*Schema, error) {
 func Bundled() (*Schema, error) { return bundled() }
 
 // FromDocument builds a schema from an OpenAPI v2 document; source names it in messages
-// ("Kubernetes v1.34.2 (bundled)", "the cluster's schema").
+// ("Kubernetes v1.34.2 (bundled)", "the cluster's schema"). It strips doc first
+// (StripDocument): digest a document before passing it.
 func FromDocument(doc *openapi_v2.Document, source string) (*Schema, error) {
+	StripDocument(doc)
 	models, err := kproto.NewOpenAPIData(doc)
 	if err != nil {
 		return nil, fmt.Errorf("parse OpenAPI schema from %s: %w", source, err)
@@ -132,6 +134,58 @@ func FromDocument(doc *openapi_v2.Document, source string) (*Schema, error) {
 		sort.Slice(gvs, func(a, b int) bool { return gvs[a].String() < gvs[b].String() })
 	}
 	return v, nil
+}
+
+// WithSource returns the schema under another name in messages; both share everything else,
+// so clusters serving one document share one parsed schema under their own names.
+func (s *Schema) WithSource(source string) *Schema {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.source = source
+	return &c
+}
+
+// StripDocument clears, in place, what validation does not read of an OpenAPI v2 document:
+// paths, descriptions, titles, defaults, examples, enums and the vendor extensions other than
+// x-kubernetes-group-version-kind. A cluster's parsed schema is then about a fifth of what it
+// is whole (descriptions are most of a document).
+func StripDocument(doc *openapi_v2.Document) {
+	if doc == nil {
+		return
+	}
+	doc.Paths = &openapi_v2.Paths{}
+	doc.Parameters, doc.Responses, doc.SecurityDefinitions, doc.Security = nil, nil, nil, nil
+	doc.Tags, doc.ExternalDocs, doc.VendorExtension = nil, nil, nil
+	for _, d := range doc.GetDefinitions().GetAdditionalProperties() {
+		stripSchema(d.GetValue())
+	}
+}
+
+// stripSchema clears, recursively, the parts of s that validation does not read.
+func stripSchema(s *openapi_v2.Schema) {
+	if s == nil {
+		return
+	}
+	s.Description, s.Title, s.Default, s.Example, s.ExternalDocs, s.Enum = "", "", nil, nil, nil, nil
+	var ext []*openapi_v2.NamedAny
+	for _, e := range s.VendorExtension {
+		if e.GetName() == gvkExtension {
+			ext = append(ext, e)
+		}
+	}
+	s.VendorExtension = ext
+	for _, p := range s.GetProperties().GetAdditionalProperties() {
+		stripSchema(p.GetValue())
+	}
+	for _, it := range s.GetItems().GetSchema() {
+		stripSchema(it)
+	}
+	stripSchema(s.GetAdditionalProperties().GetSchema())
+	for _, a := range s.AllOf {
+		stripSchema(a)
+	}
 }
 
 // gvksOf reads the x-kubernetes-group-version-kind extension of a definition. The values come

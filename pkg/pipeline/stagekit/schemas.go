@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sealane/sealane/pkg/kube"
@@ -18,18 +22,38 @@ import (
 // again (CRDs come and go; fetching costs ~100 ms): the TTL of the stages' SchemaCache.
 const SchemaTTL = 2 * time.Minute
 
-// SchemaCache keeps each cluster's OpenAPI schema for the renderer's validation; one fetch per
+// Bounds of a SchemaCache. A cluster's entry is its name and the digest of its document
+// (~200 bytes); a parsed schema is a few MB, so few are kept: clusters serving the same
+// document share one.
+const (
+	// SchemaClusters is how many clusters' document digests the cache remembers.
+	SchemaClusters = 20000
+	// SchemaDocuments is how many parsed schemas (distinct documents) the cache keeps.
+	SchemaDocuments = 16
+)
+
+// SchemaCache keeps the clusters' OpenAPI schemas for the renderer's validation. A schema is
+// parsed once per distinct document (by content digest) and shared by every cluster serving
+// it; per cluster the cache keeps only the digest and when it was fetched. One fetch per
 // cluster is in flight at a time, and the others wait for it.
 type SchemaCache struct {
-	ttl      time.Duration
-	now      func() time.Time
+	ttl   time.Duration
+	now   func() time.Time
+	fetch func(ctx context.Context, cluster *kube.Cluster) ([]byte, error)
+
 	mu       sync.Mutex
-	m        map[string]cachedSchema
+	clusters *lru.Cache[string, clusterDigest]    // by cluster name
+	schemas  *lru.Cache[string, *validate.Schema] // by content digest
+	byBytes  *lru.Cache[[32]byte, string]         // content digest by the fetched bytes' SHA-256
 	inflight map[string]chan struct{}
+
+	parsing singleflight.Group // by content digest
+	parses  atomic.Int64
 }
 
-type cachedSchema struct {
-	FetchedSchema
+// clusterDigest is what a SchemaCache keeps of one cluster: its document's digest.
+type clusterDigest struct {
+	digest  string
 	fetched time.Time
 }
 
@@ -41,34 +65,43 @@ type FetchedSchema struct {
 }
 
 // NewSchemaCache returns an empty cache whose schemas are fetched again after ttl, as clock
-// tells the time (nil: time.Now).
+// tells the time (nil: time.Now), within the bounds SchemaClusters and SchemaDocuments.
 func NewSchemaCache(ttl time.Duration, clock func() time.Time) *SchemaCache {
+	return newSchemaCache(ttl, clock, SchemaClusters, SchemaDocuments)
+}
+
+func newSchemaCache(ttl time.Duration, clock func() time.Time, clusters, documents int) *SchemaCache {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &SchemaCache{ttl: ttl, now: clock, m: map[string]cachedSchema{}, inflight: map[string]chan struct{}{}}
+	c := &SchemaCache{ttl: ttl, now: clock, fetch: fetchDocument, inflight: map[string]chan struct{}{}}
+	c.clusters, _ = lru.New[string, clusterDigest](max(clusters, 1))
+	c.schemas, _ = lru.New[string, *validate.Schema](max(documents, 1))
+	c.byBytes, _ = lru.New[[32]byte, string](max(4*documents, 1))
+	return c
 }
 
-// Get returns the cluster's schema, fetching it when missing or older than the TTL (or waiting
-// for the fetch in flight).
+// Parses counts the documents the cache has parsed: one per distinct document while it stays
+// cached, however many clusters serve it.
+func (c *SchemaCache) Parses() int64 { return c.parses.Load() }
+
+// Get returns the cluster's schema, fetching its document when missing or older than the TTL
+// (or waiting for the fetch in flight); the document is parsed only when no cluster served it
+// before.
 func (c *SchemaCache) Get(ctx context.Context, cluster *kube.Cluster) (FetchedSchema, error) {
 	for {
 		c.mu.Lock()
-		cs, ok := c.m[cluster.Name]
-		if ok && c.now().Sub(cs.fetched) < c.ttl {
+		if s, ok := c.freshLocked(cluster.Name); ok {
 			c.mu.Unlock()
-			return cs.FetchedSchema, nil
+			return s, nil
 		}
 		wait, busy := c.inflight[cluster.Name]
 		if !busy {
 			done := make(chan struct{})
 			c.inflight[cluster.Name] = done
 			c.mu.Unlock()
-			s, err := fetchSchema(ctx, cluster)
+			s, err := c.refresh(ctx, cluster)
 			c.mu.Lock()
-			if err == nil {
-				c.m[cluster.Name] = cachedSchema{FetchedSchema: s, fetched: c.now()}
-			}
 			delete(c.inflight, cluster.Name)
 			close(done)
 			c.mu.Unlock()
@@ -81,6 +114,101 @@ func (c *SchemaCache) Get(ctx context.Context, cluster *kube.Cluster) (FetchedSc
 			return FetchedSchema{}, ctx.Err()
 		}
 	}
+}
+
+// freshLocked is the cluster's schema when its digest is younger than the TTL and that schema
+// is still cached; c.mu is held.
+func (c *SchemaCache) freshLocked(name string) (FetchedSchema, bool) {
+	e, ok := c.clusters.Get(name)
+	if !ok || c.now().Sub(e.fetched) >= c.ttl {
+		return FetchedSchema{}, false
+	}
+	s, ok := c.schemas.Get(e.digest)
+	if !ok {
+		return FetchedSchema{}, false
+	}
+	return FetchedSchema{Schema: s.WithSource(schemaSource(name)), Digest: e.digest}, true
+}
+
+// refresh fetches the cluster's document and finds or builds its schema.
+func (c *SchemaCache) refresh(ctx context.Context, cluster *kube.Cluster) (FetchedSchema, error) {
+	raw, err := c.fetch(ctx, cluster)
+	if err != nil {
+		return FetchedSchema{}, err
+	}
+	sum := sha256.Sum256(raw)
+	c.mu.Lock()
+	digest, ok := c.byBytes.Get(sum)
+	var s *validate.Schema
+	if ok {
+		s, ok = c.schemas.Get(digest)
+	}
+	c.mu.Unlock()
+	if !ok {
+		if digest, s, err = c.parse(raw, sum); err != nil {
+			return FetchedSchema{}, fmt.Errorf("the OpenAPI schema of cluster %s: %w", cluster.Name, err)
+		}
+	}
+	c.mu.Lock()
+	c.clusters.Add(cluster.Name, clusterDigest{digest: digest, fetched: c.now()})
+	c.mu.Unlock()
+	return FetchedSchema{Schema: s.WithSource(schemaSource(cluster.Name)), Digest: digest}, nil
+}
+
+// parse decodes a document, digests its content (the digest is the deterministic encoding's,
+// whatever order the server wrote the fields in) and returns the schema of that digest,
+// building it unless cached; concurrent parses of one content share one.
+func (c *SchemaCache) parse(raw []byte, sum [32]byte) (string, *validate.Schema, error) {
+	doc := &openapi_v2.Document{}
+	if err := proto.Unmarshal(raw, doc); err != nil {
+		return "", nil, fmt.Errorf("decode: %w", err)
+	}
+	digest, err := documentDigest(doc)
+	if err != nil {
+		return "", nil, err
+	}
+	v, err, _ := c.parsing.Do(digest, func() (any, error) {
+		c.mu.Lock()
+		s, ok := c.schemas.Get(digest)
+		c.mu.Unlock()
+		if ok {
+			return s, nil
+		}
+		s, err := validate.FromDocument(doc, "OpenAPI document "+digest[:12])
+		if err != nil {
+			return nil, err
+		}
+		c.parses.Add(1)
+		c.mu.Lock()
+		c.schemas.Add(digest, s)
+		c.mu.Unlock()
+		return s, nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	c.mu.Lock()
+	c.byBytes.Add(sum, digest)
+	c.mu.Unlock()
+	return digest, v.(*validate.Schema), nil
+}
+
+// documentDigest is the hex SHA-256 of doc's deterministic protobuf encoding: the schema part
+// of the render key, equal for clusters serving the same document.
+func documentDigest(doc *openapi_v2.Document) (string, error) {
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(doc)
+	if err != nil {
+		return "", fmt.Errorf("digest the OpenAPI schema: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func schemaSource(cluster string) string { return "the schema of cluster " + cluster }
+
+// fetchDocument fetches cluster's OpenAPI document as protobuf.
+func fetchDocument(ctx context.Context, cluster *kube.Cluster) ([]byte, error) {
+	return kube.OpenAPIV2Raw(ctx, cluster.Typed.Discovery())
 }
 
 // Warm fetches the schemas of the named clusters now, in the background, so that the first
@@ -106,23 +234,5 @@ func ClusterSchema(ctx context.Context, cluster *kube.Cluster) (*validate.Schema
 	if err != nil {
 		return nil, err
 	}
-	return validate.FromDocument(doc, "the schema of cluster "+cluster.Name)
-}
-
-// fetchSchema is ClusterSchema with the digest of the document, for the render key.
-func fetchSchema(ctx context.Context, cluster *kube.Cluster) (FetchedSchema, error) {
-	doc, err := kube.OpenAPIV2(ctx, cluster.Typed.Discovery())
-	if err != nil {
-		return FetchedSchema{}, err
-	}
-	s, err := validate.FromDocument(doc, "the schema of cluster "+cluster.Name)
-	if err != nil {
-		return FetchedSchema{}, err
-	}
-	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(doc)
-	if err != nil {
-		return FetchedSchema{}, fmt.Errorf("digest the OpenAPI schema of cluster %s: %w", cluster.Name, err)
-	}
-	sum := sha256.Sum256(raw)
-	return FetchedSchema{Schema: s, Digest: hex.EncodeToString(sum[:])}, nil
+	return validate.FromDocument(doc, schemaSource(cluster.Name))
 }

@@ -22,12 +22,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sealane/sealane/pkg/validate"
 )
 
-const (
-	protoMIME = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-	gvkExt    = "x-kubernetes-group-version-kind"
-)
+const protoMIME = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 // builtinPrefixes are the definition-name prefixes of the types kube-apiserver itself serves.
 var builtinPrefixes = []string{
@@ -127,16 +126,13 @@ func clusterVersion(ctx context.Context, dc *discovery.DiscoveryClient, doc *ope
 // prune keeps the built-in definitions and strips what validation does not use. It returns how
 // many definitions were kept and dropped.
 func prune(doc *openapi_v2.Document) (kept, dropped int) {
-	doc.Paths = &openapi_v2.Paths{}
-	doc.Parameters, doc.Responses, doc.SecurityDefinitions, doc.Security = nil, nil, nil, nil
-	doc.Tags, doc.ExternalDocs, doc.VendorExtension = nil, nil, nil
+	validate.StripDocument(doc)
 	var defs []*openapi_v2.NamedSchema
 	for _, d := range doc.GetDefinitions().GetAdditionalProperties() {
 		if !builtin(d.GetName()) {
 			dropped++
 			continue
 		}
-		strip(d.GetValue())
 		defs = append(defs, d)
 	}
 	if doc.Definitions != nil {
@@ -152,29 +148,4 @@ func builtin(name string) bool {
 		}
 	}
 	return false
-}
-
-// strip clears, recursively, the parts of s that validation does not read.
-func strip(s *openapi_v2.Schema) {
-	if s == nil {
-		return
-	}
-	s.Description, s.Title, s.Default, s.Example, s.ExternalDocs, s.Enum = "", "", nil, nil, nil, nil
-	var ext []*openapi_v2.NamedAny
-	for _, e := range s.VendorExtension {
-		if e.GetName() == gvkExt {
-			ext = append(ext, e)
-		}
-	}
-	s.VendorExtension = ext
-	for _, p := range s.GetProperties().GetAdditionalProperties() {
-		strip(p.GetValue())
-	}
-	for _, it := range s.GetItems().GetSchema() {
-		strip(it)
-	}
-	strip(s.GetAdditionalProperties().GetSchema())
-	for _, a := range s.AllOf {
-		strip(a)
-	}
 }
