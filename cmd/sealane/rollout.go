@@ -93,14 +93,20 @@ func newRolloutCmd(g *globalFlags) *cobra.Command {
 
 // rolloutReadCmds are status, watch and list.
 func rolloutReadCmds(g *globalFlags) []*cobra.Command {
-	return []*cobra.Command{
-		{Use: "status ID", Short: "Print a rollout's waves × clusters grid: each cluster's state, revision and reason", Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error { return rolloutStatus(cmd, g, args[0], false) }},
-		{Use: "watch ID", Short: "Follow a rollout's grid until it ends (exit status 1 if it failed or was aborted)", Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error { return rolloutStatus(cmd, g, args[0], true) }},
+	status, watch := &rolloutShowFlags{}, &rolloutShowFlags{watch: true}
+	lf := &rolloutListFlags{}
+	cmds := []*cobra.Command{
+		{Use: "status ID", Short: "Print a rollout's clusters counted per wave and state, and the rows of the clusters that matter (every row of a small rollout)", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return rolloutStatus(cmd, g, args[0], status) }},
+		{Use: "watch ID", Short: "Follow a rollout's summary and rows until it ends (exit status 1 if it failed or was aborted)", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return rolloutStatus(cmd, g, args[0], watch) }},
 		{Use: "list", Short: "List the rollouts, newest first", Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return rolloutList(cmd, g) }},
+			RunE: func(cmd *cobra.Command, _ []string) error { return rolloutList(cmd, g, lf) }},
 	}
+	status.register(cmds[0].Flags())
+	watch.register(cmds[1].Flags())
+	cmds[2].Flags().IntVar(&lf.limit, "limit", 50, "show the newest N rollouts (0: all)")
+	return cmds
 }
 
 // rolloutCommandCmds are pause, resume, abort, approve and retry.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"text/tabwriter"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -18,7 +16,6 @@ import (
 	"github.com/sealane/sealane/pkg/clusters"
 	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/coordinator"
-	"github.com/sealane/sealane/pkg/progress"
 	"github.com/sealane/sealane/pkg/render"
 	"github.com/sealane/sealane/pkg/rollout"
 	"github.com/sealane/sealane/pkg/serve"
@@ -130,7 +127,7 @@ func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, in rolloutIn
 	if detach {
 		return nil
 	}
-	return followRollout(ctx, conn, data.RolloutID, out)
+	return followRollout(ctx, conn, data.RolloutID, out, &rolloutShowFlags{page: 1, limit: 50})
 }
 
 func countTargets(spec *rollout.Spec, registered []clusterspec.Spec) int {
@@ -191,9 +188,9 @@ func publishRolloutEvent(ctx context.Context, conn *rolloutConn, ev cloudevents.
 // rolloutWaitFirst bounds how long start waits for the coordinator to take a rollout up.
 const rolloutWaitFirst = time.Minute
 
-// followRollout redraws the rollout's grid on every change until it ends; a rollout that
-// failed or was aborted is exit status 1.
-func followRollout(ctx context.Context, conn *rolloutConn, id string, out io.Writer) error {
+// followRollout redraws the rollout's summary and the rows show picks on every change until
+// it ends; a rollout that failed or was aborted is exit status 1.
+func followRollout(ctx context.Context, conn *rolloutConn, id string, out io.Writer, show *rolloutShowFlags) error {
 	var last time.Time
 	started := time.Now()
 	for {
@@ -205,7 +202,7 @@ func followRollout(ctx context.Context, conn *rolloutConn, id string, out io.Wri
 		case !rec.State.UpdatedAt.Equal(last) || rec.State.Phase.Final():
 			last = rec.State.UpdatedAt
 			fmt.Fprintln(out)
-			if err := progress.RolloutGrid(out, &rec.State, time.Now()); err != nil {
+			if err := show.show(out, rec, time.Now()); err != nil {
 				return err
 			}
 			if rec.State.Phase.Final() || rec.State.Phase == rollout.PhaseHalted {
@@ -230,25 +227,29 @@ func rolloutOutcome(s *rollout.State) error {
 	return &exitError{code: 1, err: fmt.Errorf("rollout %s %s: %s", s.ID, s.Phase, s.Reason)}
 }
 
-// rolloutStatus prints the grid of rollout id once, or follows it (watch).
-func rolloutStatus(cmd *cobra.Command, g *globalFlags, id string, watch bool) error {
+// rolloutStatus prints rollout id once, or follows it (watch): its summary and the cluster
+// rows show picks.
+func rolloutStatus(cmd *cobra.Command, g *globalFlags, id string, show *rolloutShowFlags) error {
+	if _, err := show.check(); err != nil { // bad flags fail before connecting
+		return err
+	}
 	conn, err := openRollouts(cmd.Context(), g)
 	if err != nil {
 		return err
 	}
 	defer conn.node.Close()
-	if watch {
-		return followRollout(cmd.Context(), conn, id, cmd.OutOrStdout())
+	if show.watch {
+		return followRollout(cmd.Context(), conn, id, cmd.OutOrStdout(), show)
 	}
 	rec, _, err := conn.store.Get(cmd.Context(), id)
 	if err != nil {
-		return err
+		return fmt.Errorf("rollout %s: %w", id, err)
 	}
-	return progress.RolloutGrid(cmd.OutOrStdout(), &rec.State, time.Now())
+	return show.show(cmd.OutOrStdout(), rec, time.Now())
 }
 
-// rolloutList prints every rollout, newest first.
-func rolloutList(cmd *cobra.Command, g *globalFlags) error {
+// rolloutList prints the rollouts, newest first, at most f.limit of them.
+func rolloutList(cmd *cobra.Command, g *globalFlags, f *rolloutListFlags) error {
 	conn, err := openRollouts(cmd.Context(), g)
 	if err != nil {
 		return err
@@ -258,25 +259,7 @@ func rolloutList(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return err
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].State.CreatedAt.After(recs[j].State.CreatedAt) })
-	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRELEASE\tNAMESPACE\tPHASE\tCLUSTERS DONE\tCREATED")
-	for _, r := range recs {
-		s := r.State
-		phase := string(s.Phase)
-		if r.Queued && !s.Phase.Final() {
-			phase = "queued"
-		}
-		done := 0
-		for _, c := range s.Clusters {
-			if c.Status == rollout.StatusSucceeded {
-				done++
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.Plan.Spec.Release, s.Plan.Spec.Namespace, phase, done,
-			len(s.Clusters), s.CreatedAt.Local().Format(time.DateTime))
-	}
-	return tw.Flush()
+	return writeRolloutList(cmd.OutOrStdout(), recs, f.limit)
 }
 
 // rolloutCommand sends a command; it is checked against the rollout's state first, so a

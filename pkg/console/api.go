@@ -5,9 +5,11 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"sort"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,6 +39,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/releases", s.releases)
 	mux.HandleFunc("GET /api/releases/{cluster}/{namespace}/{release}", s.releaseHistory) // records.go
 	mux.HandleFunc("GET /api/rollouts", s.rolloutList)
+	mux.HandleFunc("GET /api/rollouts/{id}", s.rolloutDetail)
 	mux.HandleFunc("GET /api/deadletters", s.deadLetters)
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -99,29 +102,89 @@ func (s *Server) releases(w http.ResponseWriter, _ *http.Request) {
 	s.writeJSON(w, list)
 }
 
+// The bounds of the rollout list: the newest listRollouts, or ?limit= up to maxListRollouts.
+const (
+	listRollouts    = 50
+	maxListRollouts = 500
+)
+
+// rolloutList answers the newest rollouts (?limit=), each with its summary and its default
+// page of clusters; X-Total-Count says how many there are in all.
 func (s *Server) rolloutList(w http.ResponseWriter, r *http.Request) {
+	limit := listRollouts
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListRollouts {
+			http.Error(w, fmt.Sprintf("limit=%q: want 1 to %d", v, maxListRollouts), http.StatusBadRequest)
+			return
+		}
+		limit = n
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	defer cancel()
-	kv, err := coordinator.OpenBucket(ctx, s.src, false)
-	if errors.Is(err, coordinator.ErrNoRollouts) {
-		s.writeJSON(w, []rolloutView{})
-		return
-	}
-	var recs []*coordinator.Record
-	if err == nil {
-		recs, err = coordinator.Store{KV: kv}.List(ctx)
-	}
+	recs, err := s.listRollouts(ctx)
 	if err != nil {
 		s.log.Warn("list rollouts", zap.Error(err))
 		http.Error(w, "list rollouts: "+bus.RedactURL(err.Error()), http.StatusBadGateway)
 		return
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].State.CreatedAt.After(recs[j].State.CreatedAt) })
-	out := make([]rolloutView, 0, len(recs))
-	for _, rec := range recs {
-		out = append(out, viewRollout(rec))
+	w.Header().Set("X-Total-Count", strconv.Itoa(len(recs)))
+	out := make([]rolloutView, 0, min(len(recs), limit))
+	for _, rec := range recs[:min(len(recs), limit)] {
+		v, err := viewRollout(rec, clusterFilter{})
+		if err != nil {
+			s.log.Warn("rollout view", zap.String("rollout", rec.State.ID), zap.Error(err))
+			continue
+		}
+		out = append(out, v)
 	}
 	s.writeJSON(w, out)
+}
+
+// listRollouts reads every rollout record; none when no coordinator made the bucket yet.
+func (s *Server) listRollouts(ctx context.Context) ([]*coordinator.Record, error) {
+	kv, err := coordinator.OpenBucket(ctx, s.src, false)
+	if errors.Is(err, coordinator.ErrNoRollouts) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return coordinator.Store{KV: kv}.List(ctx)
+}
+
+// rolloutDetail answers one rollout with its summary and the page of its clusters
+// ?state=&wave=&offset=&limit= asks for.
+func (s *Server) rolloutDetail(w http.ResponseWriter, r *http.Request) {
+	f, err := parseClusterFilter(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	id := r.PathValue("id")
+	kv, err := coordinator.OpenBucket(ctx, s.src, false)
+	var rec *coordinator.Record
+	if err == nil {
+		rec, _, err = coordinator.Store{KV: kv}.Get(ctx, id)
+	}
+	switch {
+	case errors.Is(err, coordinator.ErrNoRollouts) || errors.Is(err, coordinator.ErrNotFound):
+		http.Error(w, "no rollout "+id, http.StatusNotFound)
+		return
+	case err != nil:
+		s.log.Warn("read rollout", zap.String("rollout", id), zap.Error(err))
+		http.Error(w, "read rollout: "+bus.RedactURL(err.Error()), http.StatusBadGateway)
+		return
+	}
+	v, err := viewRollout(rec, f)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.writeJSON(w, v)
 }
 
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {

@@ -123,38 +123,127 @@ async function loadReleaseHistory(cluster, namespace, release) {
   } catch (err) { failBox(box, err); }
 }
 
-// ---- rollouts: waves × clusters ----------------------------------------------------------
+// ---- rollouts: counts per wave and state, then the grid or a page of clusters ------------
+// The API sends a rollout of few clusters whole (drawn as the waves × clusters grid) and a
+// bigger one as its counts and a page of clusters: S.rolloutPages keeps, per rollout, the
+// state, wave and offset picked on the page, read with GET /api/rollouts/ID?….
+S.rolloutPages = new Map();
+const ROLLOUT_STATES = ['pending', 'deploying', 'testing', 'succeeded', 'failed', 'skipped', 'offline-waiting', 'reverting', 'reverted'];
+const ROLLOUT_PAGE = 100;
+
 async function loadRollouts() {
   const box = document.getElementById('rollouts');
   if (!box) return;
   try {
     const ros = await getJSON('/api/rollouts');
     if (!ros.length) { box.replaceChildren(el('div', {class: 'card empty'}, 'No rollout (none ran, or no coordinator on this NATS).')); return; }
-    box.replaceChildren(...ros.map(rolloutCard));
+    const picked = await Promise.all(ros.map((r) => S.rolloutPages.has(r.id) ? getJSON(rolloutPageURL(r.id)).catch(() => r) : r));
+    box.replaceChildren(...picked.map(rolloutCard));
   } catch (err) { failBox(box, err); }
 }
 
+function rolloutPageURL(id) {
+  const p = S.rolloutPages.get(id) || {};
+  const q = new URLSearchParams({state: p.state || '', wave: p.wave || '', offset: String(p.offset || 0), limit: String(ROLLOUT_PAGE)});
+  return '/api/rollouts/' + encodeURIComponent(id) + '?' + q.toString();
+}
+
+// pickRolloutPage changes the state, wave or offset shown of rollout id and redraws its card.
+async function pickRolloutPage(id, change) {
+  const p = Object.assign({state: '', wave: '', offset: 0}, S.rolloutPages.get(id), change);
+  S.rolloutPages.set(id, p);
+  const card = document.querySelector(`[data-rollout="${CSS.escape(id)}"]`);
+  try {
+    const r = await getJSON(rolloutPageURL(id));
+    if (card) card.replaceWith(rolloutCard(r));
+  } catch (err) { if (card) failBox(card, err); }
+}
+
 function rolloutCard(r) {
-  const clusters = [...new Set((r.clusters || []).map((c) => c.cluster))];
-  const deployOf = (c) => [...S.deploys.values()].filter((d) => d.rollout === r.id && d.cluster === c.cluster)
-    .sort((a, b) => (b.updated || '').localeCompare(a.updated || ''))[0];
+  const page = r.page || {};
+  const whole = page.state === 'all' && !page.wave && (r.clusters || []).length === (r.summary || {}).clusters;
   return el('div', {class: 'card', 'data-rollout': r.id},
     el('h2', {}, `rollout ${r.id} `, badge(r.queued ? 'queued' : r.phase),
-      el('span', {class: 'muted'}, ` release ${r.release} · namespace ${r.namespace}` + (r.waves && r.waves.length ? ` · wave ${Math.min(r.wave + 1, r.waves.length)}/${r.waves.length}` : ''))),
+      el('span', {class: 'muted'}, ` release ${r.release} · namespace ${r.namespace}` + (r.waves && r.waves.length ? ` · wave ${Math.min(r.wave + 1, r.waves.length)}/${r.waves.length}` : '') +
+        ` · ${(r.summary || {}).clusters || 0} clusters`)),
     r.reason ? el('div', {class: 'reason'}, r.reason) : null,
-    el('table', {class: 'grid'},
-      el('thead', {}, el('tr', {}, el('th', {}, 'Wave'), el('th', {}, 'Wave state'), clusters.map((c) => el('th', {}, c)))),
-      el('tbody', {}, (r.waves || []).map((w, i) => el('tr', {'data-wave': w.name},
-        el('td', {}, w.name), el('td', {}, badge(w.status)),
-        clusters.map((name) => {
-          const c = (r.clusters || []).find((x) => x.cluster === name && x.wave === i);
-          if (!c) return el('td', {class: 'cell muted'}, '·');
-          const dep = deployOf(c);
-          return el('td', {class: 'cell', 'data-cluster': name, 'data-state': c.status, title: c.reason || ''},
-            badge(c.status), c.revision ? el('div', {class: 'muted'}, `rev ${c.revision}` + (c.attempt > 1 ? ` · attempt ${c.attempt}` : '')) : null,
-            dep ? el('div', {}, el('a', {href: '#/deploy/' + encodeURIComponent(dep.id)}, 'events')) : null);
-        }))))),
-    el('div', {class: 'muted'}, 'In the terminal: ', copyable(`sealane rollout status ${r.id}`), ' — each cell links to its deploy and that deploy\'s events.'));
+    rolloutSummary(r),
+    whole && !S.rolloutPages.has(r.id) ? rolloutGrid(r) : rolloutPage(r),
+    el('div', {class: 'muted'}, 'In the terminal: ', copyable(`sealane rollout status ${r.id}`), ' — each cluster links to its deploy and that deploy\'s events.'));
+}
+
+// rolloutSummary is the table of each wave's clusters counted per state; a count picks those
+// clusters below.
+function rolloutSummary(r) {
+  const sum = r.summary || {counts: {}, waves: []};
+  const states = ROLLOUT_STATES.filter((st) => (sum.counts || {})[st]);
+  const cell = (n, st, wave) => el('td', {'data-count': st}, n
+    ? el('button', {class: 'link', type: 'button', title: `show the ${st} clusters` + (wave ? ` of wave ${wave}` : ''),
+      onclick: () => pickRolloutPage(r.id, {state: st, wave: wave || '', offset: 0})}, String(n))
+    : el('span', {class: 'muted'}, '·'));
+  const row = (name, status, w, wave) => el('tr', {'data-summary-wave': wave || ''},
+    el('td', {}, name), el('td', {}, status ? badge(status) : ''), el('td', {}, String(w.clusters || 0)),
+    states.map((st) => cell((w.counts || {})[st] || 0, st, wave)));
+  return el('table', {class: 'summary'},
+    el('thead', {}, el('tr', {}, ['Wave', 'Wave state', 'Clusters', ...states].map((h) => el('th', {}, h)))),
+    el('tbody', {}, (sum.waves || []).map((w) => row(w.name, w.status, w, w.name)),
+      (sum.waves || []).length > 1 ? row('all', '', sum, '') : null));
+}
+
+function deployOfCluster(r, c) {
+  return [...S.deploys.values()].filter((d) => d.rollout === r.id && d.cluster === c.cluster)
+    .sort((a, b) => (b.updated || '').localeCompare(a.updated || ''))[0];
+}
+
+function clusterCell(r, c) {
+  const dep = deployOfCluster(r, c);
+  return el('td', {class: 'cell', 'data-cluster': c.cluster, 'data-state': c.status, title: c.reason || ''},
+    badge(c.status), c.revision ? el('div', {class: 'muted'}, `rev ${c.revision}` + (c.attempt > 1 ? ` · attempt ${c.attempt}` : '')) : null,
+    dep ? el('div', {}, el('a', {href: '#/deploy/' + encodeURIComponent(dep.id)}, 'events')) : null);
+}
+
+// rolloutGrid draws a rollout of few clusters as waves × clusters.
+function rolloutGrid(r) {
+  const clusters = [...new Set((r.clusters || []).map((c) => c.cluster))];
+  return el('table', {class: 'grid'},
+    el('thead', {}, el('tr', {}, el('th', {}, 'Wave'), el('th', {}, 'Wave state'), clusters.map((c) => el('th', {}, c)))),
+    el('tbody', {}, (r.waves || []).map((w, i) => el('tr', {'data-wave': w.name},
+      el('td', {}, w.name), el('td', {}, badge(w.status)),
+      clusters.map((name) => {
+        const c = (r.clusters || []).find((x) => x.cluster === name && x.wave === i);
+        return c ? clusterCell(r, c) : el('td', {class: 'cell muted'}, '·');
+      })))));
+}
+
+// rolloutPage draws the filters, one row per cluster of the page, and the paging buttons.
+function rolloutPage(r) {
+  const page = r.page || {};
+  const clusters = r.clusters || [];
+  const state = el('select', {'data-filter': 'rollout-state', onchange: (e) => pickRolloutPage(r.id, {state: e.target.value, offset: 0})},
+    [['unsettled', 'not succeeded'], ['all', 'every state'], ...ROLLOUT_STATES.map((st) => [st, st])].map(([v, label]) =>
+      el('option', {value: v, selected: page.state === v ? 'selected' : null}, label)));
+  const wave = el('select', {'data-filter': 'rollout-wave', onchange: (e) => pickRolloutPage(r.id, {wave: e.target.value, offset: 0})},
+    el('option', {value: ''}, 'every wave'),
+    (r.waves || []).map((w) => el('option', {value: w.name, selected: page.wave === w.name ? 'selected' : null}, w.name)));
+  const from = page.offset || 0, limit = page.limit || ROLLOUT_PAGE, total = page.total || 0;
+  const pager = el('div', {class: 'pager'},
+    el('button', {type: 'button', 'data-page': 'prev', disabled: from === 0 ? 'disabled' : null,
+      onclick: () => pickRolloutPage(r.id, {state: page.state, wave: page.wave, offset: Math.max(0, from - limit)})}, '‹ previous'),
+    el('span', {class: 'muted', 'data-page-range': ''}, total ? `${Math.min(from + 1, total)}–${Math.min(from + clusters.length, total)} of ${total}` : 'no cluster matches'),
+    el('button', {type: 'button', 'data-page': 'next', disabled: from + clusters.length >= total ? 'disabled' : null,
+      onclick: () => pickRolloutPage(r.id, {state: page.state, wave: page.wave, offset: from + limit})}, 'next ›'));
+  const waveName = (i) => ((r.waves || [])[i] || {}).name || '';
+  return el('div', {class: 'rollout-page'},
+    el('div', {class: 'filters'}, state, wave, pager),
+    clusters.length ? el('table', {class: 'clusters'},
+      el('thead', {}, el('tr', {}, ['Wave', 'Cluster', 'State', 'Revision', 'Reason'].map((h) => el('th', {}, h)))),
+      el('tbody', {}, clusters.map((c) => {
+        const cell = clusterCell(r, c);
+        return el('tr', {'data-cluster': c.cluster, 'data-state': c.status},
+          el('td', {}, waveName(c.wave)), el('td', {class: 'mono'}, c.cluster), cell,
+          el('td', {}, c.revision ? String(c.revision) + (c.previousRevision && c.previousRevision !== c.revision ? ` (from ${c.previousRevision})` : '') : ''),
+          el('td', {class: 'muted'}, c.reason || ''));
+      }))) : el('div', {class: 'empty'}, page.state === 'unsettled' ? 'Every cluster' + (page.wave ? ` of wave ${page.wave}` : '') + ' succeeded.' : 'No cluster matches.'));
 }
 
 // ---- dead letters ------------------------------------------------------------------------
