@@ -104,8 +104,8 @@ func New(globals func() Globals) *cobra.Command {
 	return cmd
 }
 
-// run serves the stages and the webhook intake args name until the command's context ends.
-func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
+// check refuses what serve cannot run with before anything connects.
+func (f *flags) check(cmd *cobra.Command, g Globals) error {
 	if g.NATSURL == "" {
 		return fmt.Errorf("serve needs --nats URL (or $SEALANE_NATS_URL): stages of one pipeline meet on a shared NATS")
 	}
@@ -114,6 +114,14 @@ func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
 	}
 	if f.workers < 0 || f.workers > 256 {
 		return fmt.Errorf("--workers %d: give 1 to 256 (0: the default, 4)", f.workers)
+	}
+	return nil
+}
+
+// run serves the stages and the webhook intake args name until the command's context ends.
+func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
+	if err := f.check(cmd, g); err != nil {
+		return err
 	}
 	f.clusters.Kubeconfig, f.console.Kubeconfig = g.Kubeconfig, g.Kubeconfig
 	names, withWebhook := parts(args, f.hook.Config != "")
