@@ -333,16 +333,22 @@ func (f *fleetPipeline) waitRollouts(ctx context.Context, ids []string) (time.Ti
 	}
 }
 
-// record reads rollout id's record, noting the largest stored record seen (a record is one
-// KV value: the rollout's state, deploys and outbox).
+// record reads rollout id's record, noting the largest KV value of it seen: the record key's
+// (the record, or the manifest of a record stored in parts) or one of its parts.
 func (f *fleetPipeline) record(ctx context.Context, id string) (*coordinator.Record, error) {
-	e, err := f.store.KV.Get(ctx, "rollouts."+id)
-	if err != nil {
-		return nil, err
+	for _, key := range f.recordKeys(ctx, id) {
+		if e, err := f.store.KV.Get(ctx, key); err == nil {
+			f.maxRecord = max(f.maxRecord, len(e.Value()))
+		}
 	}
-	f.maxRecord = max(f.maxRecord, len(e.Value()))
 	rec, _, err := f.store.Get(ctx, id)
 	return rec, err
+}
+
+// recordKeys are the keys of rollout id's record: its own and its parts' (chunks.<id>.*).
+func (f *fleetPipeline) recordKeys(ctx context.Context, id string) []string {
+	parts, _ := f.store.KV.Keys(ctx, "chunks."+id+".*")
+	return append([]string{"rollouts." + id}, parts...)
 }
 
 func later(t time.Time, ts ...time.Time) time.Time {

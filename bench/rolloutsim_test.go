@@ -6,6 +6,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/pkg/clusterspec"
+	"github.com/sealane/sealane/pkg/coordinator"
 	"github.com/sealane/sealane/pkg/kube"
 )
 
@@ -44,7 +48,7 @@ func BenchmarkRolloutSimulated(b *testing.B) {
 			"data:\n  message: {{ .Values.message | quote }}\n  cluster: {{ .Release.Namespace | quote }}\n",
 	})
 	sharePayloadKey(b)
-	for _, n := range []int{20, 200} {
+	for _, n := range simClusterCounts(b) {
 		for _, r := range []int{1, 2} {
 			b.Run(fmt.Sprintf("clusters=%d/replicas=%d", n, r), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
@@ -54,6 +58,24 @@ func BenchmarkRolloutSimulated(b *testing.B) {
 			})
 		}
 	}
+}
+
+// simClusterCounts are the fleet sizes to simulate: 20, 200 and 1,000, or
+// $SEALANE_BENCH_SIM_CLUSTERS (comma-separated, e.g. 10000 for the one-off large run).
+func simClusterCounts(b *testing.B) []int {
+	env := os.Getenv("SEALANE_BENCH_SIM_CLUSTERS")
+	if env == "" {
+		return []int{20, 200, 1000}
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("$SEALANE_BENCH_SIM_CLUSTERS %q: want cluster counts such as 1000,10000", env)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 type simConfig struct {
@@ -108,16 +130,16 @@ waves:
 		p.stop()
 		b.Fatalf("rollout did not succeed: %s\n%s", outcome, p.outputs())
 	}
-	reportSim(b, p, start, end, id)
+	reportSim(b, p, start, end, recs[0])
 	p.stop()
 	deleteNamespaces(b, c.home, true, append(nss, secretsNS)...)
 	time.Sleep(3 * time.Second)
 	b.StartTimer()
 }
 
-// reportSim reports a simulated rollout's wall time, events and peak RSS.
-func reportSim(b *testing.B, p *fleetPipeline, start, end time.Time, id string) {
-	took := end.Sub(start)
+// reportSim reports a simulated rollout's wall time, events, deploy rate and peak RSS.
+func reportSim(b *testing.B, p *fleetPipeline, start, end time.Time, rec *coordinator.Record) {
+	took, id := end.Sub(start), rec.State.ID
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := p.rolloutEvents(ctx, []string{id})
@@ -130,6 +152,7 @@ func reportSim(b *testing.B, p *fleetPipeline, start, end time.Time, id string) 
 	b.ReportMetric(took.Seconds(), "s/rollout")
 	b.ReportMetric(float64(count), "events")
 	b.ReportMetric(float64(count)/took.Seconds(), "events/s")
+	b.ReportMetric(float64(len(rec.State.Clusters))/took.Minutes(), "cluster-deploys/min")
 	b.ReportMetric(float64(p.maxRecord)/1024, "KB-max-record")
 	for _, s := range stageNames {
 		b.ReportMetric(float64(p.peakRSS(s))/(1<<20), "MB-peak-rss/"+s)
