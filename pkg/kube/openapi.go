@@ -3,6 +3,10 @@ package kube
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -69,3 +73,57 @@ func restClientOf(d discovery.DiscoveryInterface) rest.Interface {
 	}
 	return rc
 }
+
+// OpenAPIV2IfChanged is OpenAPIV2Raw asking the server to answer "not modified" when its
+// document is one of those etags name (If-None-Match): the API server's ETag is a hash of the
+// document, equal on clusters serving the same one, so a fleet's documents are downloaded once
+// each. It returns the document and its ETag, or no document and the ETag that matched. A
+// discovery client without a REST client (a fake) is asked in full.
+func OpenAPIV2IfChanged(ctx context.Context, d discovery.DiscoveryInterface, etags []string) ([]byte, string, error) {
+	rc, ok := restClientOf(d).(*rest.RESTClient)
+	if !ok || rc == nil || rc.Client == nil {
+		raw, err := OpenAPIV2Raw(ctx, d)
+		return raw, "", err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, OpenAPIFetchTimeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Get().AbsPath("/openapi/v2").URL().String(), nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
+	}
+	req.Header.Set("Accept", openAPIV2Proto)
+	if len(etags) > 0 {
+		req.Header.Set("If-None-Match", strings.Join(etags, ", "))
+	}
+	resp, err := rc.Client.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
+	}
+	defer resp.Body.Close()
+	etag := resp.Header.Get("Etag")
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		if !slices.Contains(etags, etag) {
+			return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: not modified, but its ETag %q is none of those asked", etag)
+		}
+		return nil, etag, nil
+	case http.StatusOK:
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxOpenAPIBytes+1))
+		switch {
+		case err != nil:
+			return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
+		case len(raw) > maxOpenAPIBytes:
+			return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: over %d MiB", maxOpenAPIBytes>>20)
+		}
+		return raw, etag, nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+}
+
+// maxOpenAPIBytes bounds an OpenAPI document (a cluster with thousands of CRD versions serves
+// some tens of MB).
+const maxOpenAPIBytes = 256 << 20

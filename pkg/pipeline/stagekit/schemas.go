@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,18 +38,23 @@ const (
 // it; per cluster the cache keeps only the digest and when it was fetched. One fetch per
 // cluster is in flight at a time, and the others wait for it.
 type SchemaCache struct {
-	ttl   time.Duration
-	now   func() time.Time
-	fetch func(ctx context.Context, cluster *kube.Cluster) ([]byte, error)
+	ttl time.Duration
+	now func() time.Time
+	// fetch fetches cluster's document unless it is one etags name: then no document and
+	// the ETag that matched (kube.OpenAPIV2IfChanged).
+	fetch func(ctx context.Context, cluster *kube.Cluster, etags []string) ([]byte, string, error)
 
 	mu       sync.Mutex
 	clusters *lru.Cache[string, clusterDigest]    // by cluster name
 	schemas  *lru.Cache[string, *validate.Schema] // by content digest
 	byBytes  *lru.Cache[[32]byte, string]         // content digest by the fetched bytes' SHA-256
+	byETag   *lru.Cache[string, string]           // content digest by the server's ETag
+	recent   []string                             // the ETags last fetched, newest first
 	inflight map[string]chan struct{}
 
-	parsing singleflight.Group // by content digest
-	parses  atomic.Int64
+	parsing     singleflight.Group // by content digest
+	parses      atomic.Int64
+	notModified atomic.Int64
 }
 
 // clusterDigest is what a SchemaCache keeps of one cluster: its document's digest.
@@ -78,6 +84,7 @@ func newSchemaCache(ttl time.Duration, clock func() time.Time, clusters, documen
 	c.clusters, _ = lru.New[string, clusterDigest](max(clusters, 1))
 	c.schemas, _ = lru.New[string, *validate.Schema](max(documents, 1))
 	c.byBytes, _ = lru.New[[32]byte, string](max(4*documents, 1))
+	c.byETag, _ = lru.New[string, string](max(4*documents, 1))
 	return c
 }
 
@@ -130,11 +137,27 @@ func (c *SchemaCache) freshLocked(name string) (FetchedSchema, bool) {
 	return FetchedSchema{Schema: s.WithSource(schemaSource(name)), Digest: e.digest}, true
 }
 
-// refresh fetches the cluster's document and finds or builds its schema.
+// recentETags is how many of the ETags last fetched a refresh offers the server: a fleet
+// serves few distinct documents (one per version and set of CRDs).
+const recentETags = 4
+
+// refresh fetches the cluster's document — unless the server says it is one fetched before,
+// by its ETag — and finds or builds its schema.
 func (c *SchemaCache) refresh(ctx context.Context, cluster *kube.Cluster) (FetchedSchema, error) {
-	raw, err := c.fetch(ctx, cluster)
+	c.mu.Lock()
+	known := slices.Clone(c.recent)
+	c.mu.Unlock()
+	raw, etag, err := c.fetch(ctx, cluster, known)
 	if err != nil {
 		return FetchedSchema{}, err
+	}
+	if raw == nil {
+		if s, ok := c.seen(cluster.Name, etag); ok {
+			return s, nil
+		}
+		if raw, etag, err = c.fetch(ctx, cluster, nil); err != nil { // its schema was evicted
+			return FetchedSchema{}, err
+		}
 	}
 	sum := sha256.Sum256(raw)
 	c.mu.Lock()
@@ -151,8 +174,31 @@ func (c *SchemaCache) refresh(ctx context.Context, cluster *kube.Cluster) (Fetch
 	}
 	c.mu.Lock()
 	c.clusters.Add(cluster.Name, clusterDigest{digest: digest, fetched: c.now()})
+	if etag != "" {
+		c.byETag.Add(etag, digest)
+		c.recent = append([]string{etag}, slices.DeleteFunc(c.recent, func(e string) bool { return e == etag })...)
+		c.recent = c.recent[:min(len(c.recent), recentETags)]
+	}
 	c.mu.Unlock()
 	return FetchedSchema{Schema: s.WithSource(schemaSource(cluster.Name)), Digest: digest}, nil
+}
+
+// seen is the schema of a document fetched before under etag, now the cluster's; false when
+// it is no longer cached.
+func (c *SchemaCache) seen(name, etag string) (FetchedSchema, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	digest, ok := c.byETag.Get(etag)
+	if !ok {
+		return FetchedSchema{}, false
+	}
+	s, ok := c.schemas.Get(digest)
+	if !ok {
+		return FetchedSchema{}, false
+	}
+	c.notModified.Add(1)
+	c.clusters.Add(name, clusterDigest{digest: digest, fetched: c.now()})
+	return FetchedSchema{Schema: s.WithSource(schemaSource(name)), Digest: digest}, true
 }
 
 // parse decodes a document, digests its content (the digest is the deterministic encoding's,
@@ -206,10 +252,14 @@ func documentDigest(doc *openapi_v2.Document) (string, error) {
 
 func schemaSource(cluster string) string { return "the schema of cluster " + cluster }
 
-// fetchDocument fetches cluster's OpenAPI document as protobuf.
-func fetchDocument(ctx context.Context, cluster *kube.Cluster) ([]byte, error) {
-	return kube.OpenAPIV2Raw(ctx, cluster.Typed.Discovery())
+// fetchDocument fetches cluster's OpenAPI document as protobuf, unless etags name it.
+func fetchDocument(ctx context.Context, cluster *kube.Cluster, etags []string) ([]byte, string, error) {
+	return kube.OpenAPIV2IfChanged(ctx, cluster.Typed.Discovery(), etags)
 }
+
+// NotModified counts the fetches the server answered "not modified": a document fetched from
+// another cluster before, not downloaded again.
+func (c *SchemaCache) NotModified() int64 { return c.notModified.Load() }
 
 // Warm fetches the schemas of the named clusters now, in the background, so that the first
 // deploy to them does not wait for it: the CLI knows its one cluster as it starts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,9 +82,9 @@ func TestSchemaCacheSharesByDigest(t *testing.T) {
 			now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 			c := newSchemaCache(SchemaTTL, func() time.Time { return now }, tt.clusters, tt.documents)
 			serving, fetches := map[string][]byte{}, 0
-			c.fetch = func(_ context.Context, cl *kube.Cluster) ([]byte, error) {
+			c.fetch = func(_ context.Context, cl *kube.Cluster, _ []string) ([]byte, string, error) {
 				fetches++
-				return serving[cl.Name], nil
+				return serving[cl.Name], "", nil
 			}
 			var digests []string
 			for i, st := range tt.steps {
@@ -130,7 +131,7 @@ func TestSchemaCacheDigestIsContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewSchemaCache(SchemaTTL, nil)
-	c.fetch = func(context.Context, *kube.Cluster) ([]byte, error) { return raw, nil }
+	c.fetch = func(context.Context, *kube.Cluster, []string) ([]byte, string, error) { return raw, "", nil }
 	got, err := c.Get(context.Background(), &kube.Cluster{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestSchemaCacheDigestIsContent(t *testing.T) {
 func TestSchemaCacheConcurrentClustersParseOnce(t *testing.T) {
 	raw := schemaDoc(t, "Widget")
 	c := NewSchemaCache(SchemaTTL, nil)
-	c.fetch = func(context.Context, *kube.Cluster) ([]byte, error) { return raw, nil }
+	c.fetch = func(context.Context, *kube.Cluster, []string) ([]byte, string, error) { return raw, "", nil }
 	errs := make(chan error, 20)
 	for i := range 20 {
 		go func() {
@@ -171,7 +172,7 @@ func BenchmarkSchemaCacheFleet(b *testing.B) {
 	const fleet = 10000
 	for range b.N {
 		c := NewSchemaCache(SchemaTTL, nil)
-		c.fetch = func(context.Context, *kube.Cluster) ([]byte, error) { return raw, nil }
+		c.fetch = func(context.Context, *kube.Cluster, []string) ([]byte, string, error) { return raw, "", nil }
 		clusters := make([]*kube.Cluster, fleet)
 		for i := range clusters {
 			clusters[i] = &kube.Cluster{Name: fmt.Sprintf("cluster-%05d", i)}
@@ -194,4 +195,39 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// TestSchemaCacheAsksIfChanged: a cluster serving a document another cluster served before
+// is answered "not modified" by its ETag and not downloaded; a new document is; a document
+// whose schema was evicted is downloaded again in full.
+func TestSchemaCacheAsksIfChanged(t *testing.T) {
+	c := newSchemaCache(SchemaTTL, nil, 100, 1)
+	docs := map[string][]byte{"A": schemaDoc(t, "A"), "B": schemaDoc(t, "B")}
+	serves := map[string]string{"c1": "A", "c2": "A", "c3": "A", "c4": "B", "c5": "A"}
+	var downloads, offered []string
+	c.fetch = func(_ context.Context, cl *kube.Cluster, etags []string) ([]byte, string, error) {
+		doc := serves[cl.Name]
+		offered = append(offered, strings.Join(etags, ","))
+		if slices.Contains(etags, "E"+doc) {
+			return nil, "E" + doc, nil
+		}
+		downloads = append(downloads, cl.Name)
+		return docs[doc], "E" + doc, nil
+	}
+	for _, name := range []string{"c1", "c2", "c3", "c4", "c5"} {
+		got, err := c.Get(context.Background(), &kube.Cluster{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Schema.Knows(schema.GroupVersionKind{Group: "example.io", Version: "v1", Kind: serves[name]}) {
+			t.Errorf("%s: not the schema of document %s", name, serves[name])
+		}
+	}
+	// c5's document A was evicted by B (one schema kept): its not-modified answer is no use
+	if want := []string{"c1", "c4", "c5"}; !slices.Equal(downloads, want) {
+		t.Errorf("downloaded for %v, want %v (offered ETags %q)", downloads, want, offered)
+	}
+	if c.NotModified() != 2 || c.Parses() != 3 {
+		t.Errorf("%d not modified, %d parses; want 2 and 3", c.NotModified(), c.Parses())
+	}
 }
