@@ -30,33 +30,42 @@ type Store struct {
 
 // Get returns the record of rollout id and its KV revision.
 func (s Store) Get(ctx context.Context, id string) (*Record, uint64, error) {
-	r, rev, _, err := s.read(ctx, id)
-	return r, rev, err
+	got, err := s.read(ctx, id)
+	return got.r, got.rev, err
 }
 
-// read returns the record of rollout id, its KV revision and, for a record stored in parts,
-// its manifest; it reads again when a part was replaced while it read (the record changed).
-func (s Store) read(ctx context.Context, id string) (*Record, uint64, *manifest, error) {
+// readRecord is a record as read: decoded, its KV revision, its JSON and, for a record stored
+// in parts, its manifest.
+type readRecord struct {
+	r   *Record
+	rev uint64
+	raw []byte
+	m   *manifest
+}
+
+// read returns the record of rollout id as read; it reads again when a part was replaced
+// while it read (the record changed).
+func (s Store) read(ctx context.Context, id string) (readRecord, error) {
 	for attempt := 1; ; attempt++ {
 		e, err := s.KV.Get(ctx, recordKey(id))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, 0, nil, fmt.Errorf("rollout %s: %w", id, ErrNotFound)
+			return readRecord{}, fmt.Errorf("rollout %s: %w", id, ErrNotFound)
 		}
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("read rollout %s: %w", id, err)
+			return readRecord{}, fmt.Errorf("read rollout %s: %w", id, err)
 		}
 		raw, m, err := s.load(ctx, id, e.Value()) // chunks.go
 		if errors.Is(err, errPartGone) && attempt < readAttempts {
 			continue
 		}
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("rollout %s: stored record: %w", id, err)
+			return readRecord{}, fmt.Errorf("rollout %s: stored record: %w", id, err)
 		}
 		var r Record
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return nil, 0, nil, fmt.Errorf("rollout %s: stored record: not JSON: %w", id, err)
+			return readRecord{}, fmt.Errorf("rollout %s: stored record: not JSON: %w", id, err)
 		}
-		return &r, e.Revision(), m, nil
+		return readRecord{r: &r, rev: e.Revision(), raw: raw, m: m}, nil
 	}
 }
 
@@ -142,11 +151,11 @@ func (s Store) create(ctx context.Context, r *Record) (*Record, error) {
 // fresh read. fn returning errUnchanged writes nothing (the record is returned as read).
 func (s Store) update(ctx context.Context, id string, fn func(*Record) error) (*Record, error) {
 	for range casAttempts {
-		r, rev, prev, err := s.read(ctx, id)
+		got, err := s.read(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		before, _ := json.Marshal(r)
+		r := got.r
 		if err := fn(r); errors.Is(err, errUnchanged) {
 			return r, nil
 		} else if err != nil {
@@ -156,10 +165,10 @@ func (s Store) update(ctx context.Context, id string, fn func(*Record) error) (*
 		if err != nil {
 			return nil, fmt.Errorf("encode rollout %s: %w", id, err)
 		}
-		if bytes.Equal(before, raw) {
+		if bytes.Equal(got.raw, raw) { // the record's JSON is json.Marshal's: unchanged
 			return r, nil
 		}
-		won, err := s.write(ctx, id, raw, rev, prev)
+		won, err := s.write(ctx, id, raw, got.rev, got.m)
 		if err != nil {
 			return nil, err
 		}

@@ -133,9 +133,13 @@ func TestLargeFleetRecordStoredInParts(t *testing.T) {
 	if _, err := s.update(w.ctx, r.State.ID, func(r *Record) error { r.State.Clusters = r.State.Clusters[:10]; r.Outbox = nil; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, _, m, err := s.read(w.ctx, r.State.ID)
+	got, err := s.read(w.ctx, r.State.ID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	m := got.m
+	if again, _ := json.Marshal(got.r); string(again) != string(got.raw) {
+		t.Errorf("a record read and encoded again differs from its stored JSON: every update would write")
 	}
 	left := values(t, w)
 	named := 1
