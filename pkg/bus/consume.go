@@ -57,7 +57,7 @@ type ConsumerOptions struct {
 	// OrderKey, if set (with Workers above 1), names what the order of messages matters
 	// within: messages with one key are handled one at a time, in the order the consumer
 	// delivered them, messages with different keys in parallel (a stage's: the release).
-	OrderKey func(subject string) string
+	OrderKey func(msg jetstream.Msg) string
 	// MaxAckPending caps unacked messages, including retries waiting for their delay.
 	MaxAckPending int
 	// OnDeadLetter, if set, is called after a message was recorded as a dead letter and

@@ -38,7 +38,7 @@ func (c *consumer) consumeLanes(ctx context.Context, cons jetstream.Consumer) er
 		})
 	}
 	err := c.work(ctx, 0, cons, func(ctx context.Context, msg jetstream.Msg) {
-		lane := lanes[laneOf(c.opts.OrderKey(msg.Subject()), len(lanes))]
+		lane := lanes[laneOf(c.opts.OrderKey(msg), len(lanes))]
 		w := waiting{msg: msg, stop: c.keepInProgress(ctx, msg, c.log)}
 		select {
 		case lane <- w:

@@ -101,7 +101,7 @@ var Types = []events.Type{events.RolloutRequested, events.RolloutCommanded, even
 func (c *Coordinator) Stage() stage.Stage {
 	c.defaults()
 	return stage.Stage{
-		Name: Durable, Types: Types, Handler: stage.HandlerFunc(c.handle), Workers: 4,
+		Name: Durable, Types: Types, Handler: stage.HandlerFunc(c.handle), Workers: 4, OrderKey: stage.ByRollout,
 		Store: outboxes{c}, OnTick: c.tickAll, Every: c.Tick,
 		OnGiveUp: func(in stage.Input, reason string) ([]stage.Emit, error) {
 			c.log().Error("rollout coordinator gave up on an event", zap.String("event", in.Event.ID()),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/sealane/sealane/events"
@@ -107,7 +108,7 @@ type Stage struct {
 	// OrderKey, if set (with Workers above 1), keeps the events of one key in delivery order,
 	// one at a time, while events of other keys run beside them: ByRelease for the deploy
 	// stages, whose events of one release must not overtake each other in a replica.
-	OrderKey func(subject string) string
+	OrderKey func(msg jetstream.Msg) string
 	// AckWait bounds how long a handler may go without a heartbeat (default 30s).
 	AckWait time.Duration
 	// Stateless stages keep no deploy state and no outbox: their events' ids come from the
@@ -191,7 +192,23 @@ func nextState(in Input, out Output, now time.Time) deploy.State {
 
 // ByRelease is the OrderKey of the deploy stages: an event's release, the last three tokens of
 // its subject (cluster, namespace, release).
-func ByRelease(subject string) string {
+func ByRelease(msg jetstream.Msg) string { return releaseOf(msg.Subject()) }
+
+// ByRollout is the OrderKey of the rollout coordinator: the rollout an event belongs to (its
+// extension header), else its release. One rollout's events then change its record one at a
+// time in a replica, instead of racing each other's compare-and-set.
+func ByRollout(msg jetstream.Msg) string {
+	if id := msg.Headers().Get(rolloutHeader); id != "" {
+		return id
+	}
+	return ByRelease(msg)
+}
+
+// rolloutHeader is the NATS header of the rollout extension of a binary-mode CloudEvent.
+const rolloutHeader = "ce-" + events.ExtRollout
+
+// releaseOf is the last three tokens of subject.
+func releaseOf(subject string) string {
 	i := len(subject)
 	for range 3 {
 		i = strings.LastIndexByte(subject[:i], '.')

@@ -292,7 +292,7 @@ func conOrderKey(t *testing.T, r *consumerRun) {
 	}
 	o := r.opts()
 	o.FilterSubjects, o.Workers = []string{r.subject + ".>"}, keys
-	o.OrderKey = func(subject string) string { return subject[strings.LastIndex(subject, ".")+1:] }
+	o.OrderKey = func(msg jetstream.Msg) string { return msg.Subject()[strings.LastIndex(msg.Subject(), ".")+1:] }
 	var (
 		mu       sync.Mutex
 		active   = map[string]int{}
@@ -301,7 +301,7 @@ func conOrderKey(t *testing.T, r *consumerRun) {
 		parallel bool
 	)
 	r.consume(o, func(ctx context.Context, msg jetstream.Msg) error {
-		key := o.OrderKey(msg.Subject())
+		key := o.OrderKey(msg)
 		mu.Lock()
 		active[key]++
 		if active[key] > 1 {
