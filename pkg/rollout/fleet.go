@@ -26,18 +26,7 @@ func DecodeFleet(n *yaml.Node) (*Spec, []Problem) {
 		return fmt.Sprintf("a route's rollout says where the release goes (%s); what it deploys (%s) is the route's deploy",
 			strings.Join(FleetKeys, ", "), key), true
 	}
-	f := d.Fields(n, "", FleetKeys...)
-	s := &Spec{
-		Clusters:  d.clusterSet(f["clusters"]),
-		Unmatched: Unmatched(d.Enum(f["unmatched"], "unmatched", string(UnmatchedError), string(UnmatchedLastWave))),
-		OnNewRollout: OnNewRollout(d.Enum(f["onNewRollout"], "onNewRollout",
-			string(Queue), string(Supersede), string(Reject))),
-		FailurePolicy:   d.failurePolicy(f["failurePolicy"]),
-		OfflineClusters: d.offline(f["offlineClusters"]),
-	}
-	for i, w := range d.Items(f["waves"], "waves") {
-		s.Waves = append(s.Waves, d.wave(w, fmt.Sprintf("waves[%d]", i)))
-	}
+	s := d.fleet(d.Fields(n, "", FleetKeys...))
 	var ps problems
 	ps.clusterSet(s.Clusters)
 	ps.waves(s.Waves, s.Unmatched)

@@ -38,16 +38,19 @@ var specKeys = []string{"chart", "values", "valuesFiles", "set", "release", "nam
 // spec decodes the structure of a spec: types, keys, scalars. validate checks the rest.
 func (d *decoder) spec(root *yaml.Node) *Spec {
 	f := d.Fields(root, "", specKeys...)
+	s := d.fleet(f)
+	s.Chart, s.Values = d.chart(f["chart"]), d.values(f["values"])
+	s.ValuesFiles, s.Set = d.Strs(f["valuesFiles"], "valuesFiles"), d.Strs(f["set"], "set")
+	s.Release, s.Namespace = d.Str(f["release"], "release"), d.Str(f["namespace"], "namespace")
+	s.Timeout = d.duration(f["timeout"], "timeout", true)
+	return s
+}
+
+// fleet decodes the keys of a spec that say where and how it rolls out (FleetKeys).
+func (d *decoder) fleet(f map[string]*yaml.Node) *Spec {
 	s := &Spec{
-		Chart:       d.chart(f["chart"]),
-		Values:      d.values(f["values"]),
-		ValuesFiles: d.Strs(f["valuesFiles"], "valuesFiles"),
-		Set:         d.Strs(f["set"], "set"),
-		Release:     d.Str(f["release"], "release"),
-		Namespace:   d.Str(f["namespace"], "namespace"),
-		Timeout:     d.duration(f["timeout"], "timeout", true),
-		Clusters:    d.clusterSet(f["clusters"]),
-		Unmatched:   Unmatched(d.Enum(f["unmatched"], "unmatched", string(UnmatchedError), string(UnmatchedLastWave))),
+		Clusters:  d.clusterSet(f["clusters"]),
+		Unmatched: Unmatched(d.Enum(f["unmatched"], "unmatched", string(UnmatchedError), string(UnmatchedLastWave))),
 		OnNewRollout: OnNewRollout(d.Enum(f["onNewRollout"], "onNewRollout",
 			string(Queue), string(Supersede), string(Reject))),
 		FailurePolicy:   d.failurePolicy(f["failurePolicy"]),

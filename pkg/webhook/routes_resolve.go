@@ -70,11 +70,7 @@ func (rt *Route) Resolve(p Push) (Deploy, error) {
 	if err != nil {
 		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
 	}
-	set, err := renderPairs(t.set, data, "set")
-	if err != nil {
-		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
-	}
-	setString, err := renderPairs(t.setString, data, "setString")
+	set, setString, err := t.renderSets(data)
 	if err != nil {
 		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
 	}
@@ -108,11 +104,7 @@ func (rt *Route) resolveRollout(p Push, data map[string]string, url string) (Dep
 	if err != nil {
 		return Deploy{}, fmt.Errorf("route %d: release: %w", rt.Index, err)
 	}
-	set, err := renderPairs(t.set, data, "set")
-	if err != nil {
-		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
-	}
-	setString, err := renderPairs(t.setString, data, "setString")
+	set, setString, err := t.renderSets(data)
 	if err != nil {
 		return Deploy{}, fmt.Errorf("route %d: %w", rt.Index, err)
 	}
@@ -150,6 +142,15 @@ func renderName(tmpl templateText, data map[string]string, field string, release
 		return "", fmt.Errorf("%s %q (from %q) is not a valid %s name: pipe the push's fields through slug, as in {{ .Branch | slug }}", field, name, tmpl.text, field)
 	}
 	return name, nil
+}
+
+// renderSets renders the route's set and setString over the push.
+func (t *DeployTemplate) renderSets(data map[string]string) (set, setString []string, err error) {
+	if set, err = renderPairs(t.set, data, "set"); err != nil {
+		return nil, nil, err
+	}
+	setString, err = renderPairs(t.setString, data, "setString")
+	return set, setString, err
 }
 
 func renderPairs(tmpls []templateText, data map[string]string, field string) ([]string, error) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,16 +26,7 @@ type tenantClient struct {
 
 func newTenantClient(t *testing.T, dir, name string) tenantClient {
 	t.Helper()
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := kp.PublicKey()
-	seed, _ := kp.Seed()
-	f := filepath.Join(dir, name+".nk")
-	if err := os.WriteFile(f, seed, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, pub := signingKey(t, dir, name) // webhook_rollout_test.go
 	return tenantClient{pub: pub, seedFile: f, bucket: bus.TenantInputBucket(name)}
 }
 
