@@ -30,6 +30,9 @@ const (
 	DefaultTick     = time.Second
 	// Durable is the name of the coordinator's consumer, shared by its replicas.
 	Durable = "rollout"
+	// Workers is how many events a replica handles at once: a rollout's results that arrive
+	// together wait for one write of its record (batch.go), so this bounds a batch.
+	Workers = 64
 )
 
 // Coordinator runs rollouts: its Stage consumes their requests, commands and the pipeline's
@@ -50,6 +53,9 @@ type Coordinator struct {
 	Metrics *metrics.Metrics
 	// SpecFiles reads the rollout files webhook routes name; nil refuses such rollouts.
 	SpecFiles SpecFiles
+
+	batches batches     // each rollout's writes, one at a time, grouped (batch.go)
+	records recordCache // the records decoded, between this replica's changes (cache.go)
 }
 
 // SpecFiles reads a rollout file (a webhook route's clusters, waves and policies) from its
@@ -77,7 +83,7 @@ func (c *Coordinator) log() *zap.Logger {
 	return c.Log
 }
 
-func (c *Coordinator) store() Store { return Store{KV: c.KV} }
+func (c *Coordinator) store() Store { return Store{KV: c.KV, cache: &c.records} }
 
 func (c *Coordinator) defaults() {
 	if c.Name == "" {
@@ -101,7 +107,7 @@ var Types = []events.Type{events.RolloutRequested, events.RolloutCommanded, even
 func (c *Coordinator) Stage() stage.Stage {
 	c.defaults()
 	return stage.Stage{
-		Name: Durable, Types: Types, Handler: stage.HandlerFunc(c.handle), Workers: 4, OrderKey: stage.ByRollout,
+		Name: Durable, Types: Types, Handler: stage.HandlerFunc(c.handle), Workers: Workers,
 		Store: outboxes{c}, OnTick: c.tickAll, Every: c.Tick,
 		OnGiveUp: func(in stage.Input, reason string) ([]stage.Emit, error) {
 			c.log().Error("rollout coordinator gave up on an event", zap.String("event", in.Event.ID()),

@@ -32,7 +32,7 @@ func (fleet) Reachable(context.Context, string) error { return nil }
 // world is a real JetStream with the rollout bucket, a shared clock and the router the
 // coordinators run on (replicas handle events and ticks through it, as on the bus).
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	b      *bus.Bus
 	kv     *bus.KV
@@ -41,7 +41,7 @@ type world struct {
 	now    time.Time
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })

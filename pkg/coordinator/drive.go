@@ -88,23 +88,30 @@ func (c *Coordinator) markUnreachable(cluster, cause string) {
 // and the state machine advances at the current time. mine says whether this replica drives
 // it: the router then publishes its outbox (and outboxes.Sent finishes an ended rollout).
 func (c *Coordinator) tick(ctx context.Context, id string) (mine bool, err error) {
-	rec, err := c.store().update(ctx, id, func(r *Record) error {
-		now := c.now()
-		mine = false
-		if r.Queued || (r.State.Phase.Final() && len(r.Outbox) == 0) {
-			return errUnchanged
+	var ended *Record
+	err = c.batches.locked(ctx, id, func() error {
+		rec, err := c.store().update(ctx, id, func(r *Record) error {
+			now := c.now()
+			mine = false
+			if r.Queued || (r.State.Phase.Final() && len(r.Outbox) == 0) {
+				return errUnchanged
+			}
+			if r.Owner != c.Name && now.Before(r.LeaseUntil) {
+				return errUnchanged
+			}
+			if r.Owner != c.Name && r.Owner != "" {
+				c.log().Info("taking over a rollout", zap.String("rollout", id), zap.String("from", r.Owner))
+			}
+			mine = true
+			if r.Owner != c.Name || r.LeaseUntil.Sub(now) < c.LeaseTTL/2 {
+				r.Owner, r.LeaseUntil = c.Name, now.Add(c.LeaseTTL)
+			}
+			return c.advance(ctx, r, now)
+		})
+		if err == nil && !mine && rec.State.Phase.Final() && len(rec.Outbox) == 0 {
+			ended = endOf(rec)
 		}
-		if r.Owner != c.Name && now.Before(r.LeaseUntil) {
-			return errUnchanged
-		}
-		if r.Owner != c.Name && r.Owner != "" {
-			c.log().Info("taking over a rollout", zap.String("rollout", id), zap.String("from", r.Owner))
-		}
-		mine = true
-		if r.Owner != c.Name || r.LeaseUntil.Sub(now) < c.LeaseTTL/2 {
-			r.Owner, r.LeaseUntil = c.Name, now.Add(c.LeaseTTL)
-		}
-		return c.advance(ctx, r, now)
+		return err
 	})
 	if errors.Is(err, ErrNotFound) {
 		return false, c.KV.Delete(ctx, activeKey(id), 0)
@@ -112,23 +119,52 @@ func (c *Coordinator) tick(ctx context.Context, id string) (mine bool, err error
 	if err != nil {
 		return false, err
 	}
-	if !mine && rec.State.Phase.Final() && len(rec.Outbox) == 0 {
-		return false, c.finish(ctx, rec)
+	if ended != nil {
+		return false, c.finish(ctx, ended)
 	}
 	return mine, nil
 }
 
+// endOf is what finish needs of an ended rollout's record, copied: the record itself stays
+// with the rollout's lock.
+func endOf(r *Record) *Record {
+	return &Record{State: rollout.State{ID: r.State.ID, Phase: r.State.Phase}, ReleaseKey: r.ReleaseKey}
+}
+
 // change applies e to rollout id and advances it: how results and commands reach a rollout,
 // on whichever replica received them. What it decided waits in the record's outbox for the
-// router to publish.
-func (c *Coordinator) change(ctx context.Context, id string, e rollout.Event) (*Record, error) {
-	return c.store().update(ctx, id, func(r *Record) error {
-		now := c.now()
-		if err := r.apply(e, now); err != nil {
-			return err
+// router to publish. Changes arriving together are stored together (batches).
+func (c *Coordinator) change(ctx context.Context, id string, e rollout.Event) error {
+	return c.batches.submit(ctx, id, func(*Record) (rollout.Event, error) { return e, nil }, c.commit)
+}
+
+// commit stores a batch of changes of rollout id with one update: each change's event applied
+// in turn (one the state does not allow fails alone), then one advance.
+func (c *Coordinator) commit(ctx context.Context, id string, changes []change) ([]error, error) {
+	errs := make([]error, len(changes))
+	_, err := c.store().update(ctx, id, func(r *Record) error {
+		var es []rollout.Event
+		var at []int // the change of each of es
+		for i, ch := range changes {
+			e, err := ch(r)
+			if errs[i] = err; err == nil && e != nil {
+				es, at = append(es, e), append(at, i)
+			}
 		}
+		now := c.now()
+		next, applied := rollout.ApplyAll(r.State, es, now)
+		ok := false
+		for j, err := range applied {
+			errs[at[j]] = err
+			ok = ok || err == nil
+		}
+		if !ok {
+			return errUnchanged
+		}
+		r.State = next
 		return c.advance(ctx, r, now)
 	})
+	return errs, err
 }
 
 // finish hands the release to the next queued rollout, if any, and drops the rollout from the
@@ -166,13 +202,16 @@ func (c *Coordinator) finish(ctx context.Context, rec *Record) error {
 
 // unqueue lets a queued rollout start: the next tick drives it.
 func (c *Coordinator) unqueue(ctx context.Context, id string) error {
-	_, err := c.store().update(ctx, id, func(r *Record) error {
-		if !r.Queued {
-			return errUnchanged
-		}
-		r.Queued = false
-		r.State.CreatedAt = c.now()
-		return nil
+	err := c.batches.locked(ctx, id, func() error {
+		_, err := c.store().update(ctx, id, func(r *Record) error {
+			if !r.Queued {
+				return errUnchanged
+			}
+			r.Queued = false
+			r.State.CreatedAt = c.now()
+			return nil
+		})
+		return err
 	})
 	if errors.Is(err, ErrNotFound) {
 		return nil

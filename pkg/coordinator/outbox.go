@@ -161,22 +161,28 @@ type outboxes struct{ c *Coordinator }
 
 // Outbox returns the events rollout id has still to publish.
 func (o outboxes) Outbox(ctx context.Context, id string) ([]stage.Outgoing, error) {
-	r, _, err := o.c.store().Get(ctx, id)
+	var out []stage.Outgoing
+	err := o.c.batches.locked(ctx, id, func() error {
+		s := o.c.store()
+		got, err := s.read(ctx, id)
+		if err != nil {
+			return err
+		}
+		defer s.cache.put(id, got) // read, not changed
+		out = make([]stage.Outgoing, 0, len(got.r.Outbox))
+		for _, og := range got.r.Outbox {
+			var ev cloudevents.Event
+			if err := json.Unmarshal(og.Event, &ev); err != nil {
+				return stage.Permanent(fmt.Errorf("rollout %s: outbox event %s: %w", id, og.ID, err))
+			}
+			out = append(out, stage.Outgoing{Event: ev, Request: og.Request, Link: og.Link})
+		}
+		return nil
+	})
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]stage.Outgoing, 0, len(r.Outbox))
-	for _, og := range r.Outbox {
-		var ev cloudevents.Event
-		if err := json.Unmarshal(og.Event, &ev); err != nil {
-			return nil, stage.Permanent(fmt.Errorf("rollout %s: outbox event %s: %w", id, og.ID, err))
-		}
-		out = append(out, stage.Outgoing{Event: ev, Request: og.Request, Link: og.Link})
-	}
-	return out, nil
+	return out, err
 }
 
 // Sent removes the published events from rollout id's outbox; a rollout that has ended and
@@ -186,27 +192,31 @@ func (o outboxes) Sent(ctx context.Context, id string, ids []string) error {
 	for _, s := range ids {
 		sent[s] = true
 	}
-	rec, err := o.c.store().update(ctx, id, func(rec *Record) error {
-		kept := rec.Outbox[:0]
-		for _, og := range rec.Outbox {
-			if !sent[og.ID] {
-				kept = append(kept, og)
+	var ended *Record
+	err := o.c.batches.locked(ctx, id, func() error {
+		rec, err := o.c.store().update(ctx, id, func(rec *Record) error {
+			kept := rec.Outbox[:0]
+			for _, og := range rec.Outbox {
+				if !sent[og.ID] {
+					kept = append(kept, og)
+				}
 			}
+			if len(kept) == len(rec.Outbox) {
+				return errUnchanged
+			}
+			rec.Outbox = kept
+			return nil
+		})
+		if err == nil && rec.State.Phase.Final() && len(rec.Outbox) == 0 {
+			ended = endOf(rec)
 		}
-		if len(kept) == len(rec.Outbox) {
-			return errUnchanged
-		}
-		rec.Outbox = kept
-		return nil
+		return err
 	})
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
-	if err != nil {
+	if err != nil || ended == nil {
 		return err
 	}
-	if rec.State.Phase.Final() && len(rec.Outbox) == 0 {
-		return o.c.finish(ctx, rec)
-	}
-	return nil
+	return o.c.finish(ctx, ended)
 }

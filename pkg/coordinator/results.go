@@ -20,20 +20,19 @@ func (c *Coordinator) recorded(ctx context.Context, e cloudevents.Event) (stage.
 		return stage.Output{}, stage.Permanent(err)
 	}
 	id, deployID := events.RolloutOf(e), events.CorrelationID(e)
-	rec, _, err := c.store().Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return stage.Output{}, nil
+	requested := false
+	out, err := c.applyChange(ctx, id, func(r *Record) (rollout.Event, error) {
+		ref, ok := r.Deploys[deployID]
+		if requested = ok; !ok {
+			c.log().Debug("a deploy the rollout did not request", zap.String("rollout", id), zap.String("deploy", deployID))
+			return nil, nil
+		}
+		return c.resultEvent(ctx, ref, d), nil
+	})
+	if err == nil && requested {
+		c.Metrics.ClusterResult(string(d.Outcome))
 	}
-	if err != nil {
-		return stage.Output{}, err
-	}
-	ref, ok := rec.Deploys[deployID]
-	if !ok {
-		c.log().Debug("a deploy the rollout did not request", zap.String("rollout", id), zap.String("deploy", deployID))
-		return stage.Output{}, nil
-	}
-	c.Metrics.ClusterResult(string(d.Outcome))
-	return c.apply(ctx, id, c.resultEvent(ctx, ref, d))
+	return out, err
 }
 
 // resultEvent is the state machine's event for a deploy's end.
@@ -122,7 +121,12 @@ func CommandEvent(d events.RolloutCommandData) (rollout.Event, error) {
 // applied (a redelivery after the change was stored but not yet published). An event its
 // state does not allow is logged, not retried.
 func (c *Coordinator) apply(ctx context.Context, id string, ev rollout.Event) (stage.Output, error) {
-	_, err := c.change(ctx, id, ev)
+	return c.applyChange(ctx, id, func(*Record) (rollout.Event, error) { return ev, nil })
+}
+
+// applyChange is apply with the event chosen from the record (change).
+func (c *Coordinator) applyChange(ctx context.Context, id string, ch change) (stage.Output, error) {
+	err := c.batches.submit(ctx, id, ch, c.commit)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return stage.Output{}, nil

@@ -154,7 +154,7 @@ func (c *Coordinator) claimRelease(ctx context.Context, rec *Record) (superseded
 		return "", err
 	}
 	if supersede != "" {
-		if _, err := c.change(ctx, supersede, rollout.Abort{Reason: "superseded by rollout " + id}); err != nil && !errors.Is(err, rollout.ErrNotAllowed) {
+		if err := c.change(ctx, supersede, rollout.Abort{Reason: "superseded by rollout " + id}); err != nil && !errors.Is(err, rollout.ErrNotAllowed) {
 			return "", err
 		}
 	}

@@ -26,6 +26,8 @@ const casAttempts = 20
 // Store reads and writes rollout records in the rollout bucket.
 type Store struct {
 	KV *bus.KV
+	// cache, if set, keeps decoded records between this replica's changes (the coordinator's).
+	cache *recordCache
 }
 
 // Get returns the record of rollout id and its KV revision.
@@ -53,6 +55,9 @@ func (s Store) read(ctx context.Context, id string) (readRecord, error) {
 		}
 		if err != nil {
 			return readRecord{}, fmt.Errorf("read rollout %s: %w", id, err)
+		}
+		if got, ok := s.cache.take(id, e.Revision()); ok {
+			return got, nil
 		}
 		raw, m, err := s.load(ctx, id, e.Value()) // chunks.go
 		if errors.Is(err, errPartGone) && attempt < readAttempts {
@@ -148,7 +153,9 @@ func (s Store) create(ctx context.Context, r *Record) (*Record, error) {
 }
 
 // update changes rollout id with fn under compare-and-set, retrying on a conflict with a
-// fresh read. fn returning errUnchanged writes nothing (the record is returned as read).
+// fresh read. fn returning errUnchanged writes nothing (the record is returned as read); it
+// must not have changed the record then. With a cache, the record returned is cached too:
+// the caller reads it only while it holds the rollout's lock (batches.locked).
 func (s Store) update(ctx context.Context, id string, fn func(*Record) error) (*Record, error) {
 	for range casAttempts {
 		got, err := s.read(ctx, id)
@@ -157,48 +164,60 @@ func (s Store) update(ctx context.Context, id string, fn func(*Record) error) (*
 		}
 		r := got.r
 		if err := fn(r); errors.Is(err, errUnchanged) {
+			s.cache.put(id, got)
 			return r, nil
 		} else if err != nil {
-			return nil, err
+			return nil, err // r may be half changed: not cached
 		}
 		raw, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("encode rollout %s: %w", id, err)
 		}
 		if bytes.Equal(got.raw, raw) { // the record's JSON is json.Marshal's: unchanged
+			s.cache.put(id, got)
 			return r, nil
 		}
-		won, err := s.write(ctx, id, raw, got.rev, got.m)
+		w, err := s.write(ctx, id, raw, got.rev, got.m)
 		if err != nil {
 			return nil, err
 		}
-		if won {
+		if w.won {
+			s.cache.put(id, readRecord{r: r, rev: w.rev, raw: raw, m: w.m})
 			return r, nil
 		}
 	}
 	return nil, fmt.Errorf("store rollout %s: %d compare-and-set conflicts in a row", id, casAttempts)
 }
 
+// written is what a write did: whether it won the compare-and-set, and then the record's new
+// revision and manifest (nil for a record stored as one value).
+type written struct {
+	won bool
+	rev uint64
+	m   *manifest
+}
+
 // write stores record JSON raw of rollout id over revision rev (whose manifest is prev, nil
-// for an inline record): false when another write came first.
-func (s Store) write(ctx context.Context, id string, raw []byte, rev uint64, prev *manifest) (bool, error) {
+// for an inline record); it did not win when another write came first.
+func (s Store) write(ctx context.Context, id string, raw []byte, rev uint64, prev *manifest) (written, error) {
 	st, fresh, err := encodeStored(id, raw, prev)
 	if err != nil {
-		return false, fmt.Errorf("encode rollout %s: %w", id, err)
+		return written{}, fmt.Errorf("encode rollout %s: %w", id, err)
 	}
 	if err := s.putParts(ctx, id, fresh); err != nil {
 		s.dropParts(ctx, st.newKeys)
-		return false, err
+		return written{}, err
 	}
-	if _, err := s.KV.Update(ctx, recordKey(id), st.value, rev); err != nil {
+	next, err := s.KV.Update(ctx, recordKey(id), st.value, rev)
+	if err != nil {
 		s.dropParts(ctx, st.newKeys)
 		if bus.Conflict(err) {
-			return false, nil
+			return written{}, nil
 		}
-		return false, fmt.Errorf("store rollout %s: %w", id, err)
+		return written{}, fmt.Errorf("store rollout %s: %w", id, err)
 	}
 	s.dropParts(ctx, replaced(id, prev, st.m))
-	return true, nil
+	return written{won: true, rev: next, m: st.m}, nil
 }
 
 // updateQueue changes the queue of one release with fn under compare-and-set.

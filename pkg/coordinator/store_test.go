@@ -13,7 +13,7 @@ import (
 
 // bigRecord is the record of an n-cluster rollout whose last wave (60 %) has just started:
 // every cluster's state and the wave's deploy requests in its outbox.
-func bigRecord(t *testing.T, n int) *Record {
+func bigRecord(t testing.TB, n int) *Record {
 	t.Helper()
 	var fleet []clusterspec.Spec
 	for i := range n {

@@ -1,11 +1,6 @@
 package stage
 
-import (
-	"testing"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-)
+import "testing"
 
 func TestReleaseOf(t *testing.T) {
 	for subject, want := range map[string]string{
@@ -17,26 +12,5 @@ func TestReleaseOf(t *testing.T) {
 		if got := releaseOf(subject); got != want {
 			t.Errorf("releaseOf(%q) = %q, want %q", subject, got, want)
 		}
-	}
-}
-
-// keyedMsg is a delivered message with a subject and headers, all the order keys read.
-type keyedMsg struct {
-	jetstream.Msg
-	subject string
-	header  nats.Header
-}
-
-func (m keyedMsg) Subject() string      { return m.subject }
-func (m keyedMsg) Headers() nats.Header { return m.header }
-
-func TestByRollout(t *testing.T) {
-	recorded := keyedMsg{subject: "sealane.deploy.release_recorded.c1.app.web", header: nats.Header{"ce-rolloutid": {"ro-1"}}}
-	if got := ByRollout(recorded); got != "ro-1" {
-		t.Errorf("ByRollout(a rollout's event) = %q, want its rollout", got)
-	}
-	other := keyedMsg{subject: "sealane.deploy.release_recorded.c1.app.web", header: nats.Header{}}
-	if got := ByRollout(other); got != "c1.app.web" {
-		t.Errorf("ByRollout(an event of no rollout) = %q, want its release", got)
 	}
 }

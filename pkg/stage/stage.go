@@ -194,19 +194,6 @@ func nextState(in Input, out Output, now time.Time) deploy.State {
 // its subject (cluster, namespace, release).
 func ByRelease(msg jetstream.Msg) string { return releaseOf(msg.Subject()) }
 
-// ByRollout is the OrderKey of the rollout coordinator: the rollout an event belongs to (its
-// extension header), else its release. One rollout's events then change its record one at a
-// time in a replica, instead of racing each other's compare-and-set.
-func ByRollout(msg jetstream.Msg) string {
-	if id := msg.Headers().Get(rolloutHeader); id != "" {
-		return id
-	}
-	return ByRelease(msg)
-}
-
-// rolloutHeader is the NATS header of the rollout extension of a binary-mode CloudEvent.
-const rolloutHeader = "ce-" + events.ExtRollout
-
 // releaseOf is the last three tokens of subject.
 func releaseOf(subject string) string {
 	i := len(subject)
