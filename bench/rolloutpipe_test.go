@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -123,6 +124,8 @@ type pipelineConfig struct {
 	sealane, kubeconfig string
 	replicas            int    // of each stage and of the coordinator
 	secretsNamespace    string // the cluster Secrets (on the kubeconfig's current context)
+	// checkInterval is each process's --cluster-check-interval (0: 30s).
+	checkInterval time.Duration
 }
 
 // startFleetPipeline starts a fresh nats-server, then cfg.replicas `sealane serve STAGE`
@@ -140,7 +143,7 @@ func startFleetPipeline(b *testing.B, cfg pipelineConfig) *fleetPipeline {
 	f.nats = startProc(b, "nats-server", env.NATSServer, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-sd", b.TempDir())
 	waitPort(b, port)
 	serveArgs := []string{"--nats", f.url, "--kubeconfig", cfg.kubeconfig, "--log-level", "warn",
-		"--cluster-secrets-namespace", cfg.secretsNamespace, "--cluster-check-interval", "30s"}
+		"--cluster-secrets-namespace", cfg.secretsNamespace, "--cluster-check-interval", cmp.Or(cfg.checkInterval, 30*time.Second).String()}
 	for _, s := range stageNames[:4] {
 		for i := range cfg.replicas {
 			f.procs[s] = append(f.procs[s], startProc(b, fmt.Sprintf("serve %s #%d", s, i+1), cfg.sealane, append([]string{"serve", s}, serveArgs...)...))

@@ -49,7 +49,7 @@ func BenchmarkRolloutSimulated(b *testing.B) {
 	})
 	sharePayloadKey(b)
 	for _, n := range simClusterCounts(b) {
-		for _, r := range []int{1, 2} {
+		for _, r := range simReplicas(b) {
 			b.Run(fmt.Sprintf("clusters=%d/replicas=%d", n, r), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					simRollout(b, simConfig{home: home, chartDir: chartDir, clusters: n,
@@ -63,19 +63,33 @@ func BenchmarkRolloutSimulated(b *testing.B) {
 // simClusterCounts are the fleet sizes to simulate: 20, 200 and 1,000, or
 // $SEALANE_BENCH_SIM_CLUSTERS (comma-separated, e.g. 10000 for the one-off large run).
 func simClusterCounts(b *testing.B) []int {
-	env := os.Getenv("SEALANE_BENCH_SIM_CLUSTERS")
-	if env == "" {
+	if os.Getenv("SEALANE_BENCH_SIM_CLUSTERS") == "" {
 		return []int{20, 200, 1000}
 	}
+	return envCounts(b, "SEALANE_BENCH_SIM_CLUSTERS")
+}
+
+// envCounts are the comma-separated positive counts in environment variable name.
+func envCounts(b *testing.B, name string) []int {
+	env := os.Getenv(name)
 	var out []int
 	for _, f := range strings.Split(env, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			b.Fatalf("$SEALANE_BENCH_SIM_CLUSTERS %q: want cluster counts such as 1000,10000", env)
+			b.Fatalf("$%s %q: want counts such as 1,2 or 1000,10000", name, env)
 		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// simReplicas are the replica counts to run each fleet with: 1 and 2, or
+// $SEALANE_BENCH_SIM_REPLICAS (e.g. 2 for the one-off large run).
+func simReplicas(b *testing.B) []int {
+	if os.Getenv("SEALANE_BENCH_SIM_REPLICAS") == "" {
+		return []int{1, 2}
+	}
+	return envCounts(b, "SEALANE_BENCH_SIM_REPLICAS")
 }
 
 type simConfig struct {
@@ -100,6 +114,7 @@ func simRollout(b *testing.B, c simConfig) {
 	b.Cleanup(func() { deleteNamespaces(b, c.home, false, append(nss, secretsNS)...) })
 	registerSimFleet(b, c.home, secretsNS, names)
 	c.pipeline.secretsNamespace = secretsNS
+	c.pipeline.checkInterval = checkInterval(c.clusters)
 	p := startFleetPipeline(b, c.pipeline)
 	spec := writeSpec(b, "sim", fmt.Sprintf(`chart: {path: %s}
 release: sim
@@ -111,7 +126,7 @@ waves:
   - {name: ring-b, selector: ring=b, maxParallel: 100%%}
   - {name: ring-c, selector: ring=c, maxParallel: 100%%}
 `, c.chartDir))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute+time.Duration(c.clusters)*200*time.Millisecond)
 	defer cancel()
 	b.StartTimer()
 	start := time.Now()
@@ -135,6 +150,14 @@ waves:
 	deleteNamespaces(b, c.home, true, append(nss, secretsNS)...)
 	time.Sleep(3 * time.Second)
 	b.StartTimer()
+}
+
+// checkInterval is the processes' --cluster-check-interval for a fleet of n clusters: 30 s up
+// to 1,000, then as long as keeps each process at ~33 checks a second (5m at 10,000). Every
+// simulated cluster is the one sandbox apiserver, which 10 processes × 10,000 clusters / 30 s
+// would flood with 3,300 requests a second; docs/operations.md gives the same advice.
+func checkInterval(n int) time.Duration {
+	return max(30*time.Second, time.Duration(n)*30*time.Second/1000)
 }
 
 // reportSim reports a simulated rollout's wall time, events, deploy rate and peak RSS.
@@ -163,7 +186,7 @@ func reportSim(b *testing.B, p *fleetPipeline, start, end time.Time, rec *coordi
 // holding the kubeconfig of sandbox-1's own cluster Secret, labelled sim=true and a ring.
 func registerSimFleet(b *testing.B, home *kube.Cluster, ns string, names []string) {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(len(names))*20*time.Millisecond)
 	defer cancel()
 	src, err := home.Typed.CoreV1().Secrets(fleetSecrets).Get(ctx, clusterspec.SecretName("sandbox-1"), metav1.GetOptions{})
 	if err != nil {

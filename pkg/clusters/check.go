@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"sync"
 	"time"
@@ -31,7 +32,7 @@ type Checker struct {
 
 	mu     sync.Mutex
 	last   map[string]Status // by name: the previous round, for LastSeen and removals
-	stored map[string]bool
+	stored map[string]Status // by name: the status last stored
 }
 
 // Defaults of Checker.
@@ -86,7 +87,7 @@ func (c *Checker) CheckAll(ctx context.Context) map[string]Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last == nil {
-		c.last, c.stored = map[string]Status{}, map[string]bool{}
+		c.last, c.stored = map[string]Status{}, map[string]Status{}
 	}
 	now := map[string]Status{}
 	for _, s := range results {
@@ -162,13 +163,28 @@ func (c *Checker) store(ctx context.Context, s Status) {
 	if c.Store == nil {
 		return
 	}
+	if prev, ok := c.stored[s.Name]; ok && sameCheck(prev, s) && s.CheckedAt.Sub(prev.CheckedAt) < StatusRefresh {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	if err := c.Store.Put(ctx, s); err != nil {
 		c.log().Warn("could not store the cluster's status", zap.String("cluster", s.Name), zap.Error(err))
 		return
 	}
-	c.stored[s.Name] = true
+	c.stored[s.Name] = s
+}
+
+// StatusRefresh is how old a stored status may grow while its checks find the same: a
+// round stores only what changed (at 10,000 clusters, every process storing every status
+// each round was 10,000 writes per interval each), and the rest this often, so that the
+// stored check times stay recent.
+const StatusRefresh = 5 * time.Minute
+
+// sameCheck reports whether two checks of a cluster found the same (their times aside).
+func sameCheck(a, b Status) bool {
+	return a.Name == b.Name && a.Source == b.Source && a.Server == b.Server && maps.Equal(a.Labels, b.Labels) &&
+		a.Version == b.Version && a.Reachable == b.Reachable && a.Error == b.Error
 }
 
 func (c *Checker) forget(ctx context.Context, name string) {

@@ -1,0 +1,78 @@
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// countingStore counts the statuses stored per cluster.
+type countingStore struct {
+	mu   sync.Mutex
+	puts map[string]int
+}
+
+func (s *countingStore) Put(_ context.Context, st Status) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.puts[st.Name]++
+	return nil
+}
+
+func (s *countingStore) Delete(context.Context, string) error { return nil }
+
+func (s *countingStore) count(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.puts[name]
+}
+
+// TestCheckerStoresChanges: a round stores a cluster's status when the check found
+// something new (the API server stopped answering), else only once the stored one is
+// StatusRefresh old.
+func TestCheckerStoresChanges(t *testing.T) {
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"major":"1","minor":"34","gitVersion":"v1.34.2"}`))
+	}))
+	defer api.Close()
+	kubeconfig := strings.ReplaceAll(testKubeconfig, `{server: "https://a.example:6443"}`,
+		fmt.Sprintf("{server: %q, insecure-skip-tls-verify: true}", api.URL))
+	r, err := New(Options{Contexts: true, Kubeconfig: writeKubeconfig(t, kubeconfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := start
+	store := &countingStore{puts: map[string]int{}}
+	c := &Checker{Registry: r, Store: store, Timeout: 2 * time.Second, Clock: func() time.Time { return at }}
+	for _, tt := range []struct {
+		after     time.Duration
+		down      bool
+		reachable bool
+		want      int
+		what      string
+	}{
+		{0, false, true, 1, "the first check"},
+		{30 * time.Second, false, true, 1, "the same found again"},
+		{StatusRefresh - time.Second, false, true, 1, "the same, the stored status not old yet"},
+		{StatusRefresh, false, true, 2, "the same, the stored status StatusRefresh old"},
+		{StatusRefresh + 30*time.Second, true, false, 3, "the API server stopped answering"},
+		{StatusRefresh + time.Minute, true, false, 3, "still down"},
+	} {
+		at = start.Add(tt.after)
+		if tt.down {
+			api.Close()
+		}
+		if s := c.CheckAll(context.Background())["ctx-a"]; s.Reachable != tt.reachable {
+			t.Fatalf("%s: %+v, want reachable %v", tt.what, s, tt.reachable)
+		}
+		if got := store.count("ctx-a"); got != tt.want {
+			t.Errorf("%s (+%s): stored %d times, want %d", tt.what, tt.after, got, tt.want)
+		}
+	}
+}
