@@ -108,10 +108,27 @@ func (r *Registry) PutSecret(s *corev1.Secret) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.secrets[key]; ok {
-		r.forgetLocked(old.spec.Name)
+		r.dropSecretLocked(key, old)
 	}
 	r.secrets[key] = secretEntry{spec: spec, err: err, version: s.ResourceVersion}
+	if r.byName[spec.Name] == nil {
+		r.byName[spec.Name] = map[string]struct{}{}
+	}
+	r.byName[spec.Name][key] = struct{}{}
 	r.forgetLocked(spec.Name)
+}
+
+// dropSecretLocked removes cluster Secret key (whose entry is old) and forgets its cluster;
+// r.mu is held.
+func (r *Registry) dropSecretLocked(key string, old secretEntry) {
+	delete(r.secrets, key)
+	if keys := r.byName[old.spec.Name]; keys != nil {
+		delete(keys, key)
+		if len(keys) == 0 {
+			delete(r.byName, old.spec.Name)
+		}
+	}
+	r.forgetLocked(old.spec.Name)
 }
 
 // DeleteSecret forgets the cluster of a removed Secret (namespace/name).
@@ -122,8 +139,7 @@ func (r *Registry) DeleteSecret(key string) {
 	if !ok {
 		return
 	}
-	delete(r.secrets, key)
-	r.forgetLocked(old.spec.Name)
+	r.dropSecretLocked(key, old)
 	r.log.Info("cluster Secret removed", zap.String("cluster", old.spec.Name), zap.String("secret", key))
 }
 

@@ -62,6 +62,7 @@ type Registry struct {
 
 	mu      sync.Mutex
 	secrets map[string]secretEntry            // by Secret namespace/name
+	byName  map[string]map[string]struct{}    // the keys of secrets, by cluster name
 	clients *lru.Cache[string, *kube.Cluster] // built clients, the most recently used
 	status  map[string]Status
 	changed chan struct{} // signalled (without blocking) when a cluster Secret changes
@@ -93,7 +94,7 @@ func New(opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster clients cache: %w", err)
 	}
-	r := &Registry{opts: opts, log: opts.Log, secrets: map[string]secretEntry{}, clients: clients,
+	r := &Registry{opts: opts, log: opts.Log, secrets: map[string]secretEntry{}, byName: map[string]map[string]struct{}{}, clients: clients,
 		status: map[string]Status{}, changed: make(chan struct{}, 1)}
 	if r.log == nil {
 		r.log = zap.NewNop()
@@ -300,10 +301,8 @@ func Build(spec clusterspec.Spec, inCluster *rest.Config) (*kube.Cluster, error)
 // cannot be used (unusable data, or two Secrets claiming the name).
 func (r *Registry) secretLocked(name string) (clusterspec.Spec, bool, error) {
 	var hits []secretEntry
-	for _, e := range r.secrets {
-		if e.spec.Name == name {
-			hits = append(hits, e)
-		}
+	for key := range r.byName[name] {
+		hits = append(hits, r.secrets[key])
 	}
 	switch len(hits) {
 	case 0:
