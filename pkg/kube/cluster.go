@@ -215,6 +215,20 @@ func NewCluster(name string, cfg *rest.Config) (*Cluster, error) {
 	return &Cluster{Name: name, Config: cfg, Dynamic: dyn, Typed: typed, Metadata: md, Mapper: mapper, discovery: mapper}, nil
 }
 
+// APIVersions returns what Helm's .Capabilities.APIVersions holds for the cluster, sorted,
+// from the discovery its mapper shares with the clusters that answered alike: no request when
+// it is cached. ok is false for a cluster without a shared mapper (a test's fake).
+func (c *Cluster) APIVersions() (versions []string, ok bool, err error) {
+	if c.discovery == nil {
+		return nil, false, nil
+	}
+	snap, err := c.discovery.current()
+	if err != nil {
+		return nil, true, err
+	}
+	return snap.apiVersions(), true, nil
+}
+
 // StatusSubresource reports whether the cluster serves a status subresource for resource gvr,
 // from the cached discovery the mapper reads (no request when it is cached); known is false
 // when discovery cannot say.

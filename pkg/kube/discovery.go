@@ -1,17 +1,23 @@
 package kube
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"path"
 	"runtime"
+	"slices"
 	"sync"
+	"time"
 	"weak"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
 
@@ -22,6 +28,28 @@ import (
 type discoverySnapshot struct {
 	groups []*restmapper.APIGroupResources
 	mapper meta.RESTMapper
+
+	versionsOnce sync.Once
+	versions     []string // apiVersions
+}
+
+// apiVersions is what Helm's .Capabilities.APIVersions holds for the snapshot's answer
+// (action.GetVersionSet): every served group/version and group/version/Kind, sorted; made
+// once per snapshot, shared by the clusters that answered alike.
+func (s *discoverySnapshot) apiVersions() []string {
+	s.versionsOnce.Do(func() {
+		set := map[string]bool{}
+		for _, g := range s.groups {
+			for _, gv := range g.Group.Versions {
+				set[gv.GroupVersion] = true
+				for _, r := range g.VersionedResources[gv.Version] {
+					set[path.Join(gv.GroupVersion, r.Kind)] = true
+				}
+			}
+		}
+		s.versions = slices.Sorted(maps.Keys(set))
+	})
+	return s.versions
 }
 
 // resources returns the resources the snapshot has for gv; ok is false when gv is not served.
@@ -40,6 +68,9 @@ func (s *discoverySnapshot) resources(gv schema.GroupVersion) ([]metav1.APIResou
 type snapshotPool struct {
 	mu sync.Mutex
 	m  map[[32]byte]weak.Pointer[discoverySnapshot]
+	// etags: the snapshots by the ETags of the aggregated discovery documents they were built
+	// from (aggregated.go).
+	etags map[etagPair]weak.Pointer[discoverySnapshot]
 }
 
 // snapshots is the process's pool: the clusters of every registry share it.
@@ -82,6 +113,9 @@ func (p *snapshotPool) size() int {
 	return len(p.m)
 }
 
+// discoveryTimeout bounds one cluster's discovery (the mapper's callers pass no context).
+const discoveryTimeout = 30 * time.Second
+
 // sharedMapper is one cluster's REST mapper: it asks the cluster's discovery once (until
 // Reset) and maps through the pool's snapshot of the answer. What it keeps of its own is a
 // pointer.
@@ -106,6 +140,18 @@ func (m *sharedMapper) current() (*discoverySnapshot, error) {
 	defer m.mu.Unlock()
 	if m.snap != nil {
 		return m.snap, nil
+	}
+	if rc, ok := restClientOf(m.dc).(*rest.RESTClient); ok && rc != nil && rc.Client != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
+		defer cancel()
+		s, ok, err := m.pool.ifChanged(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			m.snap = s
+			return s, nil
+		}
 	}
 	groups, err := restmapper.GetAPIGroupResources(m.dc)
 	if err != nil {

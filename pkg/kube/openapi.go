@@ -90,38 +90,55 @@ func OpenAPIV2IfChanged(ctx context.Context, d discovery.DiscoveryInterface, eta
 		ctx, cancel = context.WithTimeout(ctx, OpenAPIFetchTimeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Get().AbsPath("/openapi/v2").URL().String(), nil)
+	got, err := getIfChanged(ctx, rc, "/openapi/v2", openAPIV2Proto, etags, maxOpenAPIBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
 	}
-	req.Header.Set("Accept", openAPIV2Proto)
+	return got.raw, got.etag, nil
+}
+
+// fetched is a document as getIfChanged fetched it: nil raw when not modified.
+type fetched struct {
+	raw               []byte
+	etag, contentType string
+}
+
+// getIfChanged GETs path from rc's server, asking it to answer "not modified" when its
+// document is one of those etags name (If-None-Match). A "not modified" must name one of them.
+func getIfChanged(ctx context.Context, rc *rest.RESTClient, path, accept string, etags []string, maxBytes int) (fetched, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Get().AbsPath(path).URL().String(), nil)
+	if err != nil {
+		return fetched{}, err
+	}
+	req.Header.Set("Accept", accept)
 	if len(etags) > 0 {
 		req.Header.Set("If-None-Match", strings.Join(etags, ", "))
 	}
 	resp, err := rc.Client.Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
+		return fetched{}, err
 	}
 	defer resp.Body.Close()
-	etag := resp.Header.Get("Etag")
+	got := fetched{etag: resp.Header.Get("Etag"), contentType: resp.Header.Get("Content-Type")}
 	switch resp.StatusCode {
 	case http.StatusNotModified:
-		if !slices.Contains(etags, etag) {
-			return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: not modified, but its ETag %q is none of those asked", etag)
+		if !slices.Contains(etags, got.etag) {
+			return fetched{}, fmt.Errorf("GET %s: not modified, but its ETag %q is none of those asked", path, got.etag)
 		}
-		return nil, etag, nil
+		return got, nil
 	case http.StatusOK:
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxOpenAPIBytes+1))
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBytes)+1))
 		switch {
 		case err != nil:
-			return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
-		case len(raw) > maxOpenAPIBytes:
-			return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: over %d MiB", maxOpenAPIBytes>>20)
+			return fetched{}, fmt.Errorf("GET %s: %w", path, err)
+		case len(raw) > maxBytes:
+			return fetched{}, fmt.Errorf("GET %s: over %d MiB", path, maxBytes>>20)
 		}
-		return raw, etag, nil
+		got.raw = raw
+		return got, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	return fetched{}, fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
 }
 
 // maxOpenAPIBytes bounds an OpenAPI document (a cluster with thousands of CRD versions serves

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -50,8 +52,70 @@ func (r *Runner) flushAll(ctx context.Context, st Stage, keys []string) error {
 }
 
 // flush publishes key's outbox, then tells the store what went out, even when a publish
-// failed part way: what was published is not published again.
+// failed part way: what was published is not published again. One flush of a key runs at a
+// time in a process: a flush asked while one runs leaves its events to that one, which reads
+// the outbox again when it is done (64 handlers finishing together would otherwise each read
+// and publish the same 6,000 requests of a wave's start). The outbox is stored, and the
+// stage's tick flushes it too, so an event left so is published even if that flush fails.
 func (r *Runner) flush(ctx context.Context, st Stage, key string) error {
+	if st.Store == nil || !reflect.TypeOf(st.Store).Comparable() {
+		return r.flushOnce(ctx, st, key)
+	}
+	k := flightKey{store: st.Store, key: key}
+	if !flights.start(k) {
+		return nil
+	}
+	for {
+		err := r.flushOnce(ctx, st, key)
+		if !flights.again(k, err) {
+			return err
+		}
+	}
+}
+
+// flights are the outbox flushes running in this process.
+var flights = &flightSet{m: map[flightKey]bool{}}
+
+// flightKey names one store's outbox.
+type flightKey struct {
+	store Store
+	key   string
+}
+
+// flightSet is the flushes running, each with whether another was asked meanwhile.
+type flightSet struct {
+	mu sync.Mutex
+	m  map[flightKey]bool
+}
+
+// start reports whether the caller is to flush k: false when a flush of k runs, which is then
+// told to go again.
+func (f *flightSet) start(k flightKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, running := f.m[k]; running {
+		f.m[k] = true
+		return false
+	}
+	f.m[k] = false
+	return true
+}
+
+// again reports whether the flush of k that ended with err is to run again (another was asked
+// meanwhile, and this one did not fail); otherwise it is over.
+func (f *flightSet) again(k flightKey, err error) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if asked := f.m[k]; asked && err == nil {
+		f.m[k] = false
+		return true
+	}
+	delete(f.m, k)
+	return false
+}
+
+// flushOnce is one round of flush.
+func (r *Runner) flushOnce(ctx context.Context, st Stage, key string) error {
 	pending, err := st.Store.Outbox(ctx, key)
 	if err != nil {
 		return fmt.Errorf("%s: outbox of %s: %w", st.Name, key, err)

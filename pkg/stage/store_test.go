@@ -132,3 +132,53 @@ func TestRunnerStoreStage(t *testing.T) {
 		t.Errorf("flush for a stage without a store = %v, want an error", err)
 	}
 }
+
+// gatedStore is a memStore whose first Outbox waits until released.
+type gatedStore struct {
+	*memStore
+	reads   chan struct{} // one value per Outbox call
+	release chan struct{}
+}
+
+func (g *gatedStore) Outbox(ctx context.Context, key string) ([]Outgoing, error) {
+	g.reads <- struct{}{}
+	<-g.release
+	return g.memStore.Outbox(ctx, key)
+}
+
+// TestFlushesOfOneOutboxTakeTurns: a flush asked while another of the same outbox runs does
+// not read and publish it a second time; it leaves its events to the running one, which reads
+// the outbox again once done and publishes what was added meanwhile — each event once.
+func TestFlushesOfOneOutboxTakeTurns(t *testing.T) {
+	e := newEnv(t)
+	r := &Runner{Bus: e.bus, Log: e.log}
+	g := &gatedStore{memStore: newMemStore(), reads: make(chan struct{}, 8), release: make(chan struct{})}
+	st := Stage{Name: "rollout", Store: g}
+	g.put("ro-1", Outgoing{Event: progress(t, "ro-1.event.1")})
+	first := make(chan error, 1)
+	go func() { first <- r.flush(e.ctx(), st, "ro-1") }()
+	<-g.reads // the first flush reads the outbox
+	g.put("ro-1", Outgoing{Event: progress(t, "ro-1.event.2")})
+	if err := r.flush(e.ctx(), st, "ro-1"); err != nil {
+		t.Fatalf("a flush asked while one runs: %v", err)
+	}
+	if len(g.reads) != 0 {
+		t.Fatal("a flush asked while one runs read the outbox too")
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := 1 + len(g.reads); n != 2 {
+		t.Errorf("the running flush read the outbox %d times, want twice (once more for the flush asked meanwhile)", n)
+	}
+	ms := e.messages(bus.DefaultStream)
+	for _, id := range []string{"ro-1.event.1", "ro-1.event.2"} {
+		if len(withID(ms, id)) != 1 {
+			t.Errorf("%s published %d times, want once", id, len(withID(ms, id)))
+		}
+	}
+	if g.left("ro-1") != 0 {
+		t.Errorf("%d events left in the outbox", g.left("ro-1"))
+	}
+}

@@ -268,13 +268,10 @@ type renderJob struct {
 // recorder work from, the render and the warnings to report.
 func (r *Renderer) render(ctx context.Context, cluster *kube.Cluster, job renderJob) (stagekit.RenderBundle, *renderedObjects, []string, error) {
 	target, req, h := job.target, job.req, job.history
-	caps, err := chart.ClusterCapabilities(cluster.Typed.Discovery())
+	caps, err := capabilities(cluster)
 	if err != nil {
 		return stagekit.RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
-	// Helm lists the API versions in map order, another one on every call: sorted, a render
-	// does not depend on it and targets with the same ones share it.
-	slices.Sort(caps.APIVersions)
 	schema, err := r.Schemas.Get(ctx, cluster)
 	if err != nil {
 		return stagekit.RenderBundle{}, nil, nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
