@@ -42,7 +42,7 @@ func (p *snapshotPool) ifChanged(ctx context.Context, rc *rest.RESTClient) (s *d
 	var pair etagPair
 	var lists [2]*apidiscoveryv2.APIGroupDiscoveryList
 	for i, root := range discoveryRoots {
-		got, err := getIfChanged(ctx, rc, root, aggregatedAccept+",application/json", p.knownETags(i), maxDiscoveryBytes)
+		got, err := getIfChanged(ctx, rc, document{root, aggregatedAccept + ",application/json", maxDiscoveryBytes}, p.knownETags(i))
 		if err != nil {
 			return nil, false, fmt.Errorf("discovery: %w", err)
 		}
@@ -63,7 +63,7 @@ func (p *snapshotPool) ifChanged(ctx context.Context, rc *rest.RESTClient) (s *d
 	}
 	for i, root := range discoveryRoots { // a document not modified, but its snapshot is gone
 		if lists[i] == nil {
-			got, err := getIfChanged(ctx, rc, root, aggregatedAccept, nil, maxDiscoveryBytes)
+			got, err := getIfChanged(ctx, rc, document{root, aggregatedAccept, maxDiscoveryBytes}, nil)
 			if err != nil {
 				return nil, false, fmt.Errorf("discovery: %w", err)
 			}

@@ -90,7 +90,7 @@ func OpenAPIV2IfChanged(ctx context.Context, d discovery.DiscoveryInterface, eta
 		ctx, cancel = context.WithTimeout(ctx, OpenAPIFetchTimeout)
 		defer cancel()
 	}
-	got, err := getIfChanged(ctx, rc, "/openapi/v2", openAPIV2Proto, etags, maxOpenAPIBytes)
+	got, err := getIfChanged(ctx, rc, document{"/openapi/v2", openAPIV2Proto, maxOpenAPIBytes}, etags)
 	if err != nil {
 		return nil, "", fmt.Errorf("fetch cluster OpenAPI schema: %w", err)
 	}
@@ -103,14 +103,22 @@ type fetched struct {
 	etag, contentType string
 }
 
-// getIfChanged GETs path from rc's server, asking it to answer "not modified" when its
+// document is a document an API server serves: its path, the media types asked for, and the
+// most bytes it may have.
+type document struct {
+	path, accept string
+	maxBytes     int
+}
+
+// getIfChanged GETs doc from rc's server, asking it to answer "not modified" when its
 // document is one of those etags name (If-None-Match). A "not modified" must name one of them.
-func getIfChanged(ctx context.Context, rc *rest.RESTClient, path, accept string, etags []string, maxBytes int) (fetched, error) {
+func getIfChanged(ctx context.Context, rc *rest.RESTClient, doc document, etags []string) (fetched, error) {
+	path, maxBytes := doc.path, doc.maxBytes
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Get().AbsPath(path).URL().String(), nil)
 	if err != nil {
 		return fetched{}, err
 	}
-	req.Header.Set("Accept", accept)
+	req.Header.Set("Accept", doc.accept)
 	if len(etags) > 0 {
 		req.Header.Set("If-None-Match", strings.Join(etags, ", "))
 	}
