@@ -22,6 +22,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/client"
 	"github.com/sealane/sealane/pkg/coordinator"
+	"github.com/sealane/sealane/pkg/memlimit"
 	"github.com/sealane/sealane/pkg/payload"
 	"github.com/sealane/sealane/pkg/rollout"
 	"github.com/sealane/sealane/pkg/serve"
@@ -61,13 +62,21 @@ func (p *benchProc) output() string {
 
 // startProc starts bin with args in its own process group. With
 // $SEALANE_BENCH_MEMPROFILE_DIR set, a sealane process writes its heap profile at its peak
-// there (SEALANE_MEMPROFILE, see cmd/sealane/profile.go), one file per process.
+// there (SEALANE_MEMPROFILE, see cmd/sealane/profile.go), one file per process. With
+// $SEALANE_BENCH_MEMORY_LIMIT set (e.g. 270Mi, what a 300Mi container limit gives), every
+// serve process keeps its heap under it (--memory-limit), as one in a container would.
 func startProc(b *testing.B, name, bin string, args ...string) *benchProc {
 	b.Helper()
 	p := &benchProc{name: name, cmd: exec.Command(bin, args...)}
-	if dir := os.Getenv("SEALANE_BENCH_MEMPROFILE_DIR"); dir != "" && len(args) > 1 && args[0] == "serve" {
-		file := strings.NewReplacer(" ", "-", "#", "").Replace(name) + ".pprof"
-		p.cmd.Env = append(os.Environ(), "SEALANE_MEMPROFILE="+filepath.Join(dir, file))
+	if len(args) > 1 && args[0] == "serve" {
+		p.cmd.Env = os.Environ()
+		if dir := os.Getenv("SEALANE_BENCH_MEMPROFILE_DIR"); dir != "" {
+			file := strings.NewReplacer(" ", "-", "#", "").Replace(name) + ".pprof"
+			p.cmd.Env = append(p.cmd.Env, "SEALANE_MEMPROFILE="+filepath.Join(dir, file))
+		}
+		if limit := os.Getenv("SEALANE_BENCH_MEMORY_LIMIT"); limit != "" {
+			p.cmd.Env = append(p.cmd.Env, memlimit.Env+"="+limit)
+		}
 	}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
 
 	"github.com/sealane/sealane/pkg/kube"
 )
@@ -116,13 +117,13 @@ func (c *Checker) check(ctx context.Context, e Entry) Status {
 		s.Error = e.Err.Error()
 		return s
 	}
-	cl, err := c.Registry.connect(e.Name)
+	rc, host, err := c.Registry.versionClient(e.Name)
 	if err != nil {
 		s.Error = err.Error()
 		return s
 	}
 	if s.Server == "" || e.InCluster {
-		s.Server = cl.Config.Host
+		s.Server = host
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -130,7 +131,7 @@ func (c *Checker) check(ctx context.Context, e Entry) Status {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	v, err := ServerVersion(cctx, cl)
+	v, err := serverVersion(cctx, rc, host)
 	if err != nil {
 		s.Error = err.Error()
 		return s
@@ -141,20 +142,25 @@ func (c *Checker) check(ctx context.Context, e Entry) Status {
 
 // ServerVersion asks cl's API server for its version (GET /version) within ctx.
 func ServerVersion(ctx context.Context, cl *kube.Cluster) (string, error) {
-	raw, err := cl.Typed.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	return serverVersion(ctx, cl.Typed.Discovery().RESTClient(), cl.Config.Host)
+}
+
+// serverVersion asks the API server at host, through rc, for its version within ctx.
+func serverVersion(ctx context.Context, rc rest.Interface, host string) (string, error) {
+	raw, err := rc.Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return "", fmt.Errorf("no answer from %s within the check's deadline: %w", cl.Config.Host, err)
+			return "", fmt.Errorf("no answer from %s within the check's deadline: %w", host, err)
 		}
 		var urlErr *url.Error
 		if errors.As(err, &urlErr) {
 			return "", err // names the request already: Get "https://…/version": …
 		}
-		return "", fmt.Errorf("GET %s/version: %w", cl.Config.Host, err)
+		return "", fmt.Errorf("GET %s/version: %w", host, err)
 	}
 	var info version.Info
 	if err := json.Unmarshal(raw, &info); err != nil {
-		return "", fmt.Errorf("GET %s/version: not a version: %w", cl.Config.Host, err)
+		return "", fmt.Errorf("GET %s/version: not a version: %w", host, err)
 	}
 	return info.GitVersion, nil
 }

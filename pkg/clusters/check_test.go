@@ -7,8 +7,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sealane/sealane/pkg/clusterspec"
 )
 
 // countingStore counts the statuses stored per cluster.
@@ -74,5 +77,43 @@ func TestCheckerStoresChanges(t *testing.T) {
 		if got := store.count("ctx-a"); got != tt.want {
 			t.Errorf("%s (+%s): stored %d times, want %d", tt.what, tt.after, got, tt.want)
 		}
+	}
+}
+
+// TestCheckRoundPastRoomBuildsNoClients: once the registry keeps as many clients as it may, a
+// check round still checks every cluster Secret, through a REST client built for the check,
+// and keeps no clients of its own.
+func TestCheckRoundPastRoomBuildsNoClients(t *testing.T) {
+	var asked atomic.Int32
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/version" {
+			asked.Add(1)
+		}
+		_, _ = w.Write([]byte(`{"major":"1","minor":"34","gitVersion":"v1.34.2"}`))
+	}))
+	defer api.Close()
+	r, err := New(Options{MaxClients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]\n"+
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", api.URL)
+	for _, name := range []string{"c-1", "c-2", "c-3"} {
+		r.PutSecret(clusterSecret(name, name, map[string]string{clusterspec.KubeconfigKey: kubeconfig}))
+	}
+	got := (&Checker{Registry: r, Timeout: 2 * time.Second}).CheckAll(context.Background())
+	for _, name := range []string{"c-1", "c-2", "c-3"} {
+		if s := got[name]; !s.Reachable || s.Version != "v1.34.2" || s.Server != api.URL {
+			t.Errorf("%s: %+v, want reachable v1.34.2 at %s", name, s, api.URL)
+		}
+	}
+	if n := asked.Load(); n != 3 {
+		t.Errorf("GET /version asked %d times, want 3", n)
+	}
+	r.mu.Lock()
+	kept := r.clients.Len()
+	r.mu.Unlock()
+	if kept != 1 {
+		t.Errorf("%d clusters' clients kept, want 1 (MaxClients)", kept)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -204,20 +205,40 @@ func (r *Registry) Reachable(ctx context.Context, name string) error {
 	return nil
 }
 
-// connect returns name's clients for the checker: the kept ones, else clients built for the
-// check, kept only while there is room, so that a check round over thousands of clusters does
-// not push out the clients of the clusters being deployed to.
-func (r *Registry) connect(name string) (*kube.Cluster, error) {
+// versionClient returns what the checker asks name's API server for its version with, and
+// the server's address: the kept clients' REST client; else clients built and kept while there
+// is room; else, for a cluster Secret, one REST client built for the check alone. So a check
+// round over thousands of clusters builds no full clients (50 KB each) and does not push out
+// the clients of the clusters being deployed to.
+func (r *Registry) versionClient(name string) (rest.Interface, string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients.Peek(name); ok {
-		return c, nil
+		return c.Typed.Discovery().RESTClient(), c.Config.Host, nil
 	}
-	c, err := r.buildLocked(name)
-	if err == nil && r.clients.Len() < r.opts.MaxClients {
-		r.clients.Add(name, c)
+	spec, found, err := r.secretLocked(name)
+	if err != nil {
+		return nil, "", err
 	}
-	return c, err
+	if !found || spec.InCluster || r.clients.Len() < r.opts.MaxClients {
+		c, err := r.buildLocked(name)
+		if err != nil {
+			return nil, "", err
+		}
+		if r.clients.Len() < r.opts.MaxClients {
+			r.clients.Add(name, c)
+		}
+		return c.Typed.Discovery().RESTClient(), c.Config.Host, nil
+	}
+	cfg, err := restConfig(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster %q: %w", name, err)
+	}
+	return dc.RESTClient(), cfg.Host, nil
 }
 
 // Changed is signalled when a cluster Secret was added, changed or removed.
@@ -287,6 +308,15 @@ func Build(spec clusterspec.Spec, inCluster *rest.Config) (*kube.Cluster, error)
 		}
 		return kube.NewCluster(spec.Name, inCluster)
 	}
+	cfg, err := restConfig(spec)
+	if err != nil {
+		return nil, err
+	}
+	return kube.NewCluster(spec.Name, cfg)
+}
+
+// restConfig is the REST config of spec's kubeconfig (not an in-cluster spec).
+func restConfig(spec clusterspec.Spec) (*rest.Config, error) {
 	if spec.Kubeconfig == nil {
 		return nil, fmt.Errorf("cluster %s: no kubeconfig", spec.Name)
 	}
@@ -294,7 +324,10 @@ func Build(spec clusterspec.Spec, inCluster *rest.Config) (*kube.Cluster, error)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", spec.Name, err)
 	}
-	return kube.NewCluster(spec.Name, cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "sealane"
+	}
+	return cfg, nil
 }
 
 // secretLocked finds the Secret registering name: its spec, whether there is one, and why it

@@ -260,7 +260,7 @@ func TestClientsBounded(t *testing.T) {
 	if get("ctx-b") != b {
 		t.Fatal("Get built new clients for the most recent cluster")
 	}
-	if _, err := r.connect("ctx-a"); err != nil { // the checker's: not kept, no room
+	if _, _, err := r.versionClient("ctx-a"); err != nil { // the checker's: not kept, no room
 		t.Fatal(err)
 	}
 	if get("ctx-b") != b {
@@ -278,11 +278,13 @@ func TestCheckerKeepsClientsWhileThereIsRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked, err := r.connect("ctx-a")
-	if err != nil {
+	if _, _, err := r.versionClient("ctx-a"); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := r.Get("ctx-a"); err != nil || c != checked {
-		t.Errorf("Get after a check built new clients (%v)", err)
+	r.mu.Lock()
+	checked, kept := r.clients.Peek("ctx-a")
+	r.mu.Unlock()
+	if c, err := r.Get("ctx-a"); err != nil || !kept || c != checked {
+		t.Errorf("Get after a check built new clients (kept %v, %v)", kept, err)
 	}
 }

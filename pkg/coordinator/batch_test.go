@@ -7,52 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/rollout"
 )
 
 // waveRecord is a rollout of n clusters in two waves (40 % and 60 %) whose first wave
-// succeeded and whose last one is deploying: the Deploys of that wave are returned.
+// succeeded and whose last one is deploying, its requests published: the Deploys of that wave
+// are returned.
 func waveRecord(t testing.TB, n int) (*Record, []rollout.Deploy) {
 	t.Helper()
-	var fleet []clusterspec.Spec
-	for i := range n {
-		ring := map[bool]string{true: "a", false: "b"}[i < n*4/10]
-		fleet = append(fleet, clusterspec.Spec{Name: fmt.Sprintf("c-%05d", i), Labels: map[string]string{"ring": ring}})
-	}
-	spec, err := rollout.Parse("spec.yaml", []byte("chart: {path: chart}\nrelease: web\nnamespace: \"web-{{ .Cluster }}\"\n"+
-		"clusters: {selector: \"\"}\nwaves:\n  - {name: first, selector: ring=a, maxParallel: 100%}\n  - {name: rest, selector: ring=b, maxParallel: 100%}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := rollout.Resolve(spec, fleet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	r := &Record{State: rollout.New("ro-0123456789ab", plan, now), ReleaseKey: "web-{{ .Cluster }}/web",
-		Request: events.RequestedData{Timeout: events.Duration(time.Hour)}}
-	var last []rollout.Deploy
-	for w := range plan.Waves {
-		next, actions := rollout.Next(r.State, now)
-		r.State = next
-		if err := r.queue(actions, now); err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range actions {
-			d, ok := a.(rollout.Deploy)
-			switch {
-			case !ok:
-			case w == len(plan.Waves)-1:
-				last = append(last, d)
-			default:
-				if err := r.apply(rollout.ClusterDeployed{Cluster: d.Target.Cluster, Revision: 1, Attempt: d.Attempt}, now); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	r, last := fleetRecord(t, n, false)
 	r.Outbox = nil // published
 	return r, last
 }

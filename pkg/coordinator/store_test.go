@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -11,9 +12,17 @@ import (
 	"github.com/sealane/sealane/pkg/rollout"
 )
 
-// bigRecord is the record of an n-cluster rollout whose last wave (60 %) has just started:
-// every cluster's state and the wave's deploy requests in its outbox.
+// bigRecord is the record of an n-cluster rollout whose every cluster deployed, with its last
+// wave's (60 %) deploy requests still in its outbox.
 func bigRecord(t testing.TB, n int) *Record {
+	r, _ := fleetRecord(t, n, true)
+	return r
+}
+
+// fleetRecord is a rollout of n clusters in two waves (40 % and 60 %) each started in turn,
+// the outbox holding the last one's deploy requests; every cluster of the first wave deployed,
+// and of the last one too when finishLast. It returns the last wave's Deploys.
+func fleetRecord(t testing.TB, n int, finishLast bool) (*Record, []rollout.Deploy) {
 	t.Helper()
 	var fleet []clusterspec.Spec
 	for i := range n {
@@ -39,21 +48,30 @@ waves:
 	r := &Record{State: rollout.New("ro-12345678", plan, now), ReleaseKey: "web-{{ .Cluster }}/web", Request: events.RequestedData{
 		Chart:     events.ChartSource{Ref: "nats-obj://sealane-blobs/charts/" + fmt.Sprintf("%064d", 1), Digest: fmt.Sprintf("%064d", 1)},
 		InputsRef: "nats-obj://sealane-blobs/rollout-ro-12345678/inputs", Timeout: events.Duration(10 * time.Minute)}}
-	for range plan.Waves {
+	var last []rollout.Deploy
+	for w := range plan.Waves {
 		next, actions := rollout.Next(r.State, now)
 		r.State, r.Outbox = next, nil
 		if err := r.queue(actions, now); err != nil {
 			t.Fatal(err)
 		}
 		for _, a := range actions {
-			if d, ok := a.(rollout.Deploy); ok {
-				if err := r.apply(rollout.ClusterDeployed{Cluster: d.Target.Cluster, Revision: 1, Attempt: d.Attempt}, now); err != nil {
-					t.Fatal(err)
+			d, ok := a.(rollout.Deploy)
+			if !ok {
+				continue
+			}
+			if w == len(plan.Waves)-1 {
+				last = append(last, d)
+				if !finishLast {
+					continue
 				}
+			}
+			if err := r.apply(rollout.ClusterDeployed{Cluster: d.Target.Cluster, Revision: 1, Attempt: d.Attempt}, now); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
-	return r
+	return r, last
 }
 
 // values returns every key of the bucket that holds a value, with its size.
@@ -138,7 +156,7 @@ func TestLargeFleetRecordStoredInParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := got.m
-	if again, _ := json.Marshal(got.r); string(again) != string(got.raw) {
+	if again, _ := json.Marshal(got.r); sha256.Sum256(again) != got.sum {
 		t.Errorf("a record read and encoded again differs from its stored JSON: every update would write")
 	}
 	left := values(t, w)

@@ -15,6 +15,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/bus"
 	"github.com/sealane/sealane/pkg/lease"
+	"github.com/sealane/sealane/pkg/memlimit"
 	"github.com/sealane/sealane/pkg/pipeline"
 	"github.com/sealane/sealane/pkg/serve"
 )
@@ -46,6 +47,8 @@ type flags struct {
 	updateTopology     bool
 	leaseTTL           time.Duration
 	workers            int
+	memoryLimit        string          // --memory-limit
+	memory             memlimit.Choice // chosen from it by check
 	clusters           serve.ClusterOptions
 	admission          serve.AdmissionFlags
 	pools              serve.PoolOptions
@@ -92,6 +95,8 @@ func New(globals func() Globals) *cobra.Command {
 		"how long a release lease lives without renewal; a crashed holder's release is free after it (default $"+serve.LeaseTTLEnv+", else 2m)")
 	fl.IntVar(&f.workers, "workers", envInt(WorkersEnv),
 		"events the renderer, the applier and the recorder each handle at once in this process, one release's in order (default $"+WorkersEnv+", else 4)")
+	fl.StringVar(&f.memoryLimit, "memory-limit", os.Getenv(memlimit.Env),
+		"soft limit of this process's heap, e.g. 300Mi, or off (default $"+memlimit.Env+", else $GOMEMLIMIT, else 90% of the container's memory limit)")
 	fl.StringVar(&f.httpAddr, "http-addr", os.Getenv(serve.HTTPAddrEnv),
 		"address for /healthz, /readyz and /metrics, e.g. :8080 ($"+serve.HTTPAddrEnv+"; empty: none)")
 	fl.StringVar(&f.signingKey, "rollout-signing-key", os.Getenv(serve.RolloutSigningKeyEnv), serve.RolloutSigningKeyUsage)
@@ -115,7 +120,9 @@ func (f *flags) check(cmd *cobra.Command, g Globals) error {
 	if f.workers < 0 || f.workers > 256 {
 		return fmt.Errorf("--workers %d: give 1 to 256 (0: the default, 4)", f.workers)
 	}
-	return nil
+	var err error
+	f.memory, err = memlimit.Choose(f.memoryLimit, nil)
+	return err
 }
 
 // run serves the stages and the webhook intake args name until the command's context ends.
@@ -140,6 +147,8 @@ func (f *flags) run(cmd *cobra.Command, g Globals, args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	memlimit.Apply(f.memory)
+	log.Info("memory limit", zap.Int64("bytes", f.memory.Bytes), zap.String("from", f.memory.From))
 	// Stages provision the topology; the webhook intake and the coordinator alone bind to it as clients.
 	node, err := serve.Open(cmd.Context(), serve.Options{NATSURL: g.NATSURL, Auth: g.NATSAuth, Provision: len(names) > 0,
 		UpdateTopology: f.updateTopology, SignRequests: withWebhook, Name: "sealane-" + args[0], Log: log,

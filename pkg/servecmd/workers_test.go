@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sealane/sealane/pkg/memlimit"
 	"github.com/sealane/sealane/pkg/serve"
 )
 
@@ -22,5 +23,20 @@ func TestServeWorkersFlag(t *testing.T) {
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--workers "+bad+": give 1 to 256") {
 			t.Errorf("--workers %s: %v", bad, err)
 		}
+	}
+}
+
+// TestServeMemoryLimitFlag: --memory-limit defaults to $SEALANE_MEMORY_LIMIT, and a value that
+// is not a size is refused before anything connects, naming the flag.
+func TestServeMemoryLimitFlag(t *testing.T) {
+	t.Setenv(memlimit.Env, "300Mi")
+	cmd := New(func() Globals { return Globals{Connection: serve.Connection{NATSURL: "nats://127.0.0.1:1"}} })
+	if f := cmd.Flags().Lookup("memory-limit"); f == nil || f.DefValue != "300Mi" {
+		t.Fatalf("--memory-limit: %+v, want the default from $%s", f, memlimit.Env)
+	}
+	cmd.SetArgs([]string{"renderer", "--memory-limit", "lots"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `--memory-limit "lots": give a size such as 300Mi`) {
+		t.Errorf("--memory-limit lots: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ const module = "github.com/sealane/sealane/"
 var floors = [][]string{
 	// leaves
 	{"events", "pkg/manifest", "pkg/payload", "pkg/secret", "pkg/githook", "pkg/gitsource", "pkg/clusterspec",
-		"pkg/specfile", "pkg/slug", "pkg/version"},
+		"pkg/specfile", "pkg/slug", "pkg/version", "pkg/memlimit"},
 	// models
 	{"pkg/resource", "pkg/rollout", "pkg/release", "pkg/kube", "pkg/chart", "pkg/admission", "pkg/deploy", "pkg/tracing"},
 	// transport
