@@ -7,18 +7,12 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
-	fakediscovery "k8s.io/client-go/discovery/fake"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/chart"
 	"github.com/sealane/sealane/pkg/kube"
+	"github.com/sealane/sealane/pkg/pipeline/pipelinetest"
 	"github.com/sealane/sealane/pkg/pipeline/renderer"
 	"github.com/sealane/sealane/pkg/pipeline/stagekit"
 	"github.com/sealane/sealane/pkg/serve"
@@ -33,24 +27,13 @@ func (f benchFleet) Get(name string) (*kube.Cluster, error) {
 	if c, ok := f[name]; ok {
 		return c, nil
 	}
-	typed := k8sfake.NewClientset()
-	typed.Fake.Resources = []*metav1.APIResourceList{
+	c := pipelinetest.FakeClusterServing(name, []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}, {Name: "services", Kind: "Service", Namespaced: true}}},
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment", Namespaced: true}}},
-	}
-	typed.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	for _, gvk := range []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Service"}, {Group: "apps", Version: "v1", Kind: "Deployment"}} {
-		mapper.Add(gvk, meta.RESTScopeNamespace)
-	}
-	c := &kube.Cluster{Name: name, Typed: typed, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Mapper: resettableMapper{mapper}}
+	})
 	f[name] = c
 	return c, nil
 }
-
-type resettableMapper struct{ meta.RESTMapper }
-
-func (resettableMapper) Reset() {}
 
 // fleetRenderer is a renderer stage handler as `sealane serve renderer` builds it, over the
 // node's Object Store and the fake fleet, with renders as cache says.

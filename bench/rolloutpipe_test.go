@@ -62,7 +62,8 @@ func (p *benchProc) output() string {
 
 // startProc starts bin with args in its own process group. With
 // $SEALANE_BENCH_MEMPROFILE_DIR set, a sealane process writes its heap profile at its peak
-// there (SEALANE_MEMPROFILE, see cmd/sealane/profile.go), one file per process. With
+// there (SEALANE_MEMPROFILE, see cmd/sealane/profile.go), one file per process, and with
+// $SEALANE_BENCH_CPUPROFILE_DIR a CPU profile of its whole run (SEALANE_CPUPROFILE). With
 // $SEALANE_BENCH_MEMORY_LIMIT set (e.g. 270Mi, what a 300Mi container limit gives), every
 // serve process keeps its heap under it (--memory-limit), as one in a container would.
 func startProc(b *testing.B, name, bin string, args ...string) *benchProc {
@@ -70,9 +71,12 @@ func startProc(b *testing.B, name, bin string, args ...string) *benchProc {
 	p := &benchProc{name: name, cmd: exec.Command(bin, args...)}
 	if len(args) > 1 && args[0] == "serve" {
 		p.cmd.Env = os.Environ()
+		file := strings.NewReplacer(" ", "-", "#", "").Replace(name) + ".pprof"
 		if dir := os.Getenv("SEALANE_BENCH_MEMPROFILE_DIR"); dir != "" {
-			file := strings.NewReplacer(" ", "-", "#", "").Replace(name) + ".pprof"
 			p.cmd.Env = append(p.cmd.Env, "SEALANE_MEMPROFILE="+filepath.Join(dir, file))
+		}
+		if dir := os.Getenv("SEALANE_BENCH_CPUPROFILE_DIR"); dir != "" {
+			p.cmd.Env = append(p.cmd.Env, "SEALANE_CPUPROFILE="+filepath.Join(dir, file))
 		}
 		if limit := os.Getenv("SEALANE_BENCH_MEMORY_LIMIT"); limit != "" {
 			p.cmd.Env = append(p.cmd.Env, memlimit.Env+"="+limit)

@@ -35,15 +35,31 @@ func (f FleetClusters) Get(name string) (*kube.Cluster, error) {
 // FakeCluster is a fake cluster serving v1 (ConfigMaps) and the given extra group/versions at
 // Kubernetes v1.34.2: clusters made with the same groups answer discovery alike.
 func FakeCluster(name string, groups ...string) *kube.Cluster {
-	typed := k8sfake.NewClientset()
-	typed.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
+	resources := []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}}}
 	for _, gv := range groups {
-		typed.Fake.Resources = append(typed.Fake.Resources, &metav1.APIResourceList{GroupVersion: gv,
+		resources = append(resources, &metav1.APIResourceList{GroupVersion: gv,
 			APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Namespaced: true}}})
 	}
+	return FakeClusterServing(name, resources)
+}
+
+// FakeClusterServing is a fake cluster at Kubernetes v1.34.2 whose discovery answers
+// resources, every kind of which its REST mapper maps (namespaced or not, as listed).
+func FakeClusterServing(name string, resources []*metav1.APIResourceList) *kube.Cluster {
+	typed := k8sfake.NewClientset()
+	typed.Fake.Resources = resources
 	FakeDiscoveryOf(typed).FakedServerVersion = &version.Info{Major: "1", Minor: "34", GitVersion: "v1.34.2"}
 	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	for _, list := range resources {
+		gv, _ := schema.ParseGroupVersion(list.GroupVersion)
+		for _, r := range list.APIResources {
+			scope := meta.RESTScopeRoot
+			if r.Namespaced {
+				scope = meta.RESTScopeNamespace
+			}
+			mapper.Add(gv.WithKind(r.Kind), scope)
+		}
+	}
 	return &kube.Cluster{Name: name, Typed: typed, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Mapper: ResettableMapper{mapper}}
 }
 
