@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/nats-io/nats.go/jetstream"
@@ -88,8 +89,55 @@ func split(raw []byte) [][]byte {
 	return out
 }
 
-// parts caches parts' JSON by key (a key names its content: the digest is in it).
-var parts, _ = lru.New[string, []byte](512)
+// parts caches parts' JSON by key (a key names its content: the digest is in it), up to
+// partsCacheBytes: three records of 10,000 clusters. It once kept 512 parts whatever their
+// size, up to 115 MB of a coordinator's heap at 10,000 clusters.
+var parts = newPartCache(partsCacheBytes)
+
+const partsCacheBytes = 32 << 20
+
+// partCache is an LRU of parts' JSON bounded by their total size.
+type partCache struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	cache *lru.Cache[string, []byte]
+}
+
+func newPartCache(maxBytes int) *partCache {
+	c := &partCache{max: maxBytes}
+	c.cache, _ = lru.NewWithEvict[string, []byte](1<<16, func(_ string, p []byte) { c.size -= len(p) })
+	return c
+}
+
+// Get returns the JSON of the part under key, if kept.
+func (c *partCache) Get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cache.Get(key)
+}
+
+// Add keeps a copy of p, the JSON of the part under key, dropping the least recently used
+// parts past the bound.
+func (c *partCache) Add(key string, p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(p) > c.max || c.cache.Contains(key) {
+		return
+	}
+	c.size += len(p)
+	c.cache.Add(key, bytes.Clone(p)) // p's capacity may be twice its length (io.ReadAll)
+	for c.size > c.max {
+		c.cache.RemoveOldest()
+	}
+}
+
+// Purge drops every part.
+func (c *partCache) Purge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cache.Purge()
+}
 
 // stored is what a record's write puts under its key, and the new parts to create first.
 type stored struct {

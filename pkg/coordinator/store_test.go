@@ -189,3 +189,35 @@ func TestRecordsStoredBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestPartCacheBoundedBySize: the parts kept add up to at most the bound, the least recently
+// used dropped first, and a part is kept without the spare capacity of the buffer it was read
+// into.
+func TestPartCacheBoundedBySize(t *testing.T) {
+	c := newPartCache(100)
+	read := make([]byte, 40, 4096)
+	c.Add("a", read)
+	c.Add("b", make([]byte, 40))
+	if _, ok := c.Get("a"); !ok { // a is now the most recently used
+		t.Fatal("a dropped below the bound")
+	}
+	c.Add("c", make([]byte, 40))
+	if _, ok := c.Get("b"); ok {
+		t.Error("b, the least recently used, kept past the bound")
+	}
+	for _, k := range []string{"a", "c"} {
+		if _, ok := c.Get(k); !ok {
+			t.Errorf("%s dropped", k)
+		}
+	}
+	if got, _ := c.Get("a"); cap(got) >= 4096 {
+		t.Errorf("a kept with the capacity of the buffer it was read into (%d), not its 40 bytes", cap(got))
+	}
+	if c.size != 80 {
+		t.Errorf("size %d, want 80", c.size)
+	}
+	c.Add("huge", make([]byte, 101))
+	if _, ok := c.Get("huge"); ok || c.size != 80 {
+		t.Errorf("a part larger than the bound was kept (size %d)", c.size)
+	}
+}
