@@ -84,20 +84,11 @@ func TestCheckerStoresChanges(t *testing.T) {
 // check round still checks every cluster Secret, through a REST client built for the check,
 // and keeps no clients of its own.
 func TestCheckRoundPastRoomBuildsNoClients(t *testing.T) {
-	var asked atomic.Int32
-	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path == "/version" {
-			asked.Add(1)
-		}
-		_, _ = w.Write([]byte(`{"major":"1","minor":"34","gitVersion":"v1.34.2"}`))
-	}))
-	defer api.Close()
+	api, kubeconfig, asked := versionAPI(t)
 	r, err := New(Options{MaxClients: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]\n"+
-		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", api.URL)
 	for _, name := range []string{"c-1", "c-2", "c-3"} {
 		r.PutSecret(clusterSecret(name, name, map[string]string{clusterspec.KubeconfigKey: kubeconfig}))
 	}
@@ -116,4 +107,20 @@ func TestCheckRoundPastRoomBuildsNoClients(t *testing.T) {
 	if kept != 1 {
 		t.Errorf("%d clusters' clients kept, want 1 (MaxClients)", kept)
 	}
+}
+
+// versionAPI serves GET /version (v1.34.2) over TLS until the test ends: the server, a
+// kubeconfig for it (a cluster Secret's), and the count of /version requests.
+func versionAPI(t testing.TB) (*httptest.Server, string, *atomic.Int32) {
+	var asked atomic.Int32
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/version" {
+			asked.Add(1)
+		}
+		_, _ = w.Write([]byte(`{"major":"1","minor":"34","gitVersion":"v1.34.2"}`))
+	}))
+	t.Cleanup(api.Close)
+	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]\n"+
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", api.URL)
+	return api, kubeconfig, &asked
 }

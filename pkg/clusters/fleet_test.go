@@ -3,8 +3,6 @@ package clusters
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -49,16 +47,11 @@ func BenchmarkRegistryFleet(b *testing.B) {
 // against one API server; B/op over 1,000 is what a round allocates per cluster. A round once
 // built every cluster's full clients (~53 KB each) to ask GET /version.
 func BenchmarkCheckRound(b *testing.B) {
-	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte(`{"major":"1","minor":"34","gitVersion":"v1.34.2"}`))
-	}))
-	defer api.Close()
+	_, kubeconfig, _ := versionAPI(b)
 	r, err := New(Options{MaxClients: 16})
 	if err != nil {
 		b.Fatal(err)
 	}
-	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]\n"+
-		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", api.URL)
 	const n = 1000
 	for i := range n {
 		r.PutSecret(clusterSecret(fmt.Sprintf("c-%04d", i), fmt.Sprintf("c-%04d", i), map[string]string{clusterspec.KubeconfigKey: kubeconfig}))
