@@ -9,7 +9,7 @@ import (
 )
 
 // observe counts what the events a handling emitted say about its deploy (Runner.Metrics), once
-// they are saved and published: a finished deploy's kind, outcome and duration since its
+// they are saved (a stateless stage: published): a finished deploy's kind, outcome and duration since its
 // request, a phase's applied resources, its apply or track time (start is the handler's start).
 // Handlers stay free of metrics.
 func (r *Runner) observe(in Input, out Output, start, now time.Time) {

@@ -144,3 +144,39 @@ func TestRunnerObservesEmits(t *testing.T) {
 		t.Errorf("deploy duration %g s, want 60 (from the state's creation)", got)
 	}
 }
+
+// A handling's metrics are counted once its state is saved, before its events go out: whoever
+// reads an event reads metrics that count it, and the outbox a redelivery publishes after a
+// failed publish is counted once. The log stream is gone, so the publish of the handling's
+// first event hangs until the connection closes; its phase is counted by then.
+func TestRunnerObservesBeforePublishing(t *testing.T) {
+	e := newEnv(t)
+	b, nc := e.newBus("observes")
+	if err := e.bus.JetStream().DeleteStream(e.ctx(), bus.DefaultLogStream); err != nil {
+		t.Fatalf("delete log stream: %v", err)
+	}
+	m := metrics.New()
+	h := &handlerLog{fn: func(_ context.Context, _ int, in Input) (Output, error) {
+		return Output{Emits: []Emit{
+			{Type: events.LogLines, Step: "logs.apply", Data: events.LogLinesData{Target: in.Target, Lines: []events.LogLine{{Text: "applying"}}}},
+			{Type: events.PhaseApplied, Step: "applied.1", Data: events.PhaseAppliedData{Target: in.Target, Phase: 1, Phases: 1,
+				Applied: []events.AppliedResource{{Action: events.ActionCreated}, {Action: events.ActionCreated}}}},
+		}}, nil
+	}}
+	st := Stage{Name: events.StageApplier, Types: []events.Type{events.DeployRequested}, Handler: h}
+	run := e.start(&Runner{Bus: b, Log: e.log, Metrics: m, AckWait: time.Second}, st, true)
+	e.publishEvent(newEvent(t, events.DeployRequested, "dep", "requested", events.RequestedData{Target: target}), "dep.requested")
+	e.waitFor(waitTimeout, "the state with the outbox", func() bool {
+		s, _ := e.state("dep")
+		return s != nil && s.Outbox != nil
+	})
+	want := map[string]float64{
+		metricstest.Key("sealane_deploy_resources_applied_total", "action", "created"): 2,
+		metricstest.Key("sealane_deploy_phase_duration_seconds", "step", "apply"):      1,
+	}
+	e.waitFor(waitTimeout, "the phase counted while its events are not out", func() bool {
+		return metricstest.Diff(metricstest.Values(t, m.Registry), want) == ""
+	})
+	nc.Close()
+	_ = run.stop()
+}

@@ -246,6 +246,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rep.status == 0 {
 		rep = h.handle(w, r, st, req)
 	}
+	if rep.word == "rejected" { // counted before the answer: once refused, the summary holds it
+		h.countRefusal(req, rep)
+	}
 	h.answer(w, rep)
 	h.opts.Metrics.WebhookRequest(provider, rep.word)
 	if rep.word == "accepted" { // a duplicate names the deploys its first delivery requested
@@ -383,15 +386,19 @@ func routedPush(p githook.Push) Push {
 		Branch: p.Branch, Tag: p.Tag, Before: p.Before, Commit: p.Commit, Sender: p.Sender, Deleted: p.Deleted}
 }
 
+// countRefusal counts a refused request for the interval's summary (its only audit record).
+func (h *Handler) countRefusal(req *request, rep reply) {
+	receiver := unknownReceiver
+	if req.rcv != nil {
+		receiver = req.rcv.ID
+	}
+	h.refused.add(receiver, rep.why, rep.status, req.addr)
+}
+
 // audit publishes the request's audit events: one per deploy for an accepted or duplicate
-// delivery, one for an ignored one; a refusal is only counted, for the interval's summary.
+// delivery, one for an ignored one; a refusal was counted before its answer.
 func (h *Handler) audit(ctx context.Context, req *request, rep reply) {
 	if rep.word == "rejected" {
-		receiver := unknownReceiver
-		if req.rcv != nil {
-			receiver = req.rcv.ID
-		}
-		h.refused.add(receiver, rep.why, rep.status, req.addr)
 		return
 	}
 	data := req.data

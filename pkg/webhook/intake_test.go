@@ -475,6 +475,8 @@ func TestIntakeRefuses(t *testing.T) {
 	if got := slowBody(t, in.base); !strings.HasPrefix(got, "HTTP/1.1 408") {
 		t.Errorf("slow body answered %q, want 408", got)
 	}
+	// A refusal is counted before its answer: a summary published now holds it.
+	in.h.refused.Flush()
 	// The rate limit: the second delivery within the minute is refused, with Retry-After.
 	gen := []byte(`{"repository":"acme/shop","url":"https://git.example.com/acme/shop.git","ref":"refs/heads/main","commit":"` + shaA + `"}`)
 	sig := http.Header{"X-Signature": {githook.SignHMAC([]byte(hmacKey), gen)}}
