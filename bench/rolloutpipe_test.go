@@ -43,6 +43,19 @@ type benchProc struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	out  bytes.Buffer
+	// done is closed when the process has exited (waited for; exitErr is then set).
+	done    chan struct{}
+	exitErr error
+}
+
+// exited says whether p has exited, and how.
+func (p *benchProc) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.exitErr
+	default:
+		return false, nil
+	}
 }
 
 func (p *benchProc) Write(b []byte) (int, error) {
@@ -68,7 +81,7 @@ func (p *benchProc) output() string {
 // serve process keeps its heap under it (--memory-limit), as one in a container would.
 func startProc(b *testing.B, name, bin string, args ...string) *benchProc {
 	b.Helper()
-	p := &benchProc{name: name, cmd: exec.Command(bin, args...)}
+	p := &benchProc{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	if len(args) > 1 && args[0] == "serve" {
 		p.cmd.Env = os.Environ()
 		file := strings.NewReplacer(" ", "-", "#", "").Replace(name) + ".pprof"
@@ -87,19 +100,18 @@ func startProc(b *testing.B, name, bin string, args ...string) *benchProc {
 	if err := p.cmd.Start(); err != nil {
 		b.Fatalf("start %s: %v", name, err)
 	}
+	go func() { p.exitErr = p.cmd.Wait(); close(p.done) }()
 	return p
 }
 
 // stop ends p (SIGTERM, a SIGKILL of its group after 10 s).
 func (p *benchProc) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-p.done
 	}
 }
 
@@ -211,6 +223,19 @@ func (f *fleetPipeline) stop() {
 	}
 	wg.Wait()
 	f.nats.stop()
+}
+
+// died names the first serve process that exited while the pipeline runs, with its exit
+// and last output: a run with a replica gone measures something else.
+func (f *fleetPipeline) died() error {
+	for _, s := range stageNames {
+		for _, p := range f.procs[s] {
+			if gone, err := p.exited(); gone {
+				return fmt.Errorf("%s exited (%v):\n%s", p.name, err, p.output())
+			}
+		}
+	}
+	return nil
 }
 
 // peakRSS is the largest VmHWM of stage s's processes, in bytes.
@@ -340,6 +365,9 @@ func (f *fleetPipeline) waitRollouts(ctx context.Context, ids []string) (time.Ti
 		}
 		if done == len(ids) {
 			return last, recs, nil
+		}
+		if err := f.died(); err != nil {
+			return time.Time{}, recs, fmt.Errorf("%d of %d rollouts over: %w", done, len(ids), err)
 		}
 		select {
 		case <-ctx.Done():

@@ -223,6 +223,9 @@ type RenderedData struct {
 	// it runs ("Rollback to 3"), empty for Helm's defaults.
 	Operation   Operation `json:"operation,omitempty"`
 	Description string    `json:"description,omitempty"`
+	// RollbackTo is the revision a rollback goes back to (0: no rollback); its record names it
+	// as Helm 4's does (info.rollback_revision).
+	RollbackTo int `json:"rollbackTo,omitempty"`
 	// RequestedBy is who asked for the deploy: with RequestedByVerified, the name of the client
 	// whose signature the renderer verified (see ExtSignature); else the request's requestedBy
 	// as the client claimed it.

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds (once, cached) everything the sandbox cluster and the interop tests need:
 # kube-apiserver, kube-controller-manager, kube-scheduler (from the k8s.io/kubernetes module),
-# kwok (fake kubelet), helm (reference CLI) and nats-server. Installs etcd from Debian if missing.
+# kwok (fake kubelet), helm and helm4 (reference CLIs: Helm 3 and Helm 4) and nats-server. Installs etcd from Debian if missing.
 # Binaries land in $SEALANE_CACHE/bin (default ~/.cache/sealane/bin). Safe to run repeatedly.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.34.2}
 KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
 HELM_VERSION=${HELM_VERSION:-v3.19.2}
+HELM4_VERSION=${HELM4_VERSION:-v4.3.1}
 NATS_VERSION=${NATS_VERSION:-v2.15.2}
 CACHE=${SEALANE_CACHE:-$HOME/.cache/sealane}
 BIN=$CACHE/bin
@@ -94,12 +95,12 @@ GO
   done
 }
 
-go_install() { # name module version
-  local name=$1 pkg=$2 ver=$3
+go_install() { # name module version [the command's own name, when not name]
+  local name=$1 pkg=$2 ver=$3 built=${4:-$1}
   if [ -x "$BIN/$name-$ver" ]; then ln -sf "$name-$ver" "$BIN/$name"; return; fi
   log "building $name $ver"
   GOBIN=$CACHE/build/gobin-$name-$ver go install "$pkg@$ver"
-  mv "$CACHE/build/gobin-$name-$ver/$name" "$BIN/$name-$ver"
+  mv "$CACHE/build/gobin-$name-$ver/$built" "$BIN/$name-$ver"
   ln -sf "$name-$ver" "$BIN/$name"
 }
 
@@ -109,6 +110,7 @@ case $what in
   kube) build_kube ;;
   kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
   helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+  helm4) go_install helm4 helm.sh/helm/v4/cmd/helm "$HELM4_VERSION" helm ;;
   nats) go_install nats-server github.com/nats-io/nats-server/v2 "$NATS_VERSION" ;;
   all)
     need_etcd
@@ -117,7 +119,8 @@ case $what in
     build_kube
     go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
     go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+    go_install helm4 helm.sh/helm/v4/cmd/helm "$HELM4_VERSION" helm
     go_install nats-server github.com/nats-io/nats-server/v2 "$NATS_VERSION"
     ;;
-  *) echo "usage: $0 [all|etcd|kube|kwok|helm|nats]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|kube|kwok|helm|helm4|nats]" >&2; exit 2 ;;
 esac

@@ -33,9 +33,13 @@ func recordKey(name string, version int) string {
 // gzip's default level — half the CPU of Helm's best compression for a record ~1 % larger —
 // and at the best level only when that keeps a record under MaxRecordBytes that the default
 // would not.
-func encodeRecord(rel *helmrelease.Release) (string, error) {
+// The fields of keep (a record's JSON) that rel's type lacks are kept (helm4.go).
+func encodeRecord(rel *helmrelease.Release, keep []byte) (string, error) {
 	b, err := json.Marshal(rel)
 	if err != nil {
+		return "", err
+	}
+	if b, err = keepFields(b, keep); err != nil {
 		return "", err
 	}
 	data, err := compress(b, gzip.DefaultCompression)
@@ -60,9 +64,22 @@ func compress(b []byte, level int) (string, error) {
 	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
-// decodeRecord decodes what encodeRecord (or Helm) wrote; records written before Helm
-// compressed them are plain JSON.
-func decodeRecord(data []byte) (*helmrelease.Release, error) {
+// decodeRecord decodes what encodeRecord (or Helm) wrote and returns it with its JSON; records
+// written before Helm compressed them are plain JSON.
+func decodeRecord(data []byte) (*helmrelease.Release, []byte, error) {
+	b, err := unpackRecord(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rel helmrelease.Release
+	if err := json.Unmarshal(b, &rel); err != nil {
+		return nil, nil, err
+	}
+	return &rel, b, nil
+}
+
+// unpackRecord is the JSON of a record's data.
+func unpackRecord(data []byte) ([]byte, error) {
 	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
 	n, err := base64.StdEncoding.Decode(b, data)
 	if err != nil {
@@ -79,11 +96,7 @@ func decodeRecord(data []byte) (*helmrelease.Release, error) {
 			return nil, err
 		}
 	}
-	var rel helmrelease.Release
-	if err := json.Unmarshal(b, &rel); err != nil {
-		return nil, err
-	}
-	return &rel, nil
+	return b, nil
 }
 
 // recordLabelsOf are the labels Helm's drivers put on a record: the release's own labels,
@@ -105,22 +118,13 @@ func recordLabelsOf(rel *helmrelease.Release, create bool, now time.Time) map[st
 // errRecordExists is returned by write when creating a record that exists.
 var errRecordExists = errors.New("release record exists")
 
-// write encodes rel once, refuses it over MaxRecordBytes (*RecordTooLargeError), and creates
-// its Secret or ConfigMap (create) or replaces it.
-func (s *Store) write(ctx context.Context, rel *helmrelease.Release, create bool) error {
-	data, err := encodeChecked(rel)
-	if err != nil {
-		return err
-	}
-	return s.put(ctx, rel, data, create)
-}
-
-// encodeChecked encodes rel, refusing a record over MaxRecordBytes with a *RecordTooLargeError.
-func encodeChecked(rel *helmrelease.Release) (string, error) {
+// encodeChecked encodes rel (keeping what keep has that rel's type lacks), refusing a record
+// over MaxRecordBytes with a *RecordTooLargeError.
+func encodeChecked(rel *helmrelease.Release, keep []byte) (string, error) {
 	if rel.Info == nil {
 		return "", fmt.Errorf("record release %s revision %d: no info", rel.Name, rel.Version)
 	}
-	data, err := encodeRecord(rel)
+	data, err := encodeRecord(rel, keep)
 	if err != nil {
 		return "", fmt.Errorf("encode release %s revision %d: %w", rel.Name, rel.Version, err)
 	}
@@ -166,34 +170,52 @@ func (s *Store) put(ctx context.Context, rel *helmrelease.Release, data string, 
 
 // get reads and decodes the record of one revision; nil, nil when there is none.
 func (s *Store) get(ctx context.Context, name string, version int) (*helmrelease.Release, error) {
+	rel, _, err := s.getRaw(ctx, name, version)
+	return rel, err
+}
+
+// getKept is Get with the record's JSON, for a rewrite that keeps what Helm 3's type lacks.
+func (s *Store) getKept(ctx context.Context, name string, revision int) (*helmrelease.Release, []byte, error) {
+	rel, raw, err := s.getRaw(ctx, name, revision)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get release %s revision %d: %w", name, revision, err)
+	}
+	if rel == nil || !s.ownedBy(rel) {
+		return nil, nil, fmt.Errorf("release %s revision %d in namespace %s: %w", name, revision, s.namespace, ErrNotFound)
+	}
+	return rel, raw, nil
+}
+
+// getRaw reads and decodes the record of one revision, with its JSON; nil when there is none.
+func (s *Store) getRaw(ctx context.Context, name string, version int) (*helmrelease.Release, []byte, error) {
 	key := recordKey(name, version)
 	var data []byte
 	var labels map[string]string
 	if s.configMaps {
 		cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, key, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data, labels = []byte(cm.Data["release"]), cm.Labels
 	} else {
 		sec, err := s.client.CoreV1().Secrets(s.namespace).Get(ctx, key, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data, labels = sec.Data["release"], sec.Labels
 	}
-	rel, err := decodeRecord(data)
+	rel, raw, err := decodeRecord(data)
 	if err != nil {
-		return nil, fmt.Errorf("decode record %s: %w", key, err)
+		return nil, nil, fmt.Errorf("decode record %s: %w", key, err)
 	}
 	rel.Labels = customLabels(labels)
-	return rel, nil
+	return rel, raw, nil
 }
 
 // customLabels are a record's labels without those Helm's drivers set themselves.

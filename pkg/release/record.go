@@ -26,8 +26,10 @@ type Pending struct {
 	Notes     string
 	// Description overrides Helm's "Initial install underway" / "Preparing upgrade".
 	Description string
-	// Rollback records the revision as pending-rollback, as `helm rollback` does.
-	Rollback bool
+	// Rollback records the revision as pending-rollback, as `helm rollback` does; RollbackTo
+	// is the revision it goes back to (recorded as Helm 4 does, see helm4.go).
+	Rollback   bool
+	RollbackTo int
 	// Labels are set on the record (Helm's custom release labels: labels of its Secret or
 	// ConfigMap), e.g. who asked for the revision.
 	Labels map[string]string
@@ -85,7 +87,7 @@ func (s *Store) RecordPending(ctx context.Context, p Pending) (*helmrelease.Rele
 		return nil, err
 	}
 	rel := s.newPendingRelease(p, upgrade, first)
-	data, err := encodeChecked(rel)
+	data, err := encodeChecked(rel, rollbackFields(p.RollbackTo))
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +135,7 @@ func (s *Store) failLeftovers(ctx context.Context, name string, hs []Header, rev
 		if h.Version == revision || !h.Status.IsPending() {
 			continue
 		}
-		old, err := s.Get(ctx, name, h.Version)
+		old, raw, err := s.getKept(ctx, name, h.Version)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -142,7 +144,7 @@ func (s *Store) failLeftovers(ctx context.Context, name string, hs []Header, rev
 		}
 		if old.Info != nil && old.Info.Status.IsPending() && WrittenBySealane(old) {
 			old.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Interrupted: superseded by revision %d before it finished", revision))
-			if err := s.update(ctx, old); err != nil {
+			if err := s.update(ctx, old, raw); err != nil {
 				return err
 			}
 		}
@@ -256,7 +258,7 @@ func (s *Store) RecordResult(ctx context.Context, name string, revision int, suc
 	if findHeader(hs, revision) == nil {
 		return nil, fmt.Errorf("record result of release %s revision %d in namespace %s: %w", name, revision, s.namespace, ErrNotFound)
 	}
-	rel, err := s.Get(ctx, name, revision)
+	rel, raw, err := s.getKept(ctx, name, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +288,7 @@ func (s *Store) RecordResult(ctx context.Context, name string, revision int, suc
 		}
 	}
 	rel.SetStatus(status, desc)
-	if err := s.update(ctx, rel); err != nil {
+	if err := s.update(ctx, rel, raw); err != nil {
 		return nil, err
 	}
 	s.log.Info("release revision finished", zap.String("release", name), zap.Int("revision", revision),
@@ -324,7 +326,7 @@ func (s *Store) supersedeOthers(ctx context.Context, name string, hs []Header, r
 		if h.Version == revision || h.Status != helmrelease.StatusDeployed {
 			continue
 		}
-		r, err := s.Get(ctx, name, h.Version)
+		r, raw, err := s.getKept(ctx, name, h.Version)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -335,13 +337,19 @@ func (s *Store) supersedeOthers(ctx context.Context, name string, hs []Header, r
 			continue
 		}
 		r.Info.Status = helmrelease.StatusSuperseded
-		if err := s.update(ctx, r); err != nil {
+		if err := s.update(ctx, r, raw); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Store) update(ctx context.Context, rel *helmrelease.Release) error {
-	return s.write(ctx, rel, false)
+// update replaces rel's record, keeping the fields of raw (the JSON it was decoded from) that
+// Helm 3's type lacks.
+func (s *Store) update(ctx context.Context, rel *helmrelease.Release, raw []byte) error {
+	data, err := encodeChecked(rel, raw)
+	if err != nil {
+		return err
+	}
+	return s.put(ctx, rel, data, false)
 }

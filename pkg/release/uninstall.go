@@ -11,7 +11,7 @@ import (
 // does before it deletes anything, and returns it. A release already uninstalling is returned
 // as it is (a redelivered event).
 func (s *Store) MarkUninstalling(ctx context.Context, name string) (*helmrelease.Release, error) {
-	rel, err := s.Last(ctx, name)
+	rel, raw, err := s.lastKept(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -19,7 +19,7 @@ func (s *Store) MarkUninstalling(ctx context.Context, name string) (*helmrelease
 		return rel, nil
 	}
 	rel.SetStatus(helmrelease.StatusUninstalling, "Deletion in progress "+SealaneMark)
-	if err := s.update(ctx, rel); err != nil {
+	if err := s.update(ctx, rel, raw); err != nil {
 		return nil, err
 	}
 	return rel, nil
@@ -37,12 +37,12 @@ func (s *Store) FinishUninstall(ctx context.Context, name string, keepHistory bo
 		return nil
 	}
 	if keepHistory {
-		last, err := s.Get(ctx, name, hs[len(hs)-1].Version)
+		last, raw, err := s.getKept(ctx, name, hs[len(hs)-1].Version)
 		if err != nil {
 			return err
 		}
 		last.SetStatus(helmrelease.StatusUninstalled, "Uninstallation complete")
-		return s.update(ctx, last)
+		return s.update(ctx, last, raw)
 	}
 	for _, h := range hs {
 		if err := s.deleteRecord(ctx, name, h.Version); err != nil {
@@ -56,10 +56,19 @@ func (s *Store) FinishUninstall(ctx context.Context, name string, keepHistory bo
 // FailUninstall marks the last revision failed with the reason, keeping the records so that
 // the uninstall can be retried.
 func (s *Store) FailUninstall(ctx context.Context, name, reason string) (*helmrelease.Release, error) {
-	rel, err := s.Last(ctx, name)
+	rel, raw, err := s.lastKept(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	rel.SetStatus(helmrelease.StatusFailed, "Uninstallation failed: "+reason)
-	return rel, s.update(ctx, rel)
+	return rel, s.update(ctx, rel, raw)
+}
+
+// lastKept is Last with the record's JSON (getKept).
+func (s *Store) lastKept(ctx context.Context, name string) (*helmrelease.Release, []byte, error) {
+	h, err := s.LastHeader(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.getKept(ctx, name, h.Version)
 }

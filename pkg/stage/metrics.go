@@ -8,10 +8,12 @@ import (
 	"github.com/sealane/sealane/pkg/metrics"
 )
 
-// observe counts what the events a handling emitted say about its deploy (Runner.Metrics), once
-// they are saved (a stateless stage: published): a finished deploy's kind, outcome and duration since its
-// request, a phase's applied resources, its apply or track time (start is the handler's start).
-// Handlers stay free of metrics.
+// observe counts what the events a handling emitted say about its deploy (Runner.Metrics):
+// a finished deploy's kind, outcome and duration since its request, a phase's applied
+// resources, its apply or track time (start is the handler's start). It runs once the state
+// is saved and before the events go out, so whoever reads an event reads metrics that count
+// it, and a redelivery that publishes the outbox again counts nothing twice (a stateless
+// stage: once published). Handlers stay free of metrics.
 func (r *Runner) observe(in Input, out Output, start, now time.Time) {
 	if r.Metrics == nil {
 		return

@@ -184,9 +184,7 @@ func (r *Runner) handle(ctx context.Context, st Stage, msg *nats.Msg, log *zap.L
 	if err := r.states().Save(ctx, next, rev, state == nil); err != nil {
 		return err
 	}
-	// Observed once saved, before the events go out: whoever reads them reads metrics that
-	// count them, and a redelivery after a failed publish (the outbox path) counts nothing twice.
-	r.observe(in, out, start, r.now()) // metrics.go
+	r.observe(in, out, start, r.now()) // once saved, before the events go out (metrics.go)
 	if err := r.publishOutbox(ctx, st, next.Outbox); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +20,27 @@ import (
 // compatChart is a small chart with a ConfigMap, a hook and notes.
 const compatChart = "test/e2e/testdata/helmcompat"
 
-// helmOK runs helm (with env) and fails the test unless it exits 0.
-func helmOK(t *testing.T, env []string, args ...string) string {
+// helmCLI is one major version of the helm CLI the interop tests run.
+type helmCLI struct{ name, bin string }
+
+// helmCLIs are the helm versions sealane's releases are tested with, both ways: Helm 3 and
+// Helm 4 (hack/sandbox/build.sh builds both).
+func helmCLIs() []helmCLI { return []helmCLI{{"helm3", helmBin}, {"helm4", helm4Bin}} }
+
+// ok runs this helm (with env) and fails the test unless it exits 0.
+func (h helmCLI) ok(t *testing.T, env []string, args ...string) string {
 	t.Helper()
-	r := runWithEnv(t, 2*time.Minute, env, helmBin, append(args, "--kubeconfig", kubeconfig)...)
+	r := runWithEnv(t, 2*time.Minute, env, h.bin, append(args, "--kubeconfig", kubeconfig)...)
 	if r.code != 0 {
-		t.Fatalf("helm %s: exit %d\n%s", strings.Join(args, " "), r.code, r.out)
+		t.Fatalf("%s %s: exit %d\n%s", h.name, strings.Join(args, " "), r.code, r.out)
 	}
 	return r.out
+}
+
+// helmOK runs Helm 3 (with env) and fails the test unless it exits 0.
+func helmOK(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	return helmCLI{"helm", helmBin}.ok(t, env, args...)
 }
 
 // sealaneOK runs sealane (with env) and fails the test unless it exits 0.
@@ -57,7 +71,13 @@ type revisionRow struct {
 	Chart       string `json:"chart"`
 	AppVersion  string `json:"app_version"`
 	Description string `json:"description"`
+	// RollbackRevision is Helm 4's: the revision a rollback went back to (sealane's history
+	// prints Helm 3's columns, without it).
+	RollbackRevision int `json:"rollback_revision,omitempty"`
 }
+
+// helm4Only drops from helm's output what Helm 4 prints and Helm 3 (and sealane) do not.
+var helm4Only = regexp.MustCompile(`"rollback_revision":[0-9]+,`)
 
 func decodeJSON[T any](t *testing.T, what, out string) T {
 	t.Helper()
@@ -77,15 +97,21 @@ func statuses(h []revisionRow) string {
 	return strings.Join(parts, " ")
 }
 
-// sameAsHelm checks that sealane's list, history and get show exactly what helm shows.
+// sameAsHelm checks that sealane's list, history and get show exactly what Helm 3 shows.
 func sameAsHelm(t *testing.T, env []string, ns, rel string) {
+	t.Helper()
+	sameAs(t, helmCLI{"helm", helmBin}, env, ns, rel)
+}
+
+// sameAs checks that sealane's list, history and get show exactly what helm hc shows.
+func sameAs(t *testing.T, hc helmCLI, env []string, ns, rel string) {
 	t.Helper()
 	same := func(what string, helmArgs, sealaneArgs []string) {
 		t.Helper()
-		h := helmOK(t, env, helmArgs...)
+		h := helm4Only.ReplaceAllString(hc.ok(t, env, helmArgs...), "")
 		s := sealaneOK(t, env, "", sealaneArgs...)
 		if h != s {
-			t.Errorf("%s differs:\n--- helm\n%s\n--- sealane\n%s", what, h, s)
+			t.Errorf("%s differs:\n--- %s\n%s\n--- sealane\n%s", what, hc.name, h, s)
 		}
 	}
 	same("list -o json", []string{"list", "-n", ns, "-o", "json"}, []string{"list", "-n", ns, "-o", "json"})
@@ -125,9 +151,16 @@ func releaseObjects(t *testing.T, cs kubernetes.Interface, ns, rel string) (secr
 	return len(s.Items), len(c.Items)
 }
 
-// TestHelmCompatSealaneRelease: a release made by sealane reads the same through helm and
-// sealane, helm upgrades and rolls it back, and sealane goes on from helm's revisions.
+// TestHelmCompatSealaneRelease: with Helm 3 and Helm 4, a release made by sealane reads the
+// same through helm and sealane, helm upgrades it and rolls it back to sealane's revision,
+// sealane goes on from helm's revisions and rolls back to one of them, and helm uninstalls it.
 func TestHelmCompatSealaneRelease(t *testing.T) {
+	for _, h := range helmCLIs() {
+		t.Run(h.name, func(t *testing.T) { sealaneReleaseByHelm(t, h) })
+	}
+}
+
+func sealaneReleaseByHelm(t *testing.T, h helmCLI) {
 	ns, data, cs := namespace(t), t.TempDir(), clientset(t)
 	deploy := func(msg string) string {
 		return sealaneOK(t, nil, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message="+msg, "--timeout", "2m")
@@ -136,81 +169,116 @@ func TestHelmCompatSealaneRelease(t *testing.T) {
 	if out := deploy("two"); !strings.Contains(out, "revision 2 deployed") {
 		t.Fatalf("upgrade did not deploy revision 2:\n%s", out)
 	}
-	sameAsHelm(t, nil, ns, "app")
+	sameAs(t, h, nil, ns, "app")
 
 	// helm upgrades and rolls back sealane's release.
-	helmOK(t, nil, "upgrade", "app", filepath.Join(repoRoot, compatChart), "-n", ns, "--set", "message=three")
+	h.ok(t, nil, "upgrade", "app", filepath.Join(repoRoot, compatChart), "-n", ns, "--set", "message=three")
 	if got := configMessage(t, cs, ns, "app-config"); got != "three" {
-		t.Errorf("after helm upgrade message = %q, want three", got)
+		t.Errorf("after %s upgrade message = %q, want three", h.name, got)
 	}
-	helmOK(t, nil, "rollback", "app", "1", "-n", ns)
+	h.ok(t, nil, "rollback", "app", "1", "-n", ns)
 	if got := configMessage(t, cs, ns, "app-config"); got != "one" {
-		t.Errorf("after helm rollback to 1 message = %q, want one", got)
+		t.Errorf("after %s rollback to 1 message = %q, want one", h.name, got)
 	}
-	h := decodeJSON[[]revisionRow](t, "sealane history", sealaneOK(t, nil, "", "history", "app", "-n", ns, "-o", "json"))
-	if statuses(h) != "1:superseded 2:superseded 3:superseded 4:deployed" || h[3].Description != "Rollback to 1" {
-		t.Fatalf("sealane history after helm's upgrade and rollback = %+v", h)
+	hist := decodeJSON[[]revisionRow](t, "sealane history", sealaneOK(t, nil, "", "history", "app", "-n", ns, "-o", "json"))
+	if statuses(hist) != "1:superseded 2:superseded 3:superseded 4:deployed" || hist[3].Description != "Rollback to 1" {
+		t.Fatalf("sealane history after %s's upgrade and rollback = %+v", h.name, hist)
 	}
 	if out := sealaneOK(t, nil, "", "history", "app", "-n", ns); !strings.Contains(out, "REVISION") || !strings.Contains(out, "Rollback to 1") {
 		t.Errorf("sealane history table:\n%s", out)
 	}
-	sameAsHelm(t, nil, ns, "app")
+	sameAs(t, h, nil, ns, "app")
 
-	// sealane upgrades over helm's revisions.
+	// sealane upgrades over helm's revisions, then rolls back to helm's upgrade.
 	if out := deploy("five"); !strings.Contains(out, "revision 5 deployed") {
-		t.Fatalf("sealane deploy after helm: want revision 5\n%s", out)
+		t.Fatalf("sealane deploy after %s: want revision 5\n%s", h.name, out)
 	}
 	if got := configMessage(t, cs, ns, "app-config"); got != "five" {
 		t.Errorf("message = %q, want five", got)
 	}
-	hh := decodeJSON[[]revisionRow](t, "helm history", helmOK(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	hh := decodeJSON[[]revisionRow](t, "helm history", h.ok(t, nil, "history", "app", "-n", ns, "-o", "json"))
 	if statuses(hh) != "1:superseded 2:superseded 3:superseded 4:superseded 5:deployed" {
-		t.Errorf("helm history after sealane's upgrade = %s", statuses(hh))
+		t.Errorf("%s history after sealane's upgrade = %s", h.name, statuses(hh))
 	}
-	if out := helmOK(t, nil, "get", "values", "app", "-n", ns, "-o", "json"); strings.TrimSpace(out) != `{"message":"five"}` {
-		t.Errorf("helm get values = %s", out)
+	if out := h.ok(t, nil, "get", "values", "app", "-n", ns, "-o", "json"); strings.TrimSpace(out) != `{"message":"five"}` {
+		t.Errorf("%s get values = %s", h.name, out)
+	}
+	sealaneOK(t, nil, data, "rollback", "app", "3", "-n", ns, "--timeout", "2m")
+	if got := configMessage(t, cs, ns, "app-config"); got != "three" {
+		t.Errorf("after sealane rollback to %s's revision 3 message = %q, want three", h.name, got)
+	}
+	hh = decodeJSON[[]revisionRow](t, "helm history", h.ok(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	if len(hh) != 6 || statuses(hh[5:]) != "6:deployed" || hh[5].Description != "Rollback to 3" {
+		t.Fatalf("%s history after sealane's rollback to 3 = %+v", h.name, hh)
+	}
+	if h.name == "helm4" && (hh[3].RollbackRevision != 1 || hh[5].RollbackRevision != 3) {
+		// Helm 4's own rollback keeps its field when sealane supersedes it; sealane's names its revision.
+		t.Errorf("helm4 history rollback revisions: 4→%d, 6→%d; want 1 and 3", hh[3].RollbackRevision, hh[5].RollbackRevision)
+	}
+	sameAs(t, h, nil, ns, "app")
+
+	// helm uninstalls what sealane deployed last.
+	h.ok(t, nil, "uninstall", "app", "-n", ns)
+	if out := sealaneOK(t, nil, "", "list", "-n", ns, "-o", "json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("sealane list after %s uninstall = %s, want []", h.name, out)
+	}
+	if s, c := releaseObjects(t, cs, ns, "app"); s+c != 0 {
+		t.Errorf("records left after %s uninstall: %d Secrets, %d ConfigMaps", h.name, s, c)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err == nil {
+		t.Errorf("ConfigMap app-config still exists after %s uninstall", h.name)
 	}
 }
 
-// TestHelmCompatHelmRelease: a release made by helm is upgraded, rolled back and dismissed by
-// sealane; helm checks each step. sealane list shows helm-made releases too.
+// TestHelmCompatHelmRelease: with Helm 3 and Helm 4, a release made by helm is upgraded,
+// rolled back and dismissed by sealane; helm checks each step, and upgrades in between.
 func TestHelmCompatHelmRelease(t *testing.T) {
+	for _, h := range helmCLIs() {
+		t.Run(h.name, func(t *testing.T) { helmReleaseBySealane(t, h) })
+	}
+}
+
+func helmReleaseBySealane(t *testing.T, h helmCLI) {
 	ns, data, cs := namespace(t), t.TempDir(), clientset(t)
 	chartPath := filepath.Join(repoRoot, compatChart)
-	helmOK(t, nil, "install", "app", chartPath, "-n", ns, "--create-namespace", "--set", "message=one")
-	helmOK(t, nil, "upgrade", "app", chartPath, "-n", ns, "--set", "message=two")
-	sameAsHelm(t, nil, ns, "app")
+	h.ok(t, nil, "install", "app", chartPath, "-n", ns, "--create-namespace", "--set", "message=one")
+	h.ok(t, nil, "upgrade", "app", chartPath, "-n", ns, "--set", "message=two")
+	sameAs(t, h, nil, ns, "app")
 
 	out := sealaneOK(t, nil, data, "deploy", compatChart, "--release", "app", "-n", ns, "--set", "message=three", "--timeout", "2m")
 	if !strings.Contains(out, "revision 3 deployed") {
-		t.Fatalf("sealane deploy over helm's release: want revision 3\n%s", out)
+		t.Fatalf("sealane deploy over %s's release: want revision 3\n%s", h.name, out)
 	}
-	hh := decodeJSON[[]revisionRow](t, "helm history", helmOK(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	hh := decodeJSON[[]revisionRow](t, "helm history", h.ok(t, nil, "history", "app", "-n", ns, "-o", "json"))
 	if statuses(hh) != "1:superseded 2:superseded 3:deployed" {
-		t.Fatalf("helm history after sealane deploy = %s", statuses(hh))
+		t.Fatalf("%s history after sealane deploy = %s", h.name, statuses(hh))
 	}
 	if got := configMessage(t, cs, ns, "app-config"); got != "three" {
 		t.Errorf("message = %q, want three", got)
 	}
 
 	sealaneOK(t, nil, data, "rollback", "app", "1", "-n", ns, "--timeout", "2m")
-	hh = decodeJSON[[]revisionRow](t, "helm history", helmOK(t, nil, "history", "app", "-n", ns, "-o", "json"))
+	hh = decodeJSON[[]revisionRow](t, "helm history", h.ok(t, nil, "history", "app", "-n", ns, "-o", "json"))
 	if statuses(hh) != "1:superseded 2:superseded 3:superseded 4:deployed" || hh[3].Description != "Rollback to 1" {
-		t.Fatalf("helm history after sealane rollback = %+v", hh)
+		t.Fatalf("%s history after sealane rollback = %+v", h.name, hh)
 	}
 	if got := configMessage(t, cs, ns, "app-config"); got != "one" {
 		t.Errorf("after sealane rollback to 1 message = %q, want one", got)
 	}
-	if out := helmOK(t, nil, "get", "values", "app", "-n", ns, "-o", "json"); strings.TrimSpace(out) != `{"message":"one"}` {
-		t.Errorf("helm get values after rollback = %s", out)
+	if out := h.ok(t, nil, "get", "values", "app", "-n", ns, "-o", "json"); strings.TrimSpace(out) != `{"message":"one"}` {
+		t.Errorf("%s get values after rollback = %s", h.name, out)
 	}
-	// helm can still upgrade it after sealane.
-	helmOK(t, nil, "upgrade", "app", chartPath, "-n", ns, "--set", "message=helm-again")
-	sameAsHelm(t, nil, ns, "app")
+	// helm can still upgrade it after sealane, and roll back to sealane's revision.
+	h.ok(t, nil, "upgrade", "app", chartPath, "-n", ns, "--set", "message=helm-again")
+	h.ok(t, nil, "rollback", "app", "3", "-n", ns)
+	if got := configMessage(t, cs, ns, "app-config"); got != "three" {
+		t.Errorf("after %s rollback to sealane's revision 3 message = %q, want three", h.name, got)
+	}
+	sameAs(t, h, nil, ns, "app")
 
 	sealaneOK(t, nil, data, "dismiss", "app", "-n", ns, "--timeout", "2m")
-	if rels := helmList(t, ns); len(rels) != 0 {
-		t.Errorf("helm list after sealane dismiss = %+v, want nothing", rels)
+	if out := h.ok(t, nil, "list", "-n", ns, "-o", "json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("%s list after sealane dismiss = %s, want []", h.name, out)
 	}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err == nil {
 		t.Errorf("ConfigMap app-config still exists after dismiss")

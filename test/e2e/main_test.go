@@ -24,6 +24,7 @@ var (
 	repoRoot   string
 	sealaneBin string
 	helmBin    string
+	helm4Bin   string // Helm 4, for the interop tests (helmcompat_test.go)
 	natsBin    string
 	kubeconfig string
 )
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	repoRoot, sealaneBin, helmBin, natsBin, kubeconfig = env.RepoRoot, env.Sealane, env.Helm, env.NATSServer, env.Kubeconfig
+	repoRoot, sealaneBin, helmBin, helm4Bin, natsBin, kubeconfig = env.RepoRoot, env.Sealane, env.Helm, env.Helm4, env.NATSServer, env.Kubeconfig
 	code := m.Run()
 	cleanup()
 	os.Exit(code)

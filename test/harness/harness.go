@@ -28,6 +28,7 @@ type Env struct {
 	Kubeconfig string // $SEALANE_KUBECONFIG, else the sandbox's
 	Sealane    string // built from the tree by Setup (or $SEALANE_<SUITE>_SEALANE, see Setup)
 	Helm       string
+	Helm4      string // Helm 4 (helm is Helm 3)
 	NATSServer string
 }
 
@@ -47,8 +48,8 @@ func Setup(sealane string) (Env, func(), error) {
 	}
 	home, _ := os.UserHomeDir()
 	bin := filepath.Join(home, ".cache", "sealane", "bin")
-	env.Helm, env.NATSServer = filepath.Join(bin, "helm"), filepath.Join(bin, "nats-server")
-	for _, p := range []string{env.Helm, env.NATSServer} {
+	env.Helm, env.Helm4, env.NATSServer = filepath.Join(bin, "helm"), filepath.Join(bin, "helm4"), filepath.Join(bin, "nats-server")
+	for _, p := range []string{env.Helm, env.Helm4, env.NATSServer} {
 		if _, err := os.Stat(p); err != nil {
 			return env, nil, fmt.Errorf("no %s: run `make sandbox-build`", p)
 		}

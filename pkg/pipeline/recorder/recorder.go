@@ -151,7 +151,7 @@ func (r *Recorder) pending(ctx context.Context, in stage.Input, d events.Rendere
 	if err := recordPending(ctx, store, release.Pending{
 		Name: in.Target.Release, Namespace: in.Target.Namespace, Revision: d.Revision, Chart: ch,
 		Config: bundle.Config, Manifest: bundle.Manifest, Hooks: bundle.Hooks, Notes: bundle.Notes,
-		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback, Labels: release.RequesterLabels(d.RequestedBy, d.RequestedByVerified),
+		Description: pendingDescription(d), Rollback: d.Operation == events.OperationRollback, RollbackTo: d.RollbackTo, Labels: release.RequesterLabels(d.RequestedBy, d.RequestedByVerified),
 		Deployed: release.DeployedRevision{Version: d.PreviousRevision, FirstDeployed: bundle.FirstDeployed},
 	}); err != nil {
 		// Retrying cannot help a record too large, nor a revision number another writer took

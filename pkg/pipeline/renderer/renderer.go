@@ -385,6 +385,7 @@ type renderedRelease struct {
 	prepared    *stagekit.Prepared
 	warnings    []string
 	description string
+	rollbackTo  int // the revision a rollback goes back to
 	// reply is where the requester's copy of the notes goes (nil: none).
 	reply *replyTo
 }
@@ -438,7 +439,7 @@ func (r *Renderer) rendered(ctx context.Context, in stage.Input, req *Request, r
 			Type: events.DeployRendered, Step: "rendered", DataRef: ref,
 			Data: events.RenderedData{Target: in.Target, Revision: rr.revision, IsUpgrade: rr.isUpgrade, Chart: rr.chart,
 				RenderRef: ref, NotesRef: notesRef, Resources: resources, Timeout: events.Duration(timeout), Warnings: rr.warnings, PreviousRevision: rr.previous,
-				Operation: req.Operation, Description: rr.description, RequestedBy: by, RequestedByVerified: verified},
+				Operation: req.Operation, Description: rr.description, RollbackTo: rr.rollbackTo, RequestedBy: by, RequestedByVerified: verified},
 		}},
 	}, nil
 }

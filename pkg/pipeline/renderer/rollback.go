@@ -73,7 +73,7 @@ func (r *Renderer) rollback(ctx context.Context, in stage.Input, req *Request) (
 			Metadata: render.AutoMetadata(events.RequestedData{}, version.String()),
 			Previous: previous, Plan: p,
 		},
-		description: fmt.Sprintf("Rollback to %d", to),
+		description: fmt.Sprintf("Rollback to %d", to), rollbackTo: to,
 	})
 }
 
