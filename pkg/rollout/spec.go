@@ -115,8 +115,8 @@ type Chart struct {
 	Repo string `json:"repo,omitempty" jsonschema:"oneof_required=repo"`
 	// Name is the chart's name in Repo.
 	Name string `json:"name,omitempty"`
-	// Version is the chart's version in Repo or OCI.
-	Version string `json:"version,omitempty"`
+	// Version is the chart's version in Repo or OCI (an unquoted 1.2 is read as written).
+	Version string `json:"version,omitempty" jsonschema:"oneof_type=string;number"`
 	// OCI is the chart's oci:// reference.
 	OCI string    `json:"oci,omitempty" jsonschema:"oneof_required=oci"`
 	Git *GitChart `json:"git,omitempty" jsonschema:"oneof_required=git"`

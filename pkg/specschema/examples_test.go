@@ -77,6 +77,24 @@ func TestExamples(t *testing.T) {
 	}
 }
 
+// TestCLIDocShowsExample checks that docs/cli.md shows examples/rollout/canary-waves.yaml as
+// it is, in a yaml block of its own.
+func TestCLIDocShowsExample(t *testing.T) {
+	const file = "examples/rollout/canary-waves.yaml"
+	want := string(readFile(t, filepath.Join(root, file)))
+	doc := string(readFile(t, filepath.Join(root, "docs", "cli.md")))
+	first, _, _ := strings.Cut(want, "\n")
+	start := strings.Index(doc, "```yaml\n"+first+"\n")
+	if start < 0 {
+		t.Fatalf("docs/cli.md shows no yaml block starting with %q: show %s", first, file)
+	}
+	block := doc[start+len("```yaml\n"):]
+	block, _, _ = strings.Cut(block, "```")
+	if block != want {
+		t.Errorf("docs/cli.md shows another text than %s: copy the file into its yaml block", file)
+	}
+}
+
 // TestBrokenCopies checks that the schemas refuse copies of the examples broken as a person
 // writing them would break them, as the validators do.
 func TestBrokenCopies(t *testing.T) {
@@ -119,6 +137,38 @@ func TestBrokenCopies(t *testing.T) {
 			}
 			if err := schemaCheck(t, k, data); err == nil {
 				t.Error("the schema accepts it")
+			}
+		})
+	}
+}
+
+// TestAcceptedVariants checks that the schemas accept what the validators accept where YAML
+// gives a scalar another type than the Go field's: numbers for strings, durations and sizes.
+func TestAcceptedVariants(t *testing.T) {
+	const revert, receivers = "examples/rollout/revert-all.yaml", "examples/webhooks/receivers.yaml"
+	for _, tc := range []struct {
+		name, file, old, new string
+	}{
+		{"chart version as a number", revert, "version: 4.2.0", "version: 4.2"},
+		{"bakeTime 0", revert, "bakeTime: 20m", "bakeTime: 0"},
+		{"maxParallel as a number", revert, "    clusters: [prod-ap-1]", "    clusters: [prod-ap-1]\n    maxParallel: 3"},
+		{"maxFailedClusters as a quoted number", revert, "maxFailedClusters: 0", `maxFailedClusters: "2"`},
+		{"maxBodySize in bytes", receivers, "maxBodySize: 5Mi", "maxBodySize: 1048576"},
+		{"maxBodySize as a decimal quantity", receivers, "maxBodySize: 5Mi", "maxBodySize: 2M"},
+		{"an empty wave selector", revert, "    clusters: [prod-ap-1]", `    selector: ""`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := examples[tc.file]
+			orig := string(readFile(t, filepath.Join(root, tc.file)))
+			if !strings.Contains(orig, tc.old) {
+				t.Fatalf("%s has no %q any more: fix the case", tc.file, tc.old)
+			}
+			data := []byte(strings.Replace(orig, tc.old, tc.new, 1))
+			if err := k.check(t, data); err != nil {
+				t.Fatalf("the validator refuses it: the case is wrong:\n%v", err)
+			}
+			if err := schemaCheck(t, k, data); err != nil {
+				t.Errorf("the schema refuses it:\n%v", err)
 			}
 		})
 	}

@@ -84,9 +84,13 @@ func TestSchemaKeysMatchDecoders(t *testing.T) {
 	}
 }
 
+// none is the value the enum probe sets that no enum has.
+const none = "zz-none"
+
 // TestSchemaEnumsMatchDecoders sets every scalar of the probe documents whose schema is an
 // enum to each of its values, which the decoder must accept, and to a value of none, which the
-// decoder and the schema must refuse.
+// decoder and the schema must refuse; where the decoder's refusal lists the values ("is not one
+// of a, b"), they must be the schema's.
 func TestSchemaEnumsMatchDecoders(t *testing.T) {
 	probed := map[string]bool{} // "schema file: Definition.key"
 	for _, pd := range probeDocs {
@@ -102,20 +106,24 @@ func TestSchemaEnumsMatchDecoders(t *testing.T) {
 				probed[pd.kind.schema+": "+def+"."+key] = true
 				at := pd.file + ": " + specfile.Join(field, key)
 				old := v.Value
-				for _, want := range append(enum, "zz-none") {
-					v.Value = want.(string)
-					data := encodeDoc(t, doc)
-					err := pd.kind.check(t, data)
-					switch {
-					case want == "zz-none" && err == nil:
-						t.Errorf("%s: the validator accepts %q", at, want)
-					case want == "zz-none" && schemaCheck(t, pd.kind, data) == nil:
-						t.Errorf("%s: the schema accepts %q", at, want)
-					case want != "zz-none" && err != nil:
-						t.Errorf("%s: the schema has %q, which the validator refuses:\n%v", at, want, err)
+				for _, value := range enum {
+					v.Value = value.(string)
+					if err := pd.kind.check(t, encodeDoc(t, doc)); err != nil {
+						t.Errorf("%s: the schema has %q, which the validator refuses:\n%v", at, value, err)
 					}
 				}
+				v.Value = none
+				data := encodeDoc(t, doc)
 				v.Value = old
+				if schemaCheck(t, pd.kind, data) == nil {
+					t.Errorf("%s: the schema accepts %q", at, none)
+				}
+				msg, ok := problemOf(t, pd.kind, data, specfile.Join(field, key))
+				if !ok {
+					t.Errorf("%s: the validator accepts %q", at, none)
+				} else if listed, ok := listedValues(msg); ok && !slices.Equal(listed, sortedStrings(enum)) {
+					t.Errorf("%s: the schema has the values %v, the decoder %v", at, sortedStrings(enum), listed)
+				}
 			}
 		})
 	}
@@ -126,6 +134,28 @@ func TestSchemaEnumsMatchDecoders(t *testing.T) {
 			}
 		}
 	}
+}
+
+// listedValues are the values a decoder's refusal of a value lists, sorted: "... is not one
+// of a, b" or "...: use one of a, b".
+func listedValues(msg string) ([]string, bool) {
+	for _, lead := range []string{" is not one of ", ": use one of "} {
+		if _, list, ok := strings.Cut(msg, lead); ok {
+			out := strings.Split(list, ", ")
+			sort.Strings(out)
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+func sortedStrings(values []any) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = v.(string)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // TestSchemaRequiredMatchesDecoders leaves out each key of every mapping of the probe
