@@ -78,20 +78,29 @@ const (
 )
 
 // Spec is a rollout as written: what to deploy, where, in which waves, and what to do on
-// failure. Parse and FromFlags return valid ones.
+// failure. Parse and FromFlags return valid ones. The jsonschema tags give the structure of the
+// YAML file that docs/schemas/rollout-spec.schema.json states (pkg/specschema).
 type Spec struct {
-	Chart       Chart          `json:"chart"`
-	Values      map[string]any `json:"values,omitempty"`
-	ValuesFiles []string       `json:"valuesFiles,omitempty"`
+	// Chart is the chart to deploy.
+	Chart Chart `json:"chart" jsonschema:"required"`
+	// Values are chart values written in the spec; they override ValuesFiles.
+	Values map[string]any `json:"values,omitempty"`
+	// ValuesFiles are values files, relative to the spec's directory.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
 	// Set holds key=value overrides, as helm --set.
 	Set []string `json:"set,omitempty"`
-	// Release and Namespace may be templates over the cluster: {{ .Cluster }}, {{ .Labels.region }}.
-	Release   string        `json:"release"`
-	Namespace string        `json:"namespace"`
-	Timeout   time.Duration `json:"timeout,omitempty"`
+	// Release is the release name on every cluster; it may be a template over the cluster:
+	// {{ .Cluster }}, {{ .Labels.region }}.
+	Release string `json:"release" jsonschema:"required"`
+	// Namespace is the release's namespace, a template over the cluster as Release.
+	Namespace string `json:"namespace" jsonschema:"required"`
+	// Timeout bounds each cluster's deploy (a Go duration such as 10m).
+	Timeout time.Duration `json:"timeout,omitempty"`
 
-	Clusters        ClusterSet      `json:"clusters"`
-	Waves           []Wave          `json:"waves"`
+	// Clusters are the registered clusters the rollout deploys to.
+	Clusters ClusterSet `json:"clusters" jsonschema:"required"`
+	// Waves are the rollout's steps, in order; a cluster is in one wave.
+	Waves           []Wave          `json:"waves" jsonschema:"required,minItems=1"`
 	Unmatched       Unmatched       `json:"unmatched"`
 	FailurePolicy   FailurePolicy   `json:"failurePolicy"`
 	OfflineClusters OfflineClusters `json:"offlineClusters"`
@@ -100,47 +109,69 @@ type Spec struct {
 
 // Chart is the chart source: exactly one of Path, Repo (with Name and Version), OCI or Git.
 type Chart struct {
-	Path    string    `json:"path,omitempty"`
-	Repo    string    `json:"repo,omitempty"`
-	Name    string    `json:"name,omitempty"`
-	Version string    `json:"version,omitempty"`
-	OCI     string    `json:"oci,omitempty"`
-	Git     *GitChart `json:"git,omitempty"`
+	// Path is a chart directory or archive, relative to the spec's directory.
+	Path string `json:"path,omitempty" jsonschema:"oneof_required=path"`
+	// Repo is the URL of a chart repository (http or https); Name and Version pick the chart.
+	Repo string `json:"repo,omitempty" jsonschema:"oneof_required=repo"`
+	// Name is the chart's name in Repo.
+	Name string `json:"name,omitempty"`
+	// Version is the chart's version in Repo or OCI (an unquoted 1.2 is read as written).
+	Version string `json:"version,omitempty" jsonschema:"oneof_type=string;number"`
+	// OCI is the chart's oci:// reference.
+	OCI string    `json:"oci,omitempty" jsonschema:"oneof_required=oci"`
+	Git *GitChart `json:"git,omitempty" jsonschema:"oneof_required=git"`
 }
 
 // GitChart is a chart in a git repository at a fixed commit.
 type GitChart struct {
-	URL    string `json:"url"`
-	Commit string `json:"commit"`
-	Path   string `json:"path,omitempty"`
+	// URL is the repository's URL, without credentials.
+	URL string `json:"url" jsonschema:"required"`
+	// Commit is the commit's hexadecimal id (7 to 64 digits), so every cluster gets the same chart.
+	Commit string `json:"commit" jsonschema:"required"`
+	// Path is the chart's directory in the repository.
+	Path string `json:"path,omitempty"`
 }
 
 // ClusterSet selects the rollout's clusters from the registry: by label Selector or by Names.
 type ClusterSet struct {
-	// Selector is a label selector; "" with HasSelector takes every registered cluster.
-	Selector    string   `json:"selector,omitempty"`
-	HasSelector bool     `json:"hasSelector,omitempty"`
-	Names       []string `json:"names,omitempty"`
+	// Selector is a label selector over the registered clusters' labels; an empty one takes
+	// every registered cluster.
+	Selector string `json:"selector,omitempty" jsonschema:"oneof_required=selector"`
+	// HasSelector records that Selector was given, empty or not.
+	HasSelector bool `json:"hasSelector,omitempty" jsonschema:"-"`
+	// Names are registered clusters by name.
+	Names []string `json:"names,omitempty" jsonschema:"oneof_required=names,minItems=1"`
 }
 
 // Wave is one step of a rollout: the clusters it takes (by Selector or Clusters, always within
 // the spec's clusters), how many deploy at once, how long it bakes, and whether it needs approval.
 type Wave struct {
+	// Name names the wave in commands and status (lower-case letters, digits and '-'); the
+	// default is wave-<n>.
 	Name string `json:"name"`
-	// Selector is a label selector; "" with HasSelector takes every cluster of the spec.
-	Selector    string        `json:"selector,omitempty"`
-	HasSelector bool          `json:"hasSelector,omitempty"`
-	Clusters    []string      `json:"clusters,omitempty"`
-	MaxParallel Quantity      `json:"maxParallel"`
-	BakeTime    time.Duration `json:"bakeTime,omitempty"`
-	Approval    string        `json:"approval,omitempty"`
+	// Selector is a label selector over the labels of the spec's clusters; an empty one takes
+	// every cluster of the spec.
+	Selector string `json:"selector,omitempty" jsonschema:"oneof_required=selector"`
+	// HasSelector records that Selector was given, empty or not.
+	HasSelector bool `json:"hasSelector,omitempty" jsonschema:"-"`
+	// Clusters are clusters of the spec by name.
+	Clusters []string `json:"clusters,omitempty" jsonschema:"oneof_required=clusters,minItems=1"`
+	// MaxParallel is how many of the wave's clusters deploy at once (default 1).
+	MaxParallel Quantity `json:"maxParallel"`
+	// BakeTime is how long the wave's clusters are watched after they succeeded, before the
+	// next wave (a Go duration; none by default).
+	BakeTime time.Duration `json:"bakeTime,omitempty"`
+	// Approval "manual" makes the next wave wait for `sealane rollout approve ID WAVE` after this
+	// wave's bake; without it the next wave starts on its own.
+	Approval string `json:"approval,omitempty"`
 }
 
 // FailurePolicy sets how many clusters may fail and what happens beyond that.
 type FailurePolicy struct {
 	// MaxFailedClusters is per wave (default 0: the first failure fails the wave).
 	MaxFailedClusters Quantity `json:"maxFailedClusters"`
-	// MaxFailedClustersTotal is over the whole rollout; nil means no limit beyond the waves'.
+	// MaxFailedClustersTotal is over the whole rollout; unset (nil), there is no limit beyond
+	// the waves'.
 	MaxFailedClustersTotal *Quantity          `json:"maxFailedClustersTotal,omitempty"`
 	OnFailure              OnFailure          `json:"onFailure"`
 	NoPreviousRevision     NoPreviousRevision `json:"noPreviousRevision"`
@@ -148,7 +179,9 @@ type FailurePolicy struct {
 
 // OfflineClusters is what happens with unreachable clusters; Deadline bounds the wait.
 type OfflineClusters struct {
-	Policy   OfflinePolicy `json:"policy"`
+	Policy OfflinePolicy `json:"policy"`
+	// Deadline is how long a cluster is waited for under the wait policy before it counts as
+	// failed (a Go duration; default 30m).
 	Deadline time.Duration `json:"deadline"`
 }
 

@@ -52,11 +52,14 @@ const (
 	MaxSecrets = 2
 )
 
-// Config is a loaded, valid webhook configuration with its secrets resolved.
+// Config is a loaded, valid webhook configuration with its secrets resolved. The json and
+// jsonschema tags of it and its parts give the file's keys and structure, which
+// docs/schemas/webhook-receivers.schema.json states (pkg/specschema).
 type Config struct {
 	// File is the path the configuration was loaded from.
-	File      string
-	Receivers []Receiver
+	File string `json:"-"`
+	// Receivers are the webhook endpoints, each with its own URL and secret.
+	Receivers []Receiver `json:"receivers" jsonschema:"required,minItems=1"`
 }
 
 // Receiver returns the receiver with the given id.
@@ -80,14 +83,22 @@ func (c *Config) RouteCount() int {
 
 // Receiver is one webhook endpoint, /hooks/<ID>.
 type Receiver struct {
-	ID string
-	// Type is one of Types.
-	Type string
-	// Events are the push kinds accepted (EventPush, EventTagPush); others are ignored.
-	Events      []string
-	MaxBodySize int64
-	RateLimit   RateLimit
-	Routes      []Route
+	// ID names the receiver: its URL is /hooks/<id> (lower-case letters, digits and '-').
+	ID string `json:"id" jsonschema:"required"`
+	// Type is one of Types: the provider, or the signature scheme, the receiver verifies.
+	Type string `json:"type" jsonschema:"required"`
+	// SecretSources say where the secrets are read: one, or two while one is rotated.
+	SecretSources []SecretSource `json:"secrets" jsonschema:"required,minItems=1"`
+	// Events are the push kinds accepted: push (EventPush) and tag_push (EventTagPush), both by
+	// default; other deliveries are answered "ignored".
+	Events []string `json:"events,omitempty" jsonschema:"minItems=1,uniqueItems=true"`
+	// MaxBodySize is the largest request body accepted, in bytes (in the file, bytes or a
+	// quantity such as 3Mi; default 3Mi, at most 25Mi).
+	MaxBodySize int64 `json:"maxBodySize,omitempty"`
+	// RateLimit bounds the requests the receiver takes.
+	RateLimit RateLimit `json:"rateLimit"`
+	// Routes send the matching pushes to deploy targets.
+	Routes []Route `json:"routes" jsonschema:"required,minItems=1"`
 
 	// secrets are the resolved secrets, one or two (rotation: any is accepted). They are
 	// never printed: see Format.
@@ -118,23 +129,36 @@ func (r Receiver) String() string { return fmt.Sprint(r) }
 // no verb (%v, %+v, %#v) prints a secret.
 func (r Receiver) Format(f fmt.State, verb rune) {
 	type receiver struct { // the fields of Receiver, secrets redacted
-		ID          string
-		Type        string
-		Events      []string
-		MaxBodySize int64
-		RateLimit   RateLimit
-		Routes      []Route
-		Secrets     string
+		ID            string
+		Type          string
+		SecretSources []SecretSource
+		Events        []string
+		MaxBodySize   int64
+		RateLimit     RateLimit
+		Routes        []Route
+		Secrets       string
 	}
-	v := receiver{r.ID, r.Type, r.Events, r.MaxBodySize, r.RateLimit, r.Routes,
+	v := receiver{r.ID, r.Type, r.SecretSources, r.Events, r.MaxBodySize, r.RateLimit, r.Routes,
 		strconv.Itoa(len(r.secrets)) + " redacted"}
 	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
 }
 
 // RateLimit is a receiver's token bucket: PerMinute requests a minute, Burst at once.
 type RateLimit struct {
-	PerMinute int
-	Burst     int
+	// PerMinute is the requests a minute (default 300).
+	PerMinute int `json:"perMinute,omitempty" jsonschema:"minimum=1"`
+	// Burst is the requests taken at once (default 60).
+	Burst int `json:"burst,omitempty" jsonschema:"minimum=1"`
+}
+
+// SecretSource is where a receiver's secret is read: a file or an environment variable, never
+// the value itself.
+type SecretSource struct {
+	// File is the path of a file holding the secret, relative to the configuration file's
+	// directory; its trailing line break is not part of the secret.
+	File string `json:"file,omitempty" jsonschema:"oneof_required=file,minLength=1"`
+	// Env is the name of an environment variable holding the secret.
+	Env string `json:"env,omitempty" jsonschema:"oneof_required=env,minLength=1"`
 }
 
 // ConfigError is every problem of a configuration file, one "file:line: field: problem" a line.

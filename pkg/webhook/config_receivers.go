@@ -75,7 +75,7 @@ func (d *decoder) receiver(n *yaml.Node, field string) (Receiver, *yaml.Node) {
 		d.Addf(f["type"], field+".type", "unknown type %q: use one of %s", r.Type, strings.Join(Types, ", "))
 	}
 
-	r.secrets = d.secrets(n, f["secrets"], field+".secrets")
+	r.secrets, r.SecretSources = d.secrets(n, f["secrets"], field+".secrets")
 	r.Events = d.events(f["events"], field+".events")
 	r.MaxBodySize = d.maxBodySize(f["maxBodySize"], field+".maxBodySize")
 	r.RateLimit = d.rateLimit(f["rateLimit"], field+".rateLimit")

@@ -13,9 +13,10 @@ import (
 )
 
 // secrets decodes and resolves a receiver's secrets: one or two entries, each a file or an
-// environment variable, never the value itself. Problems name the file or the variable, never
-// what they hold. recv is the receiver's node, for a missing list.
-func (d *decoder) secrets(recv, n *yaml.Node, field string) []string {
+// environment variable, never the value itself. It returns the secrets and where each was read.
+// Problems name the file or the variable, never what they hold. recv is the receiver's node,
+// for a missing list.
+func (d *decoder) secrets(recv, n *yaml.Node, field string) ([]string, []SecretSource) {
 	items := d.Items(n, field)
 	switch {
 	case n == nil || len(items) == 0:
@@ -24,43 +25,48 @@ func (d *decoder) secrets(recv, n *yaml.Node, field string) []string {
 			at = n
 		}
 		d.Addf(at, field, "missing: give the receiver's secret as a file (- file: PATH) or an environment variable (- env: NAME)")
-		return nil
+		return nil, nil
 	case len(items) > MaxSecrets:
 		d.Addf(n, field, "%d secrets: give one, or two while rotating (the old and the new, both accepted)", len(items))
-		return nil
+		return nil, nil
 	}
 	var out []string
+	var sources []SecretSource
 	for i, it := range items {
-		if s, ok := d.secret(it, fmt.Sprintf("%s[%d]", field, i)); ok {
-			out = append(out, s)
+		if s, src, ok := d.secret(it, fmt.Sprintf("%s[%d]", field, i)); ok {
+			out, sources = append(out, s), append(sources, src)
 		}
 	}
-	return out
+	return out, sources
 }
 
-func (d *decoder) secret(n *yaml.Node, field string) (string, bool) {
+// secret reads one entry of secrets: the secret and where it was read.
+func (d *decoder) secret(n *yaml.Node, field string) (string, SecretSource, bool) {
 	f := d.Fields(n, field, "file", "env")
 	if f == nil {
-		return "", false
+		return "", SecretSource{}, false
 	}
 	fileNode, envNode := f["file"], f["env"]
 	switch {
 	case fileNode != nil && envNode != nil:
 		d.Addf(envNode, field, "both file and env: give one")
-		return "", false
 	case fileNode != nil:
-		return d.secretFile(fileNode, field+".file")
+		name := d.Str(fileNode, field+".file")
+		s, ok := d.secretFile(fileNode, field+".file", name)
+		return s, SecretSource{File: name}, ok
 	case envNode != nil:
-		return d.secretEnv(envNode, field+".env")
-	}
-	if len(specfile.Deref(n).Content) == 0 { // else its keys were reported
+		name := d.Str(envNode, field+".env")
+		s, ok := d.secretEnv(envNode, field+".env", name)
+		return s, SecretSource{Env: name}, ok
+	case len(specfile.Deref(n).Content) == 0: // else its keys were reported
 		d.Addf(n, field, "empty: give file: PATH or env: NAME")
 	}
-	return "", false
+	return "", SecretSource{}, false
 }
 
-func (d *decoder) secretFile(n *yaml.Node, field string) (string, bool) {
-	name := d.Str(n, field)
+// secretFile reads the secret of the file name (node n), relative to the configuration's
+// directory.
+func (d *decoder) secretFile(n *yaml.Node, field, name string) (string, bool) {
 	if name == "" {
 		d.Addf(n, field, "empty: give the path of the file that holds the secret")
 		return "", false
@@ -90,8 +96,8 @@ func (d *decoder) secretFile(n *yaml.Node, field string) (string, bool) {
 	return s, true
 }
 
-func (d *decoder) secretEnv(n *yaml.Node, field string) (string, bool) {
-	name := d.Str(n, field)
+// secretEnv reads the secret of the environment variable name (node n).
+func (d *decoder) secretEnv(n *yaml.Node, field, name string) (string, bool) {
 	if name == "" {
 		d.Addf(n, field, "empty: give the name of the environment variable that holds the secret")
 		return "", false

@@ -50,6 +50,10 @@ func TestLoadConfigExample(t *testing.T) {
 	if diff := cmp.Diff([]string{"github-secret-one", "github-secret-two"}, gh.Secrets()); diff != "" {
 		t.Errorf("secrets (-want +got):\n%s", diff)
 	}
+	wantSources := []SecretSource{{File: "shop-github.secret"}, {Env: "SHOP_GITHUB_SECRET_NEXT"}}
+	if diff := cmp.Diff(wantSources, gh.SecretSources); diff != "" {
+		t.Errorf("secret sources (-want +got):\n%s", diff)
+	}
 	if gh.MaxBodySize != 3<<20 || gh.RateLimit != (RateLimit{PerMinute: 120, Burst: 30}) || gh.URLPath() != "/hooks/shop-github" {
 		t.Errorf("receiver = %v", gh)
 	}

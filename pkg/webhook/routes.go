@@ -37,34 +37,43 @@ const (
 // Route sends the matching pushes of a receiver to one deploy target.
 type Route struct {
 	// Index is the route's position in its receiver's routes (WebhookData.Route).
-	Index int
+	Index int `json:"-"`
 	// Repository is a glob (path.Match) on the pushed repository's full name ("acme/*"), or
 	// on its clone URL when it contains "://".
-	Repository string
-	// Branches and Tags are globs on the short branch or tag name: a branch push matches a
-	// route by Branches, a tag push by Tags.
-	Branches, Tags []string
-	Deploy         DeployTemplate
+	Repository string `json:"repository" jsonschema:"required,minLength=1"`
+	// Branches are globs on the short branch name: a branch push matches a route by them.
+	Branches []string `json:"branches,omitempty" jsonschema:"anyof_required=branches,minItems=1"`
+	// Tags are globs on the short tag name: a tag push matches a route by them.
+	Tags []string `json:"tags,omitempty" jsonschema:"anyof_required=tags,minItems=1"`
+	// Deploy is what the route deploys.
+	Deploy DeployTemplate `json:"deploy" jsonschema:"required"`
 }
 
 // DeployTemplate is what a route deploys. Namespace, Release, Set and SetString are Go
 // templates over the push (see TemplateFields), parsed when the configuration is loaded.
 type DeployTemplate struct {
-	Chart ChartLocation
+	Chart ChartLocation `json:"chart"`
 	// Env is the werf environment (.Values.werf.env), empty for none.
-	Env string
+	Env string `json:"env,omitempty"`
 	// ValuesFiles are paths in the chart repository, from its root.
-	ValuesFiles    []string
-	Set, SetString []string
-	Cluster        string
-	Namespace      string
-	Release        string
-	Timeout        time.Duration
-	OnQueued       OnQueued
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// Set holds key=value templates, as helm --set.
+	Set []string `json:"set,omitempty"`
+	// SetString holds key=value templates, as helm --set-string.
+	SetString []string `json:"setString,omitempty"`
+	// Cluster is the registered cluster deployed to, unless Rollout is given.
+	Cluster string `json:"cluster,omitempty" jsonschema:"oneof_required=cluster"`
+	// Namespace is the release's namespace, a template over the push.
+	Namespace string `json:"namespace" jsonschema:"required,minLength=1"`
+	// Release is the release name, a template over the push.
+	Release string `json:"release" jsonschema:"required,minLength=1"`
+	// Timeout bounds the deploy (a Go duration; default 5m).
+	Timeout  time.Duration `json:"timeout,omitempty"`
+	OnQueued OnQueued      `json:"onQueued,omitempty"`
 	// Rollout, when set, rolls the release out across the clusters and waves it gives
 	// instead of deploying to Cluster; Namespace and Release may then keep {{ .Cluster }}
 	// and {{ .Labels.KEY }}, which the coordinator renders per cluster.
-	Rollout *RolloutTemplate
+	Rollout *RolloutTemplate `json:"rollout,omitempty" jsonschema:"oneof_required=rollout"`
 
 	namespace, release templateText
 	set, setString     []templateText
@@ -74,17 +83,20 @@ type DeployTemplate struct {
 // (Fleet, a rollout spec without chart, release or namespace), or File, the path of a file
 // holding them in the chart's repository, read at the pushed commit.
 type RolloutTemplate struct {
-	Fleet *rollout.Spec
-	File  string
+	// Fleet is the rollout's clusters, waves and policies: the keys of a rollout spec that say
+	// where and how (rollout.FleetKeys), written in the rollout mapping itself.
+	Fleet *rollout.Spec `json:"-"`
+	// File is the path of a rollout file in the chart's repository, from its root.
+	File string `json:"file" jsonschema:"required,minLength=1"`
 }
 
 // ChartLocation is where a route's chart is: a directory of a git repository, fetched at the
 // pushed commit.
 type ChartLocation struct {
 	// Repository is the URL of the repository; empty means the pushed repository.
-	Repository string
+	Repository string `json:"repository,omitempty" jsonschema:"minLength=1"`
 	// Path is the chart or werf project directory in the repository; empty is its root.
-	Path string
+	Path string `json:"path,omitempty"`
 }
 
 // Match says whether push p goes to the route: its repository matches, and it is a branch

@@ -24,8 +24,8 @@ var floors = [][]string{
 	{"pkg/render", "pkg/track", "pkg/lease", "pkg/clusters", "pkg/diff", "pkg/metrics", "pkg/localnats", "pkg/apply",
 		"pkg/plan", "pkg/readiness", "pkg/validate", "pkg/validate/internal/openapigen", "pkg/podlogs", "pkg/chartsource",
 		"pkg/progress"},
-	// producers
-	{"pkg/client", "pkg/webhook"},
+	// producers, and the JSON Schemas of the files they read
+	{"pkg/client", "pkg/webhook", "pkg/specschema"},
 	// router
 	{"pkg/stage"},
 	// consumers: what every stage handler is built from
