@@ -6,6 +6,7 @@ import (
 	"github.com/sealane/sealane/events"
 	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/metrics/metricstest"
+	"github.com/sealane/sealane/pkg/rollout"
 )
 
 // A rollout driven to its end counts its clusters' results, its outbox publishes and, once,
@@ -45,5 +46,45 @@ func TestRolloutMetrics(t *testing.T) {
 	}
 	if n := got[metricstest.Key("sealane_rollout_outbox_publishes_total", "result", "ok")]; n < 2 {
 		t.Errorf("%g outbox publishes, want at least the 2 deploy requests", n)
+	}
+}
+
+// A rollout whose canary cluster failed halts (onFailure defaults to halt): the halted event
+// it publishes is counted once, and it is still active, not finished.
+func TestRolloutHaltedMetric(t *testing.T) {
+	w := newWorld(t)
+	m := metrics.New()
+	c := w.coordinator("a")
+	c.Metrics, w.runner.Metrics = m, m
+	if err := w.handle(c, w.request("ro-h")); err != nil {
+		t.Fatal(err)
+	}
+	failed := w.deployed("ro-h", w.requested("c1")[0])
+	var d events.RecordedData
+	if err := events.DecodeData(failed, &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Outcome, d.Status, d.Reason = events.OutcomeFailed, "failed", "pods never ready"
+	if err := failed.SetData("application/json", d); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.handle(c, failed); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.tick(c); err != nil { // nothing new to publish: counted once
+		t.Fatal(err)
+	}
+	if p := w.record("ro-h").State.Phase; p != rollout.PhaseHalted {
+		t.Fatalf("rollout phase %s, want halted", p)
+	}
+	got := metricstest.Values(t, m.Registry)
+	if diff := metricstest.Diff(got, map[string]float64{
+		metricstest.Key("sealane_rollout_halted_total"):                               1,
+		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "failed"): 1,
+	}); diff != "" {
+		t.Error(diff)
+	}
+	if n := got[metricstest.Key("sealane_rollout_finished_total", "state", "halted")]; n != 0 {
+		t.Errorf("a halted rollout counted as finished (%g)", n)
 	}
 }

@@ -110,6 +110,14 @@ func (m *Metrics) RolloutFinished(state string) {
 	m.rollouts.WithLabelValues(state).Inc()
 }
 
+// RolloutHalted counts a fleet rollout that halted, once its halted event is published.
+func (m *Metrics) RolloutHalted() {
+	if m == nil {
+		return
+	}
+	m.halted.Inc()
+}
+
 // ClusterResult counts one cluster's deploy result in a fleet rollout.
 func (m *Metrics) ClusterResult(outcome string) {
 	if m == nil {

@@ -48,6 +48,7 @@ type Metrics struct {
 	webhookDeploys  *prometheus.CounterVec
 
 	rollouts       *prometheus.CounterVec
+	halted         prometheus.Counter
 	clusterResults *prometheus.CounterVec
 	outbox         *prometheus.CounterVec
 }
@@ -104,20 +105,26 @@ func New() *Metrics {
 			Help: "Deploy requests the webhook intake published, by provider."}, []string{"provider"}),
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "rollout", Name: "finished_total",
 			Help: "Fleet rollouts that ended, by final state."}, []string{"state"}),
+		halted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "rollout", Name: "halted_total",
+			Help: "Fleet rollouts that halted (a wave failed past its limits and the rollout waits for a retry or an abort), counted when the coordinator published the halted event."}),
 		clusterResults: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "rollout", Name: "cluster_results_total",
 			Help: "Per-cluster deploy results of fleet rollouts, by outcome."}, []string{"outcome"}),
 		outbox: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "rollout", Name: "outbox_publishes_total",
 			Help: "Deploy requests the rollout coordinator published from its outbox, by result (ok, error)."}, []string{"result"}),
 	}
-	m.Registry.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.own()...)
+	return m
+}
+
+// own are the sealane_ collectors New registers.
+func (m *Metrics) own() []prometheus.Collector {
+	return []prometheus.Collector{
 		m.handled, m.duration, m.inFlight, m.hop, m.redeliveries, m.deadLetters,
 		m.deploys, m.resources, m.phases, m.trackedObjects, m.trackedPods, m.informers,
 		m.leaseQueued, m.leaseTakeovers, m.webhookRequests, m.webhookDeploys,
-		m.rollouts, m.clusterResults, m.outbox,
-	)
-	return m
+		m.rollouts, m.halted, m.clusterResults, m.outbox,
+	}
 }
 
 // Register adds a collector of the process (such as the JetStream consumer collector) to m's

@@ -119,6 +119,7 @@ func TestNilMetrics(t *testing.T) {
 	m.WebhookRequest("github", "accepted")
 	m.WebhookDeploys("github", 1)
 	m.RolloutFinished("succeeded")
+	m.RolloutHalted()
 	m.ClusterResult("failed")
 	m.OutboxPublished(nil)
 	if err := m.Register(nil); err != nil {
@@ -167,6 +168,7 @@ func TestDeployAndServiceMetrics(t *testing.T) {
 	m.WebhookRequest("github", "accepted")
 	m.WebhookDeploys("github", 2)
 	m.RolloutFinished("succeeded")
+	m.RolloutHalted()
 	m.ClusterResult("succeeded")
 	m.OutboxPublished(errors.New("nats down"))
 
@@ -191,6 +193,7 @@ func TestDeployAndServiceMetrics(t *testing.T) {
 		metricstest.Key("sealane_webhook_requests_total", "provider", "github", "outcome", "accepted"): 1,
 		metricstest.Key("sealane_webhook_deploys_requested_total", "provider", "github"):               2,
 		metricstest.Key("sealane_rollout_finished_total", "state", "succeeded"):                        1,
+		metricstest.Key("sealane_rollout_halted_total"):                                                1,
 		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "succeeded"):               1,
 		metricstest.Key("sealane_rollout_outbox_publishes_total", "result", "error"):                   1,
 	}

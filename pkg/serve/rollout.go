@@ -33,7 +33,7 @@ func RunRollout(ctx context.Context, node *Node, fleet coordinator.Fleet, specs 
 		SpecFiles: specs}
 	if node.metrics != nil {
 		// An error is a second coordinator in this process: the first one's collector counts.
-		_ = node.metrics.Register(metrics.NewCountCollector("sealane_rollout_active",
+		_ = node.metrics.Register(metrics.NewCountCollector(metrics.RolloutActive,
 			"Fleet rollouts not finished yet (running or queued for their release).", c.ActiveRollouts, log))
 	}
 	return node.Runner(log).Run(ctx, c.Stage())

@@ -295,7 +295,7 @@ func RunStages(ctx context.Context, r *stage.Runner, deps pipeline.Deps, names .
 	deps = withLeases(r, deps) // lease.go
 	if deps.Leases != nil && deps.Metrics != nil {
 		// An error is a second RunStages in this process: the first one's collector counts.
-		_ = deps.Metrics.Register(metrics.NewCountCollector("sealane_lease_queued_requests",
+		_ = deps.Metrics.Register(metrics.NewCountCollector(metrics.LeaseQueuedRequests,
 			"Deploy requests waiting in a release's queue for its lease (all releases).", deps.Leases.QueuedRequests, deps.Log))
 	}
 	stages, err := pipeline.Stages(deps, names...)

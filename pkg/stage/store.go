@@ -130,6 +130,9 @@ func (r *Runner) flushOnce(ctx context.Context, st Stage, key string) error {
 			break
 		}
 		sent = append(sent, o.Event.ID())
+		if o.Event.Type() == string(events.RolloutHalted) { // a coordinator's rollout halted
+			r.Metrics.RolloutHalted()
+		}
 	}
 	if err := st.Store.Sent(ctx, key, sent); err != nil {
 		return errors.Join(failed, fmt.Errorf("%s: outbox of %s: %w", st.Name, key, err))

@@ -5,20 +5,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sealane/sealane/pkg/kube/kubetest"
+	"github.com/sealane/sealane/pkg/metrics"
 	"github.com/sealane/sealane/pkg/metrics/metricstest"
 	"github.com/sealane/sealane/test/harness"
+	"github.com/sealane/sealane/test/monitoring"
 )
 
 // TestServeMetrics runs `sealane serve all --http-addr` against a standalone NATS, deploys
 // through it once successfully and once into a never-ready Deployment, and scrapes /metrics
 // over HTTP: every stage handled events ok, the install and the failed install are one deploy
-// each, resources were applied, JetStream lag is there for every stage consumer, and the
-// probes answer on the same port.
+// each, resources were applied, JetStream lag is there for every stage consumer, the probes
+// answer on the same port, and the metrics the chart's alerts and dashboard query are served.
 func TestServeMetrics(t *testing.T) {
 	sharePayloadKey(t)
 	port := harness.FreePort(t)
@@ -93,6 +96,52 @@ func TestServeMetrics(t *testing.T) {
 	for _, gauge := range []string{"sealane_tracker_objects_watched", "sealane_tracker_pods_watched", "sealane_tracker_informers_open"} {
 		if n, ok := got[metricstest.Key(gauge)]; !ok || n != 0 {
 			t.Errorf("%s = %g (present %v) after both deploys ended, want 0", gauge, n, ok)
+		}
+	}
+	checkChartMetricsServed(t, got)
+}
+
+// notInThisScrape are the families the chart's alerts and dashboard query that the `serve all`
+// of TestServeMetrics cannot serve: a vector has no series, and so no line on the page, before
+// its first event, and this test has no webhook intake (no --webhook-config), no fleet rollout
+// and no dead letter, and a redelivery only by chance. They are checked against the registry
+// (metrics.Families) instead; every other family the chart queries must be on the page.
+var notInThisScrape = map[string]string{
+	"sealane_webhook_requests_total":          "no webhook intake",
+	"sealane_webhook_deploys_requested_total": "no webhook intake",
+	"sealane_rollout_finished_total":          "no fleet rollout",
+	"sealane_rollout_cluster_results_total":   "no fleet rollout",
+	"sealane_bus_dead_letters_total":          "no dead letter",
+	"sealane_bus_redeliveries_total":          "a redelivery only by chance",
+}
+
+// checkChartMetricsServed fails unless every metric family the chart's alerts and dashboard
+// (deployments/chart/files) query is on the scraped page got, or is one this test cannot
+// produce (notInThisScrape) and sealane registers it.
+func checkChartMetricsServed(t *testing.T, got map[string]float64) {
+	t.Helper()
+	registered := metrics.Families()
+	used, unknown, err := monitoring.Families(filepath.Join(repoRoot, "deployments", "chart"), registered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range unknown {
+		t.Errorf("the chart queries %s, which sealane does not register", u)
+	}
+	served := map[string]bool{}
+	for key := range got {
+		name, _, _ := strings.Cut(key, "{")
+		served[name] = true
+	}
+	for _, f := range used {
+		_, skip := notInThisScrape[f]
+		switch {
+		case served[f]:
+		case skip && registered[f] != "":
+		case skip:
+			t.Errorf("the chart queries %s (not in this scrape: %s), which sealane does not register", f, notInThisScrape[f])
+		default:
+			t.Errorf("the chart queries %s, which a real `serve all` did not serve after two deploys", f)
 		}
 	}
 }
