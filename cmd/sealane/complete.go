@@ -166,7 +166,8 @@ func releaseNames(ctx context.Context, client kubernetes.Interface, ns string, s
 // WAVE with the rollout's waves and retry's CLUSTER with its clusters. Without --nats it
 // looks only into an existing --data-dir.
 func (g *globalFlags) completeRolloutArgs(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	if len(args) > 1 || len(args) == 1 && cmd.Name() != "approve" && cmd.Name() != "retry" {
+	takesSecond := cmd.Name() == "approve" || cmd.Name() == "retry"
+	if len(args) > 1 || (len(args) == 1 && !takesSecond) {
 		return nil, noFiles
 	}
 	if g.NATSURL == "" && !g.dataDirExists() {
