@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,13 +69,18 @@ func newClusterCmd(g *globalFlags) *cobra.Command {
 			"The home cluster is --home-kubeconfig/--home-context (list and remove also take --kubeconfig/--kube-context), " +
 			"default: the current context.",
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&h.kubeconfig, "home-kubeconfig", os.Getenv("SEALANE_HOME_KUBECONFIG"), "kubeconfig of the home cluster ($SEALANE_HOME_KUBECONFIG; default $KUBECONFIG or ~/.kube/config)")
-	pf.StringVar(&h.context, "home-context", os.Getenv("SEALANE_HOME_CONTEXT"), "context of the home cluster ($SEALANE_HOME_CONTEXT; default: the current context)")
-	pf.StringVar(&h.namespace, "sealane-namespace", envOr("SEALANE_NAMESPACE", "sealane"), "namespace of the cluster Secrets on the home cluster ($SEALANE_NAMESPACE)")
-	pf.DurationVar(&h.timeout, "timeout", 30*time.Second, "how long the command may take")
+	h.register(cmd.PersistentFlags())
 	cmd.AddCommand(newClusterAddCmd(h), newClusterListCmd(g, h), newClusterRemoveCmd(g, h))
 	return cmd
+}
+
+// register adds the home cluster's flags (--home-kubeconfig, --home-context,
+// --sealane-namespace) and --timeout to fl.
+func (h *homeFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&h.kubeconfig, "home-kubeconfig", os.Getenv("SEALANE_HOME_KUBECONFIG"), "kubeconfig of the home cluster ($SEALANE_HOME_KUBECONFIG; default $KUBECONFIG or ~/.kube/config)")
+	fl.StringVar(&h.context, "home-context", os.Getenv("SEALANE_HOME_CONTEXT"), "context of the home cluster ($SEALANE_HOME_CONTEXT; default: the current context)")
+	fl.StringVar(&h.namespace, "sealane-namespace", envOr("SEALANE_NAMESPACE", "sealane"), "namespace of the cluster Secrets on the home cluster ($SEALANE_NAMESPACE)")
+	fl.DurationVar(&h.timeout, "timeout", 30*time.Second, "how long the command may take")
 }
 
 // home connects to the home cluster; list and remove fall back to the global
@@ -213,7 +219,7 @@ func writeClusterSecret(ctx context.Context, home *kube.Cluster, s *corev1.Secre
 }
 
 func newClusterRemoveCmd(g *globalFlags, h *homeFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Unregister a cluster: delete its Secrets from the home cluster (deploys to it then fail as unknown)",
 		Args:  cobra.ExactArgs(1),
@@ -241,6 +247,8 @@ func newClusterRemoveCmd(g *globalFlags, h *homeFlags) *cobra.Command {
 			return nil
 		},
 	}
+	g.addKubeFlags(cmd)
+	return cmd
 }
 
 func envOr(key, def string) string {

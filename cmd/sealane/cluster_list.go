@@ -55,6 +55,8 @@ func newClusterListCmd(g *globalFlags, h *homeFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "cluster label selector, e.g. env=prod,region in (eu,us)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "table or json")
+	g.addConnectionFlags(cmd, sharedOnly)
+	g.addKubeFlags(cmd)
 	return cmd
 }
 

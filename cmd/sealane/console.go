@@ -34,5 +34,7 @@ func newConsoleCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	f.Register(cmd.Flags(), "addr", "listen address of the console (loopback by default)", console.DefaultAddr)
+	g.addConnectionFlags(cmd, orEmbedded)
+	g.addKubeconfigFlag(cmd)
 	return cmd
 }

@@ -44,7 +44,17 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deploy CHART",
 		Short: "Install or upgrade a release from a chart (directory, werf project, .tgz, repository or OCI) and wait until it is ready",
-		Args:  cobra.ExactArgs(1),
+		Example: `  # a chart directory to the kubeconfig's current context, through a pipeline in this process
+  sealane deploy ./chart --release shop --namespace shop --set image.tag=1.4.2
+
+  # through a shared pipeline (sealane serve) to one of its registered clusters
+  sealane deploy ./chart --release shop -n shop --nats nats://nats.example.com:4222 \
+    --nats-creds client.creds --cluster prod-eu
+
+  # a chart of a Helm repository, with values files, JSON events on stdout
+  sealane deploy shop --repo https://charts.example.com --version 1.x \
+    -f values.yaml -f values-prod.yaml -o json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDeploy(cmd.Context(), g, f, args[0])
 		},
@@ -59,6 +69,7 @@ func newDeployCmd(g *globalFlags) *cobra.Command {
 	fl.BoolVar(&f.autoRollback, "auto-rollback", false, "when the deploy fails, roll back to the last deployed revision (its rollback hooks run)")
 	fl.BoolVar(&f.supersede, "supersede", false, "when the release is busy, drop the deploys queued for it (they fail, \"superseded by deploy <id>\") and run next")
 	f.storage.register(fl, true)
+	g.addPipelineFlags(cmd) // flags.go
 	return cmd
 }
 
@@ -74,7 +85,7 @@ func runDeploy(ctx context.Context, g *globalFlags, f *deployFlags, chartDir str
 	if err != nil {
 		return err
 	}
-	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, secrets: secrets, progress: f.progress},
+	return runOperation(ctx, g, operationOptions{output: f.output, timeout: f.timeout, secrets: secrets, progress: f.progress, uploads: true},
 		func(ctx context.Context, s *session) (client.Result, error) {
 			req, err := f.request(chartDir, s.cluster, f.timeout)
 			if err != nil {
@@ -117,6 +128,8 @@ type operationOptions struct {
 	done string
 	// progress sets how --output text prints the progress table.
 	progress progressFlags
+	// uploads: the request carries a chart and values, sealed to the pipeline's public key.
+	uploads bool
 }
 
 // progressFlags are the flags of --output text: how often the progress table is printed and
@@ -160,6 +173,26 @@ type pipelineRun struct {
 // with the four stages in this process; close stops them.
 func openPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets) (*pipelineRun, error) {
 	return openPipelineWith(ctx, g, secrets, clusters.NewRegistry(g.kubeconfig))
+}
+
+// openUploadPipeline is openPipeline for a command that uploads a chart and values when
+// uploads is set: with --nats, the key they are sealed to is checked before anything is sent.
+func openUploadPipeline(ctx context.Context, g *globalFlags, secrets render.Secrets, uploads bool) (*pipelineRun, error) {
+	if !uploads || g.NATSURL == "" {
+		return openPipeline(ctx, g, secrets)
+	}
+	if err := checkKeyConfig(g); err != nil { // payloadkey.go
+		return nil, err
+	}
+	p, err := openPipeline(ctx, g, secrets)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUploadKey(ctx, p.node); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // openPipelineWith is openPipeline with the embedded stages' cluster registry (a fleet rollout
@@ -260,7 +293,7 @@ func runOperation(ctx context.Context, g *globalFlags, o operationOptions, start
 	if o.progress.interval < 0 {
 		return fmt.Errorf("--progress-interval %s: want a positive duration", o.progress.interval)
 	}
-	p, err := openPipeline(ctx, g, o.secrets)
+	p, err := openUploadPipeline(ctx, g, o.secrets, o.uploads)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ func newDismissCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	f.register(cmd, "uninstall")
+	g.addPipelineFlags(cmd)
+	cmd.ValidArgsFunction = g.completeReleases
 	cmd.Flags().BoolVar(&keepHistory, "keep-history", false, "keep the release records, marked uninstalled")
 	cmd.Flags().BoolVar(&withNamespace, "with-namespace", false, "delete the release namespace afterwards")
 	return cmd

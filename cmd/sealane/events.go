@@ -57,6 +57,7 @@ func newEventsCmd(g *globalFlags) *cobra.Command {
 	fl.BoolVar(&f.logs, "logs", false, "print the log stream instead: container logs and Kubernetes events of tracked resources (kept 24 h)")
 	fl.BoolVar(&f.deadLetters, "dead-letters", false, "list the dead letters: messages a stage gave up on (consumer, reason, deliveries, original event)")
 	fl.Uint64Var(&f.redrive, "redrive", 0, "publish dead letter ID (from --dead-letters) again on its original subject")
+	g.addConnectionFlags(cmd, orEmbedded)
 	return cmd
 }
 

@@ -20,8 +20,10 @@ type getFlags struct {
 	revision int
 }
 
-func (f *getFlags) register(cmd *cobra.Command) {
+func (f *getFlags) register(cmd *cobra.Command, g *globalFlags) {
 	f.recordFlags.register(cmd.Flags())
+	g.addKubeFlags(cmd)
+	cmd.ValidArgsFunction = g.completeReleases
 	cmd.Flags().IntVar(&f.revision, "revision", 0, "the revision to show (default: the newest, whatever its status)")
 }
 
@@ -76,7 +78,7 @@ func newGetPartCmd(g *globalFlags, part, what string, show func(io.Writer, *helm
 			return show(cmd.OutOrStdout(), rel)
 		},
 	}
-	f.register(cmd)
+	f.register(cmd, g)
 	return cmd
 }
 
@@ -107,7 +109,7 @@ func newGetValuesCmd(g *globalFlags) *cobra.Command {
 			return writeValues(cmd.OutOrStdout(), vals, all, output)
 		},
 	}
-	f.register(cmd)
+	f.register(cmd, g)
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "all computed values: the chart's defaults merged with the user-supplied ones")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table (YAML under a heading, as helm), json or yaml")
 	return cmd

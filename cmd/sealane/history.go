@@ -34,6 +34,8 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	f.recordFlags.register(fl)
+	g.addKubeFlags(cmd)
+	cmd.ValidArgsFunction = g.completeReleases
 	fl.IntVar(&f.max, "max", 256, "most revisions shown (the newest ones)")
 	fl.StringVarP(&f.output, "output", "o", "table", "table or json (the fields of `helm history -o json`)")
 	return cmd

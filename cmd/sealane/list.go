@@ -39,6 +39,7 @@ func newListCmd(g *globalFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	f.recordFlags.register(fl)
+	g.addKubeFlags(cmd)
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the releases of every namespace")
 	fl.BoolVarP(&f.all, "all", "a", false, "show releases in every status (pending, superseded, uninstalled...), not only deployed and failed")
 	fl.StringVarP(&f.output, "output", "o", "table", "table or json (the fields of `helm list -o json`)")

@@ -28,6 +28,8 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// globalFlags are the settings many commands share. Only --log-level and --log-json are
+// global flags; each command registers the others it takes (flags.go).
 type globalFlags struct {
 	// Connection is --nats, the NATS credentials and --payload-key-file.
 	serve.Connection
@@ -84,16 +86,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetUsageFunc(printUsage) // usage.go: the NATS connection flags under their own heading
 	pf := root.PersistentFlags()
-	serve.RegisterConnectionFlags(pf, &g.Connection, "", serve.ConnectionUsage{
-		NATS: "NATS URL of a shared pipeline, $" + serve.NATSURLEnv + " (default: embedded NATS and all stages in this process)",
-		PayloadKeyFile: "file with the 64-hex-character key that encrypts payloads in NATS ($" + serve.PayloadKeyFileEnv +
-			"; default $SEALANE_PAYLOAD_KEY; embedded: <data-dir>/payload.key, created on first use)",
-	})
-	pf.StringVar(&g.dataDir, "data-dir", os.Getenv("SEALANE_DATA_DIR"), "where the embedded NATS keeps its JetStream data (default ~/.local/share/sealane)")
-	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
-	pf.StringVar(&g.kubeContext, "kube-context", "", "kubeconfig context = cluster name (default: the current context)")
-	pf.StringVar(&g.cluster, "cluster", os.Getenv("SEALANE_CLUSTER"), "target cluster of a pipeline command (deploy, plan, rollback, dismiss, test): a registered cluster of the shared pipeline (--nats, see `sealane cluster list`); embedded: a kubeconfig context, like --kube-context ($SEALANE_CLUSTER)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (the embedded stages log only when it is given)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.logLevelSet = cmd.Flags().Changed("log-level") }
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
@@ -106,7 +100,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRolloutCmd(g))
 	root.AddCommand(newPoolsCmd(g))   // pools.go
 	root.AddCommand(newConsoleCmd(g)) // console.go
-	root.AddCommand(newPayloadCmd(g)) // payload.go
+	root.AddCommand(newPayloadCmd())  // payload.go
 	return root
 }
 

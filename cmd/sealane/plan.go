@@ -60,6 +60,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 2 when the deploy would change something (0: nothing to do, 1: error)")
 	fl.IntVar(&f.contextLines, "diff-context-lines", diff.DefaultContextLines, "unchanged lines shown around each change of a diff")
 	f.storage.register(fl, false)
+	g.addPipelineFlags(cmd) // flags.go
 	return cmd
 }
 
@@ -110,7 +111,7 @@ func planThroughPipeline(ctx context.Context, g *globalFlags, f *planFlags, char
 	if err != nil {
 		return nil, err
 	}
-	p, err := openPipeline(ctx, g, secrets)
+	p, err := openUploadPipeline(ctx, g, secrets, true) // deploy.go
 	if err != nil {
 		return nil, err
 	}

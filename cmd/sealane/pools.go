@@ -63,12 +63,13 @@ func newPoolsCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long to wait for NATS")
+	g.addConnectionFlags(cmd, sharedOnly)
 	cmd.AddCommand(newPoolsDeleteCmd(g))
 	return cmd
 }
 
 func newPoolsDeleteCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "delete CONSUMER",
 		Short: "Delete a stage consumer that will not run again (a retired pool, or the pool-less consumer before switching to pools)",
 		Long: "Deletes the durable consumer of the deploy stream. Stop every process of it first: a running one recreates it. " +
@@ -89,6 +90,8 @@ func newPoolsDeleteCmd(g *globalFlags) *cobra.Command {
 			return err
 		},
 	}
+	g.addConnectionFlags(cmd, sharedOnly)
+	return cmd
 }
 
 // poolsReport reads the stage consumers and the registered clusters of the shared pipeline.

@@ -61,6 +61,7 @@ func newRenderCmd(g *globalFlags) *cobra.Command {
 	fl.BoolVar(&f.skipTests, "skip-tests", false, "leave out test hooks")
 	fl.BoolVar(&f.showServiceAnnotations, "show-service-annotations", false, "show the annotations and labels a deploy adds (werf.io/version, project.werf.io/*, ci.werf.io/*, --add-annotation, --add-label)")
 	fl.BoolVar(&f.upgrade, "is-upgrade", false, "render as an upgrade (.Release.IsUpgrade true, .Release.IsInstall false)")
+	g.addKubeFlags(cmd)
 	return cmd
 }
 

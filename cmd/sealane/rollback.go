@@ -32,5 +32,7 @@ func newRollbackCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	f.register(cmd, "rollback")
+	g.addPipelineFlags(cmd)
+	cmd.ValidArgsFunction = g.completeReleases
 	return cmd
 }

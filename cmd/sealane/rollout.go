@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,10 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sealane/sealane/events"
-	"github.com/sealane/sealane/pkg/clusterspec"
 	"github.com/sealane/sealane/pkg/rollout"
 )
 
@@ -27,11 +24,6 @@ func newRolloutCmd(g *globalFlags) *cobra.Command {
 		Use:   "rollout",
 		Short: "Fleet rollouts: one release across the registered clusters in waves, with bake, approval, halt and revert",
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&h.kubeconfig, "home-kubeconfig", os.Getenv("SEALANE_HOME_KUBECONFIG"), "kubeconfig of the home cluster ($SEALANE_HOME_KUBECONFIG; default $KUBECONFIG or ~/.kube/config)")
-	pf.StringVar(&h.context, "home-context", os.Getenv("SEALANE_HOME_CONTEXT"), "context of the home cluster ($SEALANE_HOME_CONTEXT; default: the current context)")
-	pf.StringVar(&h.namespace, "sealane-namespace", envOr("SEALANE_NAMESPACE", "sealane"), "namespace of the cluster Secrets on the home cluster ($SEALANE_NAMESPACE)")
-	pf.DurationVar(&h.timeout, "timeout", 30*time.Second, "how long the command may take")
 	sf := &rolloutSpecFlags{}
 	validate := &cobra.Command{
 		Use:   "validate (-f SPEC | CHART --release R --namespace N [--selector S] [--wave S[:N]]...)",
@@ -46,33 +38,23 @@ func newRolloutCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
-	plan := &cobra.Command{
-		Use:   "plan (-f SPEC | CHART --release R --namespace N [--selector S] [--wave S[:N]]...)",
-		Short: "Resolve a rollout spec against the registered clusters (cluster Secrets on the home cluster) and print its waves",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, _, err := sf.spec(args)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), h.timeout)
-			defer cancel()
-			specs, err := registeredClusters(ctx, g, h)
-			if err != nil {
-				return err
-			}
-			p, err := rollout.Resolve(spec, specs)
-			if err != nil {
-				return fmt.Errorf("%s: %w", sf.source(), err)
-			}
-			return writeRolloutPlan(cmd.OutOrStdout(), p)
-		},
-	}
+	plan := newRolloutPlanCmd(g, h, sf) // rollout_fleet.go
 	var detach bool
 	start := &cobra.Command{
 		Use:   "start (-f SPEC | CHART --release R --namespace N [--selector S] [--wave S[:N]]...)",
 		Short: "Start a rollout (on the shared pipeline with --nats, else in this process) and follow its waves × clusters grid to the end",
-		Args:  cobra.MaximumNArgs(1),
+		Long: "Resolves the spec as `rollout plan` does (a bad spec starts nothing), stores the chart and values once, " +
+			"requests the rollout and follows it to its end.",
+		Example: `  # the waves of a spec file, on the shared pipeline's registered clusters
+  sealane rollout start -f rollout.yaml --nats nats://nats.example.com:4222 --nats-creds client.creds
+
+  # the simple case from flags: staging one cluster at a time, then a quarter of prod at once
+  sealane rollout start ./chart --release shop --namespace 'shop-{{ .Cluster }}' \
+    --selector 'env in (staging,prod)' --wave env=staging:1 --wave 'env=prod:25%' --nats "$SEALANE_NATS_URL"
+
+  # request it and return; follow it later with rollout watch
+  sealane rollout start -f rollout.yaml --nats "$SEALANE_NATS_URL" --detach`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, dir, err := sf.spec(args)
 			if err != nil {
@@ -82,9 +64,11 @@ func newRolloutCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	start.Flags().BoolVar(&detach, "detach", false, "return once the rollout is requested (follow it with `rollout watch ID`)")
-	for _, c := range []*cobra.Command{validate, plan, start} {
-		sf.register(c.Flags())
-	}
+	sf.register(validate.Flags())
+	sf.register(start.Flags())
+	g.addConnectionFlags(start, orEmbedded)
+	h.register(start.Flags()) // cluster.go: the home cluster of the cluster Secrets
+	g.addKubeFlags(start)
 	cmd.AddCommand(validate, plan, start)
 	cmd.AddCommand(rolloutReadCmds(g)...)
 	cmd.AddCommand(rolloutCommandCmds(g)...)
@@ -102,6 +86,12 @@ func rolloutReadCmds(g *globalFlags) []*cobra.Command {
 			RunE: func(cmd *cobra.Command, args []string) error { return rolloutStatus(cmd, g, args[0], watch) }},
 		{Use: "list", Short: "List the rollouts, newest first", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return rolloutList(cmd, g, lf) }},
+	}
+	for _, c := range cmds[:2] {
+		c.ValidArgsFunction = g.completeRolloutArgs // complete.go
+	}
+	for _, c := range cmds {
+		g.addConnectionFlags(c, orEmbedded)
 	}
 	status.register(cmds[0].Flags())
 	watch.register(cmds[1].Flags())
@@ -124,7 +114,7 @@ func rolloutCommandCmds(g *globalFlags) []*cobra.Command {
 	abort := &cobra.Command{Use: "abort ID", Short: "End a rollout: nothing more starts, nothing is reverted", Args: cobra.ExactArgs(1),
 		RunE: send(events.CommandAbort, func(d *events.RolloutCommandData, _ []string) { d.Reason = reason })}
 	abort.Flags().StringVar(&reason, "reason", "", "why (recorded on the rollout and its aborted event)")
-	return []*cobra.Command{
+	cmds := []*cobra.Command{
 		{Use: "pause ID", Short: "Stop starting deploys and waves; deploys in flight finish", Args: cobra.ExactArgs(1),
 			RunE: send(events.CommandPause, nil)},
 		{Use: "resume ID", Short: "Continue a paused rollout", Args: cobra.ExactArgs(1), RunE: send(events.CommandResume, nil)},
@@ -134,6 +124,11 @@ func rolloutCommandCmds(g *globalFlags) []*cobra.Command {
 		{Use: "retry ID CLUSTER", Short: "Deploy a failed or skipped cluster of the current wave again (a halted rollout runs again)", Args: cobra.ExactArgs(2),
 			RunE: send(events.CommandRetry, func(d *events.RolloutCommandData, a []string) { d.Cluster = a[1] })},
 	}
+	for _, c := range cmds {
+		c.ValidArgsFunction = g.completeRolloutArgs // complete.go
+		g.addConnectionFlags(c, orEmbedded)
+	}
+	return cmds
 }
 
 // rolloutSpecFlags are the two ways to give a rollout: a spec file (-f), or a chart and flags
@@ -192,28 +187,6 @@ func readRolloutSpec(file string) (*rollout.Spec, error) {
 		return nil, fmt.Errorf("rollout spec: %w", err)
 	}
 	return rollout.Parse(file, data)
-}
-
-// registeredClusters are the clusters of the cluster Secrets on the home cluster, with their
-// labels; a Secret that is not a valid cluster is an error naming it.
-func registeredClusters(ctx context.Context, g *globalFlags, h *homeFlags) ([]clusterspec.Spec, error) {
-	home, err := h.home(g)
-	if err != nil {
-		return nil, err
-	}
-	list, err := home.Typed.CoreV1().Secrets(h.namespace).List(ctx, metav1.ListOptions{LabelSelector: clusterspec.ClusterLabel})
-	if err != nil {
-		return nil, fmt.Errorf("list cluster Secrets in namespace %s of %s: %w", h.namespace, home.Config.Host, err)
-	}
-	var specs []clusterspec.Spec
-	for i := range list.Items {
-		s, err := clusterspec.FromSecret(&list.Items[i])
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, s)
-	}
-	return specs, nil
 }
 
 // writeRolloutPlan prints a resolved plan: one block per wave, one line per cluster.

@@ -98,23 +98,34 @@ type rolloutInput struct {
 func rolloutStart(cmd *cobra.Command, g *globalFlags, h *homeFlags, in rolloutInput, detach bool) error {
 	ctx := cmd.Context()
 	spec, dir, file := in.spec, in.dir, in.source
+	if detach && g.NATSURL == "" {
+		return errors.New("--detach needs a shared pipeline (--nats): in the embedded mode this process runs the rollout")
+	}
+	if g.NATSURL != "" {
+		if err := checkKeyConfig(g); err != nil { // payloadkey.go
+			return err
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	registered, err := registeredClusters(cctx, g, h)
+	fl, err := rolloutFleet(cctx, cmd, g, h) // rollout_fleet.go
 	if err != nil {
 		return err
 	}
+	registered := fl.clusters
 	if _, err := rollout.Resolve(spec, registered); err != nil {
-		return fmt.Errorf("%s: %w (nothing was started)", file, err)
-	}
-	if detach && g.NATSURL == "" {
-		return errors.New("--detach needs a shared pipeline (--nats): in the embedded mode this process runs the rollout")
+		return fmt.Errorf("%s: %w (%s; nothing was started)", file, err, fl)
 	}
 	conn, closeConn, err := startRollouts(ctx, g, h)
 	if err != nil {
 		return err
 	}
 	defer closeConn()
+	if g.NATSURL != "" {
+		if err := checkUploadKey(ctx, conn.node); err != nil { // payloadkey.go
+			return err
+		}
+	}
 	data, err := client.PrepareRollout(ctx, conn.node.Bus, client.RolloutRequest{Spec: spec, Dir: dir, RequestedBy: whoami()})
 	if err != nil {
 		return err

@@ -20,5 +20,7 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	f.register(cmd, "test run")
+	g.addPipelineFlags(cmd)
+	cmd.ValidArgsFunction = g.completeReleases
 	return cmd
 }

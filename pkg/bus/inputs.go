@@ -70,6 +70,12 @@ func (b *Bus) uploader(ctx context.Context) (*payload.PublicKey, error) {
 	return pub, nil
 }
 
+// UploadKey returns the public payload key PutInput seals to, waiting for starting stages to
+// publish it as PutInput does: a client checks it before it packs or sends anything.
+func (b *Bus) UploadKey(ctx context.Context) (*payload.PublicKey, error) {
+	return b.uploader(ctx)
+}
+
 // PutInput seals data to the pipeline's public payload key and stores it as name in the input
 // bucket bucket (created when missing), returning its reference. Names are content-addressed by
 // the caller (charts/<digest>, inputs/<digest>) and the renderer checks the digest on read, so

@@ -120,15 +120,28 @@ func gunzipped(value []byte) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-// List returns every rollout record (final ones too).
-func (s Store) List(ctx context.Context) ([]*Record, error) {
+// IDs returns the ids of every rollout (final ones too), without reading their records.
+func (s Store) IDs(ctx context.Context) ([]string, error) {
 	keys, err := s.KV.Keys(ctx, recordKey("*"))
 	if err != nil {
 		return nil, fmt.Errorf("list rollouts: %w", err)
 	}
-	var out []*Record
+	ids := make([]string, 0, len(keys))
 	for _, k := range keys {
-		r, _, err := s.Get(ctx, k[len(recordKey("")):])
+		ids = append(ids, k[len(recordKey("")):])
+	}
+	return ids, nil
+}
+
+// List returns every rollout record (final ones too).
+func (s Store) List(ctx context.Context) ([]*Record, error) {
+	ids, err := s.IDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, id := range ids {
+		r, _, err := s.Get(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

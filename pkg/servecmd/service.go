@@ -27,7 +27,7 @@ type service struct {
 }
 
 // Service returns the command of the service binary of part (services/<part>): `sealane serve
-// part`, plus the settings the CLI has as global flags — --nats ($SEALANE_NATS_URL, default
+// part`, plus the flags the CLI adds to `sealane serve` — --nats ($SEALANE_NATS_URL, default
 // nats://127.0.0.1:4222), the NATS credentials, --kubeconfig ($KUBECONFIG),
 // --payload-key-file and --log-level ($SEALANE_LOG_LEVEL, default info) — with JSON logs.
 func Service(part string) *cobra.Command { return newService(part).cmd }

@@ -89,14 +89,14 @@ func run(t *testing.T, timeout time.Duration, bin string, args ...string) result
 	return runWithEnv(t, timeout, nil, bin, args...)
 }
 
-// sealane runs the CLI against the sandbox with its own embedded-NATS data dir.
+// sealane runs the CLI against the sandbox ($KUBECONFIG: not every command takes
+// --kubeconfig) with its own embedded-NATS data dir.
 func sealane(t *testing.T, dataDir string, args ...string) result {
 	t.Helper()
-	args = append(args, "--kubeconfig", kubeconfig)
 	if dataDir != "" {
 		args = append(args, "--data-dir", dataDir)
 	}
-	return run(t, 5*time.Minute, sealaneBin, args...)
+	return runWithEnv(t, 5*time.Minute, []string{"KUBECONFIG=" + kubeconfig}, sealaneBin, args...)
 }
 
 func helm(t *testing.T, args ...string) result {

@@ -107,10 +107,14 @@ func (f *fleet) spec(t *testing.T, name, body string) string {
 	return path
 }
 
-// rollout runs a sealane rollout command against the fleet.
+// rollout runs a sealane rollout command against the fleet; start and plan also get the home
+// cluster's flags (the fleet's cluster Secrets).
 func (f *fleet) rollout(t *testing.T, args ...string) result {
 	t.Helper()
-	args = append(append(append([]string{"rollout"}, args...), "--nats", f.url, "--home-kubeconfig", kubeconfig), f.home...)
+	args = append(append([]string{"rollout"}, args...), "--nats", f.url)
+	if args[1] == "start" || args[1] == "plan" {
+		args = append(append(args, "--home-kubeconfig", kubeconfig), f.home...)
+	}
 	return run(t, 5*time.Minute, sealaneBin, args...)
 }
 

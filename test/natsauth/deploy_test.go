@@ -43,24 +43,26 @@ func TestDeployWithEveryStageOnItsOwnUserOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	procEnv := append(os.Environ(), payload.EnvKey+"="+key)
+	// natsArgs connect as role; kubeArgs too, for a command that takes --kubeconfig (not events).
 	natsArgs := func(role string) []string {
-		args := []string{"--nats", e.url, "--nats-nkey", e.seeds[role], "--nats-tls-ca", e.caPEM, "--kubeconfig", env.Kubeconfig}
+		args := []string{"--nats", e.url, "--nats-nkey", e.seeds[role], "--nats-tls-ca", e.caPEM}
 		if stageRole(role) {
 			args = append(args, "--nats-inbox-prefix", "_INBOX_"+role)
 		}
 		return args
 	}
+	kubeArgs := func(role string) []string { return append(natsArgs(role), "--kubeconfig", env.Kubeconfig) }
 	for _, s := range []string{"renderer", "applier", "tracker", "recorder"} {
-		startProc(t, "serve "+s, env.RepoRoot, procEnv, env.Sealane, append([]string{"serve", s, "--log-level", "info"}, natsArgs(s)...)...)
+		startProc(t, "serve "+s, env.RepoRoot, procEnv, env.Sealane, append([]string{"serve", s, "--log-level", "info"}, kubeArgs(s)...)...)
 	}
 	// The web console as the console user, with the kubeconfig's clusters: it follows the deploy
 	// and reads the release's records.
 	consoleAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	startProc(t, "serve console", env.RepoRoot, procEnv, env.Sealane, append([]string{"serve", "console", "--console-addr", consoleAddr,
-		"--log-level", "info", "--nats-inbox-prefix", "_INBOX_console"}, natsArgs("console")...)...)
+		"--log-level", "info", "--nats-inbox-prefix", "_INBOX_console"}, kubeArgs("console")...)...)
 	ns := kubetest.UncreatedNamespace(t, harness.Clientset(t, env.Kubeconfig), "natsauth-")
 	out, code := runProc(t, 3*time.Minute, env.RepoRoot, procEnv, env.Sealane,
-		append([]string{"deploy", "examples/demo", "--release", "natsauth", "--namespace", ns, "--timeout", "2m"}, natsArgs("client")...)...)
+		append([]string{"deploy", "examples/demo", "--release", "natsauth", "--namespace", ns, "--timeout", "2m"}, kubeArgs("client")...)...)
 	if code != 0 {
 		t.Fatalf("deploy as the client user: exit %d\n%s", code, out)
 	}
@@ -89,7 +91,7 @@ func TestDeployWithEveryStageOnItsOwnUserOverTLS(t *testing.T) {
 	for i := range 2 {
 		wg.Go(func() {
 			cmd := exec.Command(env.Sealane, append([]string{"deploy", "examples/demo", "--release", "natsauth", "--namespace", ns,
-				"--timeout", "2m", "--set", "replicas=" + []string{"1", "3"}[i]}, natsArgs("client")...)...)
+				"--timeout", "2m", "--set", "replicas=" + []string{"1", "3"}[i]}, kubeArgs("client")...)...)
 			cmd.Dir, cmd.Env = env.RepoRoot, procEnv
 			b, err := cmd.CombinedOutput()
 			outs[i], errs[i] = string(b), err
