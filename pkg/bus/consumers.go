@@ -45,6 +45,15 @@ func (b *Bus) Consumers(ctx context.Context) ([]ConsumerView, error) {
 	return out, nil
 }
 
+// Ping asks JetStream for the account's information, which every sealane user may: an error
+// says JetStream does not answer.
+func (b *Bus) Ping(ctx context.Context) error {
+	return do(ctx, b.link, func(ctx context.Context) error {
+		_, err := b.js.AccountInfo(ctx)
+		return err
+	})
+}
+
 func viewOf(info *jetstream.ConsumerInfo) ConsumerView {
 	v := ConsumerView{Name: info.Name, Metadata: info.Config.Metadata, NumPending: info.NumPending,
 		NumAckPending: info.NumAckPending, NumWaiting: info.NumWaiting}

@@ -34,7 +34,7 @@ func Families() map[string]Type {
 			out[name] = typeOf(c)
 		}
 	}
-	for _, name := range describedNames(NewConsumerCollector(nil, nil)) {
+	for _, name := range describedNames(NewConsumerCollector(nil, true, nil)) {
 		out[name] = Gauge
 	}
 	return out

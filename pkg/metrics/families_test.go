@@ -20,6 +20,8 @@ func (lister) Consumers(context.Context) ([]bus.ConsumerView, error) {
 	return []bus.ConsumerView{{Name: "renderer"}}, nil
 }
 
+func (lister) Ping(context.Context) error { return nil }
+
 // Families names every sealane_ family a process serves once each of its hooks ran and its
 // NATS collectors are registered, with the type the page gives it.
 func TestFamilies(t *testing.T) {
@@ -40,7 +42,7 @@ func TestFamilies(t *testing.T) {
 	m.OutboxPublished(errors.New("nats down"))
 	one := func(context.Context) (int, error) { return 1, nil }
 	for _, err := range []error{
-		m.Register(metrics.NewConsumerCollector(lister{}, nil)),
+		m.Register(metrics.NewConsumerCollector(lister{}, true, nil)),
 		m.Register(metrics.NewCountCollector(metrics.LeaseQueuedRequests, "help", one, nil)),
 		m.Register(metrics.NewCountCollector(metrics.RolloutActive, "help", one, nil)),
 	} {

@@ -10,9 +10,11 @@ import (
 	"github.com/sealane/sealane/pkg/bus"
 )
 
-// ConsumerLister lists the durable consumers of the deploy stream: a *bus.Bus.
+// ConsumerLister lists the durable consumers of the deploy stream and asks JetStream whether
+// it answers: a *bus.Bus.
 type ConsumerLister interface {
 	Consumers(ctx context.Context) ([]bus.ConsumerView, error)
+	Ping(ctx context.Context) error
 }
 
 // scrapeTimeout bounds the consumer listing of one scrape.
@@ -21,6 +23,7 @@ const scrapeTimeout = 3 * time.Second
 // consumerCollector reads the consumers' lag from JetStream at scrape time.
 type consumerCollector struct {
 	bus        ConsumerLister
+	lag        bool // list the consumers (a process that runs stages may; others' users may not)
 	log        *zap.Logger
 	pending    *prometheus.Desc
 	ackPending *prometheus.Desc
@@ -28,16 +31,18 @@ type consumerCollector struct {
 	up         *prometheus.Desc
 }
 
-// NewConsumerCollector returns a collector of the pending, ack-pending and waiting counts of
-// every durable consumer b lists, read from JetStream at each scrape (within 3 s), and of
-// whether that listing worked (sealane_jetstream_up).
-func NewConsumerCollector(b ConsumerLister, log *zap.Logger) prometheus.Collector {
+// NewConsumerCollector returns a collector of whether JetStream answers at each scrape
+// (sealane_jetstream_up, within 3 s) and, with lag, of the pending, ack-pending and waiting
+// counts of every durable consumer b lists. Only a process that runs stages lists them: the
+// webhook intake's and the coordinator's NATS users may not.
+func NewConsumerCollector(b ConsumerLister, lag bool, log *zap.Logger) prometheus.Collector {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	labels := []string{"consumer"}
 	return &consumerCollector{
 		bus: b,
+		lag: lag,
 		log: log,
 		pending: prometheus.NewDesc("sealane_jetstream_consumer_pending",
 			"Messages of the deploy stream that match a consumer's filters and were not delivered yet.", labels, nil),
@@ -46,7 +51,7 @@ func NewConsumerCollector(b ConsumerLister, log *zap.Logger) prometheus.Collecto
 		waiting: prometheus.NewDesc("sealane_jetstream_consumer_waiting",
 			"Open pull requests of a consumer: its workers waiting for a message.", labels, nil),
 		up: prometheus.NewDesc("sealane_jetstream_up",
-			"1 when the last scrape could list the deploy stream's consumers, else 0.", nil, nil),
+			"1 when JetStream answered the last scrape (and the process that lists the deploy stream's consumers could), else 0.", nil, nil),
 	}
 }
 
@@ -62,6 +67,15 @@ func (c *consumerCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *consumerCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
+	if !c.lag {
+		up := 1.0
+		if err := c.bus.Ping(ctx); err != nil {
+			c.log.Warn("metrics: JetStream does not answer", zap.Error(err))
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+		return
+	}
 	views, err := c.bus.Consumers(ctx)
 	if err != nil {
 		c.log.Warn("metrics: list JetStream consumers", zap.Error(err))

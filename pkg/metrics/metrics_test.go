@@ -209,7 +209,9 @@ func TestDeployAndServiceMetrics(t *testing.T) {
 }
 
 // The consumer collector reads pending and ack-pending of every durable consumer from a real
-// JetStream at scrape time, and reports the listing's failure as sealane_jetstream_up 0.
+// JetStream at scrape time, and reports the listing's failure as sealane_jetstream_up 0; one
+// without lag (a process whose user may not list consumers) only asks whether JetStream
+// answers.
 func TestConsumerCollector(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore, harness.NATSLeftover) })
@@ -255,9 +257,20 @@ func TestConsumerCollector(t *testing.T) {
 		}
 	}
 
-	m := metrics.New()
-	if err := m.Register(metrics.NewConsumerCollector(b, log)); err != nil {
+	m, plain := metrics.New(), metrics.New()
+	if err := m.Register(metrics.NewConsumerCollector(b, true, log)); err != nil {
 		t.Fatal(err)
+	}
+	if err := plain.Register(metrics.NewConsumerCollector(b, false, log)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := metricstest.Values(t, plain.Registry)[metricstest.Key("sealane_jetstream_up")]; !ok {
+		t.Error("without lag: no sealane_jetstream_up")
+	}
+	for k, v := range metricstest.Values(t, plain.Registry) {
+		if strings.HasPrefix(k, "sealane_jetstream_consumer") || k == metricstest.Key("sealane_jetstream_up") && v != 1 {
+			t.Errorf("without lag: %s = %g, want sealane_jetstream_up 1 and no consumer series", k, v)
+		}
 	}
 	got := metricstest.Values(t, m.Registry)
 	want := map[string]float64{
@@ -274,6 +287,9 @@ func TestConsumerCollector(t *testing.T) {
 	got = metricstest.Values(t, m.Registry)
 	if diff := metricstest.Diff(got, map[string]float64{metricstest.Key("sealane_jetstream_up"): 0}); diff != "" {
 		t.Errorf("after the connection closed:\n%s", diff)
+	}
+	if diff := metricstest.Diff(metricstest.Values(t, plain.Registry), map[string]float64{metricstest.Key("sealane_jetstream_up"): 0}); diff != "" {
+		t.Errorf("without lag, after the connection closed:\n%s", diff)
 	}
 	if _, ok := got[metricstest.Key("sealane_jetstream_consumer_pending", "consumer", "metrics-requests")]; ok {
 		t.Error("consumer series reported without a listing")

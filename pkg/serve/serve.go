@@ -178,7 +178,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		n.Close()
 		return nil, topologyHint(err, o.NATSURL)
 	}
-	if err := n.metrics.Register(metrics.NewConsumerCollector(n.Bus, o.Log)); err != nil {
+	if err := n.metrics.Register(metrics.NewConsumerCollector(n.Bus, o.Provision, o.Log)); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("register the JetStream consumer metrics: %w", err)
 	}
