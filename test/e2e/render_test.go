@@ -142,7 +142,7 @@ func TestDeployWerfProject(t *testing.T) {
 
 	// What was deployed is what `sealane render` shows against the same cluster, and the
 	// release manifest holds no deploy-time annotations.
-	rendered := sealane(t, "", append([]string{"render", dir}, flags...)...)
+	rendered := sealane(t, "", append([]string{"render", dir, "--kubeconfig", kubeconfig}, flags...)...) // on the cluster, not offline
 	if rendered.code != 0 {
 		t.Fatalf("render exit %d:\n%s", rendered.code, rendered.out)
 	}
