@@ -157,23 +157,33 @@ async function readStream(js, jsm, s, o, auditor, summary) {
     Object.assign(cfg, { deliver_policy: DeliverPolicy.StartTime, opt_start_time: o.startTime });
   }
   const consumer = await js.consumers.get(s.name, cfg);
+  const take = (m) => {
+    summary.lastSequence[s.name] = m.seq;
+    try {
+      auditor.handle(toCloudEvent(m.headers, m.data));
+    } catch (err) {
+      summary.skipped++;
+      console.error(`skipping message ${m.seq} of ${s.name} on ${m.subject}: ${err.message}`);
+    }
+  };
+  if (o.follow) {
+    // consume keeps pulling: each message is handed over as it arrives
+    for await (const m of await consumer.consume({ max_messages: 256 })) {
+      take(m);
+    }
+    return;
+  }
   for (;;) {
-    const batch = await consumer.fetch({ max_messages: 256, expires: o.follow ? 30000 : o.idleMs });
+    const batch = await consumer.fetch({ max_messages: 256, expires: o.idleMs });
     let got = 0;
     for await (const m of batch) {
       got++;
-      summary.lastSequence[s.name] = m.seq;
-      try {
-        auditor.handle(toCloudEvent(m.headers, m.data));
-      } catch (err) {
-        summary.skipped++;
-        console.error(`skipping message ${m.seq} of ${s.name} on ${m.subject}: ${err.message}`);
-      }
-      if (!o.follow && m.seq >= last) {
+      take(m);
+      if (m.seq >= last) {
         return;
       }
     }
-    if (!o.follow && got === 0) {
+    if (got === 0) {
       return; // caught up: the rest is before --since or not mirrored yet
     }
   }
