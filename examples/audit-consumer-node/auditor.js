@@ -23,6 +23,11 @@ function oneLine(s) {
   return String(s ?? "").split(/\s+/).filter(Boolean).join(" ");
 }
 
+// redactURL hides the credentials a repository URL may hold ("https://user:token@host/...").
+function redactURL(s) {
+  return String(s ?? "").replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/@\s,]*@/g, "$1***@");
+}
+
 function orUnknown(s) {
   return s ? String(s) : "-";
 }
@@ -70,7 +75,16 @@ export class Auditor {
     }
     const op = d.operation || "deploy";
     const chart = d.chart ?? {};
-    const what = op === "deploy" ? `chart ${chart.name ?? "?"} ${chart.version ?? ""}`.trim() : op;
+    let what = op;
+    if (op === "deploy" && chart.name) {
+      what = `chart ${chart.name} ${chart.version ?? ""}`.trim();
+    } else if (op === "deploy" && chart.git) {
+      // a chart in a git repository at one commit (a webhook's push, a fleet rollout of it)
+      const path = chart.git.path ? ` ${chart.git.path}` : "";
+      what = `chart ${redactURL(chart.git.url)}@${(chart.git.commit ?? "").slice(0, 12)}${path}`;
+    } else if (op === "deploy") {
+      what = "chart ?";
+    }
     this.requests.set(id, { by: d.requestedBy ?? "", what, operation: op, chart });
   }
 
@@ -94,7 +108,7 @@ export class Auditor {
     const t = d.target ?? {};
     const record = {
       kind: "deploy", time: event.time, type: event.type, deployId: id, by, verified: Boolean(d.requestedByVerified),
-      operation: req.operation, chart: { name: req.chart.name ?? "", version: req.chart.version ?? "" },
+      operation: req.operation, chart: { name: req.chart.name ?? "", version: req.chart.version ?? "", git: req.chart.git?.commit ?? "" },
       target: { cluster: t.cluster, namespace: t.namespace, release: t.release }, revision: d.revision ?? 0,
       outcome: d.outcome ?? "", status: d.status ?? "", upToDate: Boolean(d.upToDate), reason: d.reason ?? "",
       rolloutId: extension(event, "rolloutid"),

@@ -3,10 +3,13 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,6 +60,7 @@ type nodeRecord struct {
 	Verified bool   `json:"verified"`
 	Chart    struct {
 		Name string `json:"name"`
+		Git  string `json:"git"` // the commit of a chart in a git repository
 	} `json:"chart"`
 	Target    events.Target  `json:"target"`
 	Revision  int            `json:"revision"`
@@ -79,14 +83,15 @@ type nodeRecord struct {
 // release, revision, result and verified requester.
 func TestAuditConsumerNode(t *testing.T) {
 	consumer := nodeConsumer(t)
-	f := newFleet(t)
+	dir := t.TempDir()
+	cliSeed, cliPub := signingKey(t, dir, "cli")
+	f, cliURL := newSignedFleet(t, cliPub)
 	gs := gittest.NewServer(t)
 	repo := gs.Init(t, "shop")
 	files := hookProject("node")
 	files["deploy/rollout.yaml"] = fleetRolloutFile
 	sha := repo.Commit(t, files, "shop with a rollout file")
 
-	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "github")
 	if err := os.WriteFile(secretFile, []byte(hookSecrets["github"]+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -98,7 +103,6 @@ func TestAuditConsumerNode(t *testing.T) {
 	}
 	hookSeed, hookPub := signingKey(t, dir, "webhook")
 	coordSeed, coordPub := signingKey(t, dir, "coordinator")
-	cliSeed, cliPub := signingKey(t, dir, "cli")
 	keys := filepath.Join(dir, "client-keys.yaml")
 	if err := os.WriteFile(keys, []byte("git-webhooks: "+hookPub+"\nfleet-coordinator: "+coordPub+"\nnode-auditor: "+cliPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -122,7 +126,7 @@ func TestAuditConsumerNode(t *testing.T) {
 		t.Errorf("fleet redelivery: %d %+v, want 200 duplicate", code, again)
 	}
 	r := runWithEnv(t, 3*time.Minute, []string{"SEALANE_NATS_NKEY=" + cliSeed}, sealaneBin, "deploy", configMapChart(t),
-		"--nats", f.url, "--cluster", "sandbox-1", "--release", "cli", "--namespace", f.namespace("sandbox-1"), "--timeout", "60s")
+		"--nats", cliURL, "--cluster", "sandbox-1", "--release", "cli", "--namespace", f.namespace("sandbox-1"), "--timeout", "60s")
 	if r.code != 0 {
 		t.Fatalf("sealane deploy --nats: exit %d\nserve:\n%s", r.code, serve.output())
 	}
@@ -150,6 +154,33 @@ func TestAuditConsumerNode(t *testing.T) {
 	checkNodeTypes(t, summary, goTypes)
 	checkNodeDeploys(t, records, recorded)
 	checkNodeLines(t, f, records, rolloutID, directID)
+}
+
+// newSignedFleet is newFleet on a NATS that authenticates the CLI by its user nkey (the key it
+// signs its requests with, registered as client key cliPub) and everything else (the stages,
+// the test's readers, the Node consumer) by the password in the fleet's URL. It returns the
+// fleet and the URL without credentials, for the CLI.
+func newSignedFleet(t *testing.T, cliPub string) (*fleet, string) {
+	t.Helper()
+	sharePayloadKey(t)
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	password := hex.EncodeToString(b)
+	port := harness.FreePort(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, `listen: 127.0.0.1:%d
+jetstream { store_dir: %q }
+authorization { users: [ {nkey: %s}, {user: serve, password: %s} ] }
+`, port, filepath.Join(dir, "js"), cliPub, password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{url: fmt.Sprintf("nats://serve:%s@127.0.0.1:%d", password, port), suffix: fmt.Sprintf("an%06d", mrand.IntN(1_000_000)),
+		dir: t.TempDir(), secrets: fleetSecrets, home: []string{"--home-context", "sandbox-1", "--sealane-namespace", fleetSecrets}}
+	start(t, "nats-server", natsBin, "-c", conf)
+	waitTCP(t, port)
+	t.Cleanup(func() { f.deleteNamespaces(t) })
+	return f, fmt.Sprintf("nats://127.0.0.1:%d", port)
 }
 
 // nodeConsumer copies examples/audit-consumer-node to a temporary directory, installs its
@@ -329,14 +360,15 @@ func checkNodeDeploys(t *testing.T, records []nodeRecord, recorded map[string]ev
 func checkNodeLines(t *testing.T, f *fleet, records []nodeRecord, rolloutID, directID string) {
 	t.Helper()
 	type want struct{ cluster, release, by, chart string }
-	wants := map[string]want{directID: {"sandbox-1", "direct", "git-webhooks", "shop"}}
+	// chart: the name of the CLI's packed chart; "" for the pushed commit's chart (git)
+	wants := map[string]want{directID: {"sandbox-1", "direct", "git-webhooks", ""}}
 	byRelease := map[events.Target]string{}
 	for _, r := range records {
 		switch {
 		case r.Kind == "deploy" && r.Target.Release == "cli":
 			wants[r.DeployID] = want{"sandbox-1", "cli", "node-auditor", "leased"}
 		case r.Kind == "deploy" && r.RolloutID == rolloutID:
-			wants[r.DeployID] = want{r.Target.Cluster, "shop", "fleet-coordinator", "shop"}
+			wants[r.DeployID] = want{r.Target.Cluster, "shop", "fleet-coordinator", ""}
 		case r.Kind == "cdevent" && r.Type == string(events.CDServiceDeployed):
 			byRelease[events.Target{Cluster: strings.SplitN(r.Subject, "/", 2)[0], Release: r.Subject[strings.LastIndex(r.Subject, "/")+1:]}] = r.DeployID
 		}
@@ -351,8 +383,8 @@ func checkNodeLines(t *testing.T, f *fleet, records []nodeRecord, rolloutID, dir
 		}
 		ns := f.namespace(w.cluster)
 		if r.Target != (events.Target{Cluster: w.cluster, Namespace: ns, Release: w.release}) || r.Revision != 1 ||
-			r.Outcome != string(events.OutcomeSucceeded) || r.By != w.by || !r.Verified || r.Chart.Name != w.chart {
-			t.Errorf("node deploy line %+v: want %s/%s/%s revision 1 succeeded by %s (verified), chart %s", r, w.cluster, ns, w.release, w.by, w.chart)
+			r.Outcome != string(events.OutcomeSucceeded) || r.By != w.by || !r.Verified || r.Chart.Name != w.chart || (w.chart == "") != (len(r.Chart.Git) == 40) {
+			t.Errorf("node deploy line %+v: want %s/%s/%s revision 1 succeeded by %s (verified), chart %q (or a git commit)", r, w.cluster, ns, w.release, w.by, w.chart)
 		}
 		if byRelease[events.Target{Cluster: w.cluster, Release: w.release}] != r.DeployID {
 			t.Errorf("no CDEvent service.deployed of deploy %s (%s/%s) in the node consumer's report", r.DeployID, w.cluster, w.release)
