@@ -233,6 +233,21 @@ func nodeConsumer(t *testing.T) string {
 			t.Fatalf("node --check %s: exit %d", filepath.Base(s), r.code)
 		}
 	}
+	// The example's own unit tests (the header mapping), run where its dependencies are.
+	tests := filepath.Join(dst, "test")
+	b, err := os.ReadFile(filepath.Join(src, "test", "mapping.test.js"))
+	if err == nil {
+		err = os.MkdirAll(tests, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(tests, "mapping.test.js"), b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, time.Minute, "node", "--test", tests); r.code != 0 {
+		t.Fatalf("node --test (examples/audit-consumer-node/test): exit %d", r.code)
+	}
 	return filepath.Join(dst, "consumer.js")
 }
 
