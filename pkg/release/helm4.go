@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -74,4 +75,23 @@ func rollbackFields(to int) []byte {
 		return nil
 	}
 	return fmt.Appendf(nil, `{"info":{"rollback_revision":%d}}`, to)
+}
+
+// RollbackRevision is the revision that revision of the release rolled back to, as Helm 4
+// records it (info.rollback_revision); 0 for a revision that was no rollback or a record
+// written without the field.
+func (s *Store) RollbackRevision(ctx context.Context, name string, revision int) (int, error) {
+	_, raw, err := s.getKept(ctx, name, revision)
+	if err != nil {
+		return 0, err
+	}
+	var rec struct {
+		Info struct {
+			RollbackRevision int `json:"rollback_revision"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return 0, fmt.Errorf("read release %s revision %d: %w", name, revision, err)
+	}
+	return rec.Info.RollbackRevision, nil
 }

@@ -92,28 +92,9 @@ func TestAuditConsumerNode(t *testing.T) {
 	files["deploy/rollout.yaml"] = fleetRolloutFile
 	sha := repo.Commit(t, files, "shop with a rollout file")
 
-	secretFile := filepath.Join(dir, "github")
-	if err := os.WriteFile(secretFile, []byte(hookSecrets["github"]+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "webhooks.yaml")
+	secretFile := hookSecretFile(t, dir)
 	conf := fleetHookConfig(secretFile, f.suffix) + directHookReceiver(secretFile, f.namespace("sandbox-1"))
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hookSeed, hookPub := signingKey(t, dir, "webhook")
-	coordSeed, coordPub := signingKey(t, dir, "coordinator")
-	keys := filepath.Join(dir, "client-keys.yaml")
-	if err := os.WriteFile(keys, []byte("git-webhooks: "+hookPub+"\nfleet-coordinator: "+coordPub+"\nnode-auditor: "+cliPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := harness.FreePort(t)
-	gitHost := strings.SplitN(strings.TrimPrefix(repo.URL(), "http://"), "/", 2)[0]
-	serve := f.serve(t, "serve all", "all", "--webhook-config", cfg, "--webhook-addr", fmt.Sprintf("127.0.0.1:%d", port),
-		"--allow-chart-source", "http://"+gitHost+"/**", "--git-cache-dir", t.TempDir(),
-		"--client-keys", keys, "--webhook-signing-key", hookSeed, "--rollout-signing-key", coordSeed)
-	waitTCP(t, port)
-	in := &hookIntake{base: fmt.Sprintf("http://127.0.0.1:%d", port), repo: repo}
+	serve, in := f.serveHooks(t, dir, repo, conf, "node-auditor: "+cliPub+"\n")
 
 	// the fleet rollout first (the longest), then the CLI deploy and the direct webhook deploy
 	fleetPush := push{receiver: "fleet", sha: sha, before: strings.Repeat("0", 40), delivery: "node-fleet-1"}

@@ -68,6 +68,44 @@ func signingKey(t *testing.T, dir, name string) (string, string) {
 	return file, pub
 }
 
+// hookSecretFile writes the GitHub receiver's secret to dir/github and returns the file.
+func hookSecretFile(t *testing.T, dir string) string {
+	t.Helper()
+	file := filepath.Join(dir, "github")
+	if err := os.WriteFile(file, []byte(hookSecrets["github"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// serveHooks runs `serve all` with the webhook intake on a free port: the receivers of conf
+// (checked first with `sealane webhook validate`), chart sources allowed from repo's git server,
+// and the intake's and the coordinator's new signing keys trusted, with extraKeys ("name: key"
+// lines) for other clients.
+func (f *fleet) serveHooks(t *testing.T, dir string, repo *gittest.Repo, conf, extraKeys string) (*process, *hookIntake) {
+	t.Helper()
+	cfg := filepath.Join(dir, "webhooks.yaml")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, time.Minute, sealaneBin, "webhook", "validate", cfg); r.code != 0 {
+		t.Fatalf("webhook validate: exit %d\n%s", r.code, r.out)
+	}
+	hookSeed, hookPub := signingKey(t, dir, "webhook")
+	coordSeed, coordPub := signingKey(t, dir, "coordinator")
+	keys := filepath.Join(dir, "client-keys.yaml")
+	if err := os.WriteFile(keys, []byte("git-webhooks: "+hookPub+"\nfleet-coordinator: "+coordPub+"\n"+extraKeys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := harness.FreePort(t)
+	gitHost := strings.SplitN(strings.TrimPrefix(repo.URL(), "http://"), "/", 2)[0]
+	serve := f.serve(t, "serve all", "all", "--webhook-config", cfg, "--webhook-addr", fmt.Sprintf("127.0.0.1:%d", port),
+		"--allow-chart-source", "http://"+gitHost+"/**", "--git-cache-dir", t.TempDir(),
+		"--client-keys", keys, "--webhook-signing-key", hookSeed, "--rollout-signing-key", coordSeed)
+	waitTCP(t, port)
+	return serve, &hookIntake{base: fmt.Sprintf("http://127.0.0.1:%d", port), repo: repo}
+}
+
 // TestWebhookRollsOutFleet pushes a commit to a repository served by git http-backend and
 // delivers GitHub's signed push to a route that names a rollout file: the coordinator reads the
 // file at the pushed commit and rolls that commit out to sandbox-1..3 in its waves (canary,
@@ -84,30 +122,8 @@ func TestWebhookRollsOutFleet(t *testing.T) {
 	sha := repo.Commit(t, files, "shop with a rollout file")
 
 	dir := t.TempDir()
-	secretFile := filepath.Join(dir, "github")
-	if err := os.WriteFile(secretFile, []byte(hookSecrets["github"]+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "webhooks.yaml")
-	if err := os.WriteFile(cfg, []byte(fleetHookConfig(secretFile, f.suffix)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if r := run(t, time.Minute, sealaneBin, "webhook", "validate", cfg); r.code != 0 {
-		t.Fatalf("webhook validate: exit %d\n%s", r.code, r.out)
-	}
-	hookSeed, hookPub := signingKey(t, dir, "webhook")
-	coordSeed, coordPub := signingKey(t, dir, "coordinator")
-	keys := filepath.Join(dir, "client-keys.yaml")
-	if err := os.WriteFile(keys, []byte("git-webhooks: "+hookPub+"\nfleet-coordinator: "+coordPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := harness.FreePort(t)
-	gitHost := strings.SplitN(strings.TrimPrefix(repo.URL(), "http://"), "/", 2)[0]
-	serve := f.serve(t, "serve all", "all", "--webhook-config", cfg, "--webhook-addr", fmt.Sprintf("127.0.0.1:%d", port),
-		"--allow-chart-source", "http://"+gitHost+"/**", "--git-cache-dir", t.TempDir(),
-		"--client-keys", keys, "--webhook-signing-key", hookSeed, "--rollout-signing-key", coordSeed)
-	waitTCP(t, port)
-	in := &hookIntake{base: fmt.Sprintf("http://127.0.0.1:%d", port), repo: repo}
+	secretFile := hookSecretFile(t, dir)
+	serve, in := f.serveHooks(t, dir, repo, fleetHookConfig(secretFile, f.suffix), "")
 
 	p := push{receiver: "fleet", sha: sha, before: strings.Repeat("0", 40), delivery: "fleet-delivery-1"}
 	code, a := in.send(t, p)
