@@ -135,10 +135,30 @@ async function lastSequence(jsm, name) {
   }
 }
 
+// waitForStream returns once the stream exists: a follower may start before the pipeline (or
+// before any webhook intake) created it. It says once on stderr that it waits.
+async function waitForStream(jsm, name, everyMs = 2000) {
+  if ((await lastSequence(jsm, name)) !== undefined) {
+    return;
+  }
+  console.error(`stream ${name} not found yet: waiting for a sealane pipeline to create it`);
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+    if ((await lastSequence(jsm, name)) !== undefined) {
+      return;
+    }
+  }
+}
+
 // readStream feeds every message of one stream to the auditor through an ordered consumer (an
-// ephemeral pull consumer without acks, in stream order), from the start or o.startTime. Not
-// following, it stops at the stream's last sequence at start, or when nothing came for o.idleMs.
+// ephemeral pull consumer without acks, in stream order), from the start or o.startTime.
+// Following, it waits for a stream not created yet; not following, it stops at the stream's
+// last sequence at start, or when nothing came for o.idleMs (a missing optional stream is
+// skipped, a missing deploy stream fails).
 async function readStream(js, jsm, s, o, auditor, summary) {
+  if (o.follow) {
+    await waitForStream(jsm, s.name);
+  }
   const last = await lastSequence(jsm, s.origin);
   if (last === undefined) {
     if (s.required) {

@@ -86,6 +86,8 @@ func TestAuditConsumerNode(t *testing.T) {
 	dir := t.TempDir()
 	cliSeed, cliPub := signingKey(t, dir, "cli")
 	f, cliURL := newSignedFleet(t, cliPub)
+	// a follower started before any stream exists waits for them
+	follower := startProcess(t, "node follower", "node", nil, consumer, "--nats", f.url, "--json")
 	gs := gittest.NewServer(t)
 	repo := gs.Init(t, "shop")
 	files := hookProject("node")
@@ -135,6 +137,47 @@ func TestAuditConsumerNode(t *testing.T) {
 	checkNodeTypes(t, summary, goTypes)
 	checkNodeDeploys(t, records, recorded)
 	checkNodeLines(t, f, records, rolloutID, directID)
+	checkFollower(t, follower, records)
+}
+
+// checkFollower waits until the follower printed as many records as the run that read what was
+// stored, and checks they are the same lines (in another order: it read both streams at once).
+func checkFollower(t *testing.T, follower *process, stored []nodeRecord) {
+	t.Helper()
+	want := make([]string, 0, len(stored))
+	for _, r := range stored {
+		b, _ := json.Marshal(r)
+		want = append(want, string(b))
+	}
+	slices.Sort(want)
+	var got []string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got = got[:0]
+		for _, line := range strings.Split(follower.output(), "\n") {
+			if !strings.HasPrefix(line, "{") {
+				continue // its one line on stderr: waiting for the streams
+			}
+			var r nodeRecord
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("follower line %q: %v", line, err)
+			}
+			b, _ := json.Marshal(r)
+			got = append(got, string(b))
+		}
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		t.Errorf("the follower started before the pipeline printed other records:\n--- stored\n%s\n--- followed\n%s",
+			strings.Join(want, "\n"), strings.Join(got, "\n"))
+	}
+	if !strings.Contains(follower.output(), "not found yet: waiting") {
+		t.Errorf("the follower did not say it waited for the streams:\n%s", follower.output())
+	}
 }
 
 // newSignedFleet is newFleet on a NATS that authenticates the CLI by its user nkey (the key it

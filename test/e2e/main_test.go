@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -68,12 +69,20 @@ func runWithEnv(t *testing.T, timeout time.Duration, env []string, bin string, a
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ctx.Err() != nil {
-			t.Fatalf("%s %s: %v (ctx %v)\n%s", filepath.Base(bin), strings.Join(args, " "), err, ctx.Err(), buf.String())
+			t.Fatalf("%s %s: %v (ctx %v)\n%s", filepath.Base(bin), shownArgs(args), err, ctx.Err(), buf.String())
 		}
 		code = ee.ExitCode()
 	}
-	t.Logf("$ %s%s %s  (exit %d)\n%s", envPrefix(env), filepath.Base(bin), strings.Join(args, " "), code, buf.String())
+	t.Logf("$ %s%s %s  (exit %d)\n%s", envPrefix(env), filepath.Base(bin), shownArgs(args), code, buf.String())
 	return result{out: buf.String(), code: code}
+}
+
+// urlPassword is the password of a URL's user information ("nats://serve:secret@host").
+var urlPassword = regexp.MustCompile(`(://[^:/@\s]+:)[^@\s]+@`)
+
+// shownArgs are args as the test log shows them: joined, with URL passwords masked.
+func shownArgs(args []string) string {
+	return urlPassword.ReplaceAllString(strings.Join(args, " "), "${1}xxxxx@")
 }
 
 func envPrefix(env []string) string {
