@@ -56,6 +56,7 @@ type Coordinator struct {
 
 	batches batches     // each rollout's writes, one at a time, grouped (batch.go)
 	records recordCache // the records decoded, between this replica's changes (cache.go)
+	halted  haltedSet   // the halted rollouts this replica drives (halted.go)
 }
 
 // SpecFiles reads a rollout file (a webhook route's clusters, waves and policies) from its

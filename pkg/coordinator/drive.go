@@ -111,9 +111,13 @@ func (c *Coordinator) tick(ctx context.Context, id string) (mine bool, err error
 		if err == nil && !mine && rec.State.Phase.Final() && len(rec.Outbox) == 0 {
 			ended = endOf(rec)
 		}
+		if err == nil {
+			c.halted.set(id, mine && rec.State.Phase == rollout.PhaseHalted)
+		}
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
+		c.halted.set(id, false)
 		return false, c.KV.Delete(ctx, activeKey(id), 0)
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"testing"
 
 	"github.com/sealane/sealane/events"
@@ -50,12 +51,16 @@ func TestRolloutMetrics(t *testing.T) {
 }
 
 // A rollout whose canary cluster failed halts (onFailure defaults to halt): the halted event
-// it publishes is counted once, and it is still active, not finished.
+// it publishes is counted once, and it is still active, not finished. The replica that drives
+// it counts it halted until a retry makes it run again; the other replica never does.
 func TestRolloutHaltedMetric(t *testing.T) {
 	w := newWorld(t)
 	m := metrics.New()
-	c := w.coordinator("a")
+	c, other := w.coordinator("a"), w.coordinator("b")
 	c.Metrics, w.runner.Metrics = m, m
+	if err := m.Register(metrics.NewCountCollector(metrics.RolloutsHalted, "help", c.HaltedRollouts, nil)); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.handle(c, w.request("ro-h")); err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +82,39 @@ func TestRolloutHaltedMetric(t *testing.T) {
 	if p := w.record("ro-h").State.Phase; p != rollout.PhaseHalted {
 		t.Fatalf("rollout phase %s, want halted", p)
 	}
+	if err := w.tick(other); err != nil {
+		t.Fatal(err)
+	}
 	got := metricstest.Values(t, m.Registry)
 	if diff := metricstest.Diff(got, map[string]float64{
 		metricstest.Key("sealane_rollout_halted_total"):                               1,
+		metricstest.Key("sealane_rollouts_halted"):                                    1,
 		metricstest.Key("sealane_rollout_cluster_results_total", "outcome", "failed"): 1,
 	}); diff != "" {
 		t.Error(diff)
 	}
 	if n := got[metricstest.Key("sealane_rollout_finished_total", "state", "halted")]; n != 0 {
 		t.Errorf("a halted rollout counted as finished (%g)", n)
+	}
+	if n, _ := other.HaltedRollouts(context.Background()); n != 0 {
+		t.Errorf("the replica that does not drive the rollout counts %d halted, want 0", n)
+	}
+
+	retry, err := events.New(events.RolloutCommanded, events.Meta{ID: "ro-h.retry", Source: "/test", Target: events.NoTarget, Rollout: "ro-h"},
+		events.RolloutCommandData{RolloutID: "ro-h", Command: events.CommandRetry, Cluster: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.handle(other, retry); err != nil { // a command may reach either replica
+		t.Fatal(err)
+	}
+	if err := w.tick(c); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.record("ro-h").State.Phase; p != rollout.PhaseRunning {
+		t.Fatalf("rollout phase after retry %s, want running", p)
+	}
+	if n := metricstest.Values(t, m.Registry)[metricstest.Key("sealane_rollouts_halted")]; n != 0 {
+		t.Errorf("sealane_rollouts_halted = %g after the retry, want 0", n)
 	}
 }

@@ -16,19 +16,24 @@ const (
 	Histogram Type = "histogram"
 )
 
-// Names of the gauges the services read from NATS at each scrape (NewCountCollector).
+// Names of the gauges the services count at each scrape (NewCountCollector).
 const (
-	// LeaseQueuedRequests counts the deploy requests waiting for their release's lease.
+	// LeaseQueuedRequests counts the deploy requests waiting for their release's lease (read
+	// from NATS: the same on every replica).
 	LeaseQueuedRequests = "sealane_lease_queued_requests"
-	// RolloutActive counts the fleet rollouts not finished yet.
+	// RolloutActive counts the fleet rollouts not finished yet (read from NATS).
 	RolloutActive = "sealane_rollout_active"
+	// RolloutsHalted counts the halted fleet rollouts a coordinator replica drives: summed over
+	// the replicas, every halted rollout once.
+	RolloutsHalted = "sealane_rollouts_halted"
 )
 
 // Families returns the name and type of every sealane_ metric family a sealane process may
 // serve: those New registers, the JetStream consumer collector's and the count collectors'
-// (LeaseQueuedRequests, RolloutActive). The Go runtime and process collectors are left out.
+// (LeaseQueuedRequests, RolloutActive, RolloutsHalted). The Go runtime and process collectors
+// are left out.
 func Families() map[string]Type {
-	out := map[string]Type{LeaseQueuedRequests: Gauge, RolloutActive: Gauge}
+	out := map[string]Type{LeaseQueuedRequests: Gauge, RolloutActive: Gauge, RolloutsHalted: Gauge}
 	for _, c := range New().own() {
 		for _, name := range describedNames(c) {
 			out[name] = typeOf(c)

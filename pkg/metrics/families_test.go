@@ -45,6 +45,7 @@ func TestFamilies(t *testing.T) {
 		m.Register(metrics.NewConsumerCollector(lister{}, true, nil)),
 		m.Register(metrics.NewCountCollector(metrics.LeaseQueuedRequests, "help", one, nil)),
 		m.Register(metrics.NewCountCollector(metrics.RolloutActive, "help", one, nil)),
+		m.Register(metrics.NewCountCollector(metrics.RolloutsHalted, "help", one, nil)),
 	} {
 		if err != nil {
 			t.Fatal(err)

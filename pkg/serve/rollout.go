@@ -35,6 +35,8 @@ func RunRollout(ctx context.Context, node *Node, fleet coordinator.Fleet, specs 
 		// An error is a second coordinator in this process: the first one's collector counts.
 		_ = node.metrics.Register(metrics.NewCountCollector(metrics.RolloutActive,
 			"Fleet rollouts not finished yet (running or queued for their release).", c.ActiveRollouts, log))
+		_ = node.metrics.Register(metrics.NewCountCollector(metrics.RolloutsHalted,
+			"Halted fleet rollouts this replica drives, waiting for a retry or an abort (sum over the replicas).", c.HaltedRollouts, log))
 	}
 	return node.Runner(log).Run(ctx, c.Stage())
 }

@@ -71,6 +71,7 @@ func TestServeMetrics(t *testing.T) {
 	if diff := metricstest.Diff(got, map[string]float64{
 		metricstest.Key("sealane_lease_queued_requests"): 0,
 		metricstest.Key("sealane_rollout_active"):        0,
+		metricstest.Key("sealane_rollouts_halted"):       0,
 	}); diff != "" {
 		t.Error(diff)
 	}

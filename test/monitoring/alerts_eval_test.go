@@ -56,10 +56,12 @@ sealane_deploy_duration_seconds_count{namespace="sealane",pod="recorder-0",kind=
 	{name: "the one deploy failed", alert: "SealaneDeployFailureRate",
 		series: `sealane_deploy_duration_seconds_count{namespace="sealane",pod="recorder-0",kind="deploy",outcome="failed"} 0 1x40`},
 
-	{name: "a rollout halted", alert: "SealaneRolloutHalted", fires: true, labels: map[string]string{"namespace": "sealane"},
-		series: `sealane_rollout_halted_total{namespace="sealane",pod="coordinator-0"} 0 0 1x10`},
-	{name: "no rollout halted", alert: "SealaneRolloutHalted",
-		series: `sealane_rollout_halted_total{namespace="sealane",pod="coordinator-0"} 0x10`},
+	{name: "a rollout halted, on either replica", alert: "SealaneRolloutHalted", fires: true, labels: map[string]string{"namespace": "sealane"},
+		series: `sealane_rollouts_halted{namespace="sealane",pod="coordinator-0"} 0 0 1 1 0x10
+sealane_rollouts_halted{namespace="sealane",pod="coordinator-1"} 0 0 0 0 1x10`},
+	{name: "a halt retried at once", alert: "SealaneRolloutHalted",
+		series: `sealane_rollouts_halted{namespace="sealane",pod="coordinator-0"} 0 0 1 0x10
+sealane_rollouts_halted{namespace="sealane",pod="coordinator-1"} 0x12`},
 
 	{name: "deliveries refused all the time", alert: "SealaneWebhookRejections", fires: true,
 		labels: map[string]string{"namespace": "sealane", "provider": "github"},
