@@ -128,6 +128,49 @@ func TestRolloutAPIServerKilled(t *testing.T) {
 	}
 }
 
+// TestRolloutAPIServerFrozen: the outage of TestRolloutAPIServerKilled with flaky's API
+// server hung instead of dead (SIGSTOP while the canary bakes): its port still takes
+// connections and answers nothing, so only timeouts can tell. Under skip the prod wave's
+// deploy to flaky ends as unreachable, naming the outage, within a bounded time and flaky is
+// skipped; under wait flaky waits, and once the server runs again (SIGCONT) it is deployed.
+func TestRolloutAPIServerFrozen(t *testing.T) {
+	f := newFleet(t)
+	f.checkInterval = "10m"
+	o := newOutage(t, f)
+	serve := f.serve(t, "serve all", "all")
+
+	r := f.rollout(t, "start", "--detach", "-f", o.spec(t, "skip", "skip", "first"))
+	id := rolloutID(t, r.out)
+	f.waitRollout(t, id, "baked its canary", func(r *coordinator.Record) bool { return r.State.Waves[0].Status == rollout.WaveBaking })
+	o.api.Freeze()
+	frozen := time.Now()
+	end := f.waitRollout(t, id, "ended", func(r *coordinator.Record) bool { return r.State.Phase.Final() })
+	flaky, _ := end.State.Cluster("flaky")
+	t.Logf("flaky skipped %s after the freeze (%s after its deploy started): %s", flaky.FinishedAt.Sub(frozen).Round(time.Second),
+		flaky.FinishedAt.Sub(flaky.StartedAt).Round(time.Second), flaky.Reason)
+	checkSkipped(t, end.State.Phase, end.State.Reason, flaky)
+	if took := flaky.FinishedAt.Sub(flaky.StartedAt); took > time.Minute {
+		t.Errorf("flaky's deploy took %s to end as unreachable, want under a minute (a TLS handshake timeout and a check)", took)
+	}
+
+	r = f.rollout(t, "start", "--detach", "-f", o.spec(t, "wait", "wait", "second"))
+	id = rolloutID(t, r.out)
+	f.waitRollout(t, id, "waited for flaky", func(r *coordinator.Record) bool {
+		c, _ := r.State.Cluster("flaky")
+		return c.Status == rollout.StatusOfflineWaiting
+	})
+	o.api.Thaw()
+	end = f.waitRollout(t, id, "ended", func(r *coordinator.Record) bool { return r.State.Phase.Final() })
+	flaky, _ = end.State.Cluster("flaky")
+	if end.State.Phase != rollout.PhaseSucceeded || flaky.Status != rollout.StatusSucceeded || flaky.Revision != 1 {
+		t.Fatalf("wait: rollout %s (%s), flaky %s (%s) at revision %d; want succeeded at revision 1\n%s", end.State.Phase, end.State.Reason,
+			flaky.Status, flaky.Reason, flaky.Revision, serve.output())
+	}
+	if h := o.flakyHistory(t); len(h) != 1 || h[0]["status"] != "deployed" {
+		t.Errorf("helm history on flaky: %v, want one deployed revision", h)
+	}
+}
+
 // TestRolloutAPIServerKilledEmbedded: the same outage with the pipeline and the coordinator
 // in the CLI (no --nats): flaky's API server is SIGKILLed when the CLI shows the canary baking;
 // skip skips flaky and the CLI exits 0; wait shows flaky offline-waiting until its API server

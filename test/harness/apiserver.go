@@ -17,8 +17,8 @@ import (
 // APIServer is a second kube-apiserver process of a sandbox cluster that one test owns
 // (hack/sandbox/apiserver.sh): the same etcd data, keys and tokens as the cluster's own API
 // server, on a port of its own. Kill takes the cluster away from whoever talks to this
-// address as a crashed API server would; Start brings it back on the same port. The rest of
-// the suite keeps using the cluster's own API server.
+// address as a crashed API server would; Start brings it back on the same port; Freeze and
+// Thaw make it hang and go on. The rest of the suite keeps using the cluster's own API server.
 type APIServer struct {
 	t        testing.TB
 	repoRoot string
@@ -98,6 +98,26 @@ func (a *APIServer) Kill() {
 	}
 	_ = a.cmd.Process.Kill()
 	a.cmd = nil
+}
+
+// Freeze stops the API server with SIGSTOP: a hung server rather than a dead one. The kernel
+// still accepts connections to its port, and nothing on them is ever answered — neither TLS
+// handshakes nor requests on connections already open.
+func (a *APIServer) Freeze() { a.signal(syscall.SIGSTOP) }
+
+// Thaw lets a frozen API server run again (SIGCONT): it answers what waited, if its clients
+// are still there.
+func (a *APIServer) Thaw() { a.signal(syscall.SIGCONT) }
+
+func (a *APIServer) signal(sig syscall.Signal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd == nil || a.cmd.Process == nil {
+		a.t.Fatalf("signal %s: the second API server of sandbox-%d is not running", sig, a.cluster)
+	}
+	if err := a.cmd.Process.Signal(sig); err != nil {
+		a.t.Fatalf("signal %s to the second API server of sandbox-%d: %v", sig, a.cluster, err)
+	}
 }
 
 func ready(c *http.Client, url string) bool {
