@@ -94,64 +94,43 @@ func checkSkipped(t *testing.T, phase rollout.Phase, reason string, flaky *rollo
 // as unreachable and flaky is skipped; under wait, flaky waits, and once its API server is
 // started again it is deployed and the rollout succeeds.
 func TestRolloutAPIServerKilled(t *testing.T) {
-	f := newFleet(t)
-	f.checkInterval = "10m"
-	o := newOutage(t, f)
-	serve := f.serve(t, "serve all", "all")
-
-	r := f.rollout(t, "start", "--detach", "-f", o.spec(t, "skip", "skip", "first"))
-	id := rolloutID(t, r.out)
-	f.waitRollout(t, id, "baked its canary", func(r *coordinator.Record) bool { return r.State.Waves[0].Status == rollout.WaveBaking })
-	o.api.Kill()
-	killed := time.Now()
-	end := f.waitRollout(t, id, "ended", func(r *coordinator.Record) bool { return r.State.Phase.Final() })
-	flaky, _ := end.State.Cluster("flaky")
-	t.Logf("flaky skipped %s after the kill (%s after its deploy started): %s", flaky.FinishedAt.Sub(killed).Round(time.Second),
-		flaky.FinishedAt.Sub(flaky.StartedAt).Round(time.Second), flaky.Reason)
-	checkSkipped(t, end.State.Phase, end.State.Reason, flaky)
-
-	r = f.rollout(t, "start", "--detach", "-f", o.spec(t, "wait", "wait", "second"))
-	id = rolloutID(t, r.out)
-	f.waitRollout(t, id, "waited for flaky", func(r *coordinator.Record) bool {
-		c, _ := r.State.Cluster("flaky")
-		return c.Status == rollout.StatusOfflineWaiting
-	})
-	o.api.Start()
-	end = f.waitRollout(t, id, "ended", func(r *coordinator.Record) bool { return r.State.Phase.Final() })
-	flaky, _ = end.State.Cluster("flaky")
-	if end.State.Phase != rollout.PhaseSucceeded || flaky.Status != rollout.StatusSucceeded || flaky.Revision != 1 {
-		t.Fatalf("wait: rollout %s (%s), flaky %s (%s) at revision %d; want succeeded at revision 1\n%s", end.State.Phase, end.State.Reason,
-			flaky.Status, flaky.Reason, flaky.Revision, serve.output())
-	}
-	if h := o.flakyHistory(t); len(h) != 1 || h[0]["status"] != "deployed" {
-		t.Errorf("helm history on flaky: %v, want one deployed revision", h)
-	}
+	o := newOutage(t, newFleet(t))
+	o.sharedRollouts(t, "killed", o.api.Kill, o.api.Start)
 }
 
 // TestRolloutAPIServerFrozen: the outage of TestRolloutAPIServerKilled with flaky's API
 // server hung instead of dead (SIGSTOP while the canary bakes): its port still takes
 // connections and answers nothing, so only timeouts can tell. Under skip the prod wave's
-// deploy to flaky ends as unreachable, naming the outage, within a bounded time and flaky is
+// deploy to flaky ends as unreachable, naming the outage, within a minute and flaky is
 // skipped; under wait flaky waits, and once the server runs again (SIGCONT) it is deployed.
 func TestRolloutAPIServerFrozen(t *testing.T) {
-	f := newFleet(t)
+	o := newOutage(t, newFleet(t))
+	flaky := o.sharedRollouts(t, "frozen", o.api.Freeze, o.api.Thaw)
+	if took := flaky.FinishedAt.Sub(flaky.StartedAt); took > time.Minute {
+		t.Errorf("flaky's deploy took %s to end as unreachable, want under a minute (a request timeout and a check)", took)
+	}
+}
+
+// sharedRollouts runs the skip and the wait rollout of an outage on serve all, whose cluster
+// checks run rarely (10m): takeAway ends flaky's API server while the skip rollout's canary
+// bakes, bringBack restores it while the wait rollout's flaky waits. It returns flaky's state
+// in the skip rollout.
+func (o *outage) sharedRollouts(t *testing.T, how string, takeAway, bringBack func()) *rollout.ClusterState {
+	t.Helper()
+	f := o.fleet
 	f.checkInterval = "10m"
-	o := newOutage(t, f)
 	serve := f.serve(t, "serve all", "all")
 
 	r := f.rollout(t, "start", "--detach", "-f", o.spec(t, "skip", "skip", "first"))
 	id := rolloutID(t, r.out)
 	f.waitRollout(t, id, "baked its canary", func(r *coordinator.Record) bool { return r.State.Waves[0].Status == rollout.WaveBaking })
-	o.api.Freeze()
-	frozen := time.Now()
+	takeAway()
+	away := time.Now()
 	end := f.waitRollout(t, id, "ended", func(r *coordinator.Record) bool { return r.State.Phase.Final() })
-	flaky, _ := end.State.Cluster("flaky")
-	t.Logf("flaky skipped %s after the freeze (%s after its deploy started): %s", flaky.FinishedAt.Sub(frozen).Round(time.Second),
-		flaky.FinishedAt.Sub(flaky.StartedAt).Round(time.Second), flaky.Reason)
-	checkSkipped(t, end.State.Phase, end.State.Reason, flaky)
-	if took := flaky.FinishedAt.Sub(flaky.StartedAt); took > time.Minute {
-		t.Errorf("flaky's deploy took %s to end as unreachable, want under a minute (a TLS handshake timeout and a check)", took)
-	}
+	skipped, _ := end.State.Cluster("flaky")
+	t.Logf("flaky skipped %s after its API server was %s (%s after its deploy started): %s", skipped.FinishedAt.Sub(away).Round(time.Second),
+		how, skipped.FinishedAt.Sub(skipped.StartedAt).Round(time.Second), skipped.Reason)
+	checkSkipped(t, end.State.Phase, end.State.Reason, skipped)
 
 	r = f.rollout(t, "start", "--detach", "-f", o.spec(t, "wait", "wait", "second"))
 	id = rolloutID(t, r.out)
@@ -159,9 +138,9 @@ func TestRolloutAPIServerFrozen(t *testing.T) {
 		c, _ := r.State.Cluster("flaky")
 		return c.Status == rollout.StatusOfflineWaiting
 	})
-	o.api.Thaw()
+	bringBack()
 	end = f.waitRollout(t, id, "ended", func(r *coordinator.Record) bool { return r.State.Phase.Final() })
-	flaky, _ = end.State.Cluster("flaky")
+	flaky, _ := end.State.Cluster("flaky")
 	if end.State.Phase != rollout.PhaseSucceeded || flaky.Status != rollout.StatusSucceeded || flaky.Revision != 1 {
 		t.Fatalf("wait: rollout %s (%s), flaky %s (%s) at revision %d; want succeeded at revision 1\n%s", end.State.Phase, end.State.Reason,
 			flaky.Status, flaky.Reason, flaky.Revision, serve.output())
@@ -169,6 +148,7 @@ func TestRolloutAPIServerFrozen(t *testing.T) {
 	if h := o.flakyHistory(t); len(h) != 1 || h[0]["status"] != "deployed" {
 		t.Errorf("helm history on flaky: %v, want one deployed revision", h)
 	}
+	return skipped
 }
 
 // TestRolloutAPIServerKilledEmbedded: the same outage with the pipeline and the coordinator
