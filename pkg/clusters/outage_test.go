@@ -138,3 +138,21 @@ func TestRecheckOutage(t *testing.T) {
 		t.Fatalf("Reachable checks a marked cluster live and finds it back: %v", err)
 	}
 }
+
+// An unreachable cluster's reason names when it was checked, and when it last answered a
+// check only if one ever did: the stages may have talked to it without a check.
+func TestUnreachableErrorText(t *testing.T) {
+	checked := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		seen time.Time
+		want string
+	}{
+		{time.Time{}, `cluster "a" unreachable: dial tcp: timeout (checked at 2026-01-02T03:04:05Z); deploys to it fail`},
+		{checked.Add(-time.Minute), `cluster "a" unreachable: dial tcp: timeout (checked at 2026-01-02T03:04:05Z, last seen: 2026-01-02T03:03:05Z); deploys`},
+	} {
+		err := &UnreachableError{Status: Status{Name: "a", Error: "dial tcp: timeout", CheckedAt: checked, LastSeen: c.seen}}
+		if !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("Error() = %q, want it to start %q", err.Error(), c.want)
+		}
+	}
+}

@@ -153,11 +153,11 @@ var ErrUnreachable = errors.New("cluster unreachable")
 
 func (e *UnreachableError) Error() string {
 	s := e.Status
-	seen := "never"
+	seen := "" // a cluster no check reached may still have answered the stages: no "never"
 	if !s.LastSeen.IsZero() {
-		seen = s.LastSeen.UTC().Format(time.RFC3339)
+		seen = ", last seen: " + s.LastSeen.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("cluster %q unreachable: %s (checked at %s, last seen: %s); deploys to it fail until it answers "+
+	return fmt.Sprintf("cluster %q unreachable: %s (checked at %s%s); deploys to it fail until it answers "+
 		"again — see `sealane cluster list`, or fix its Secret with `sealane cluster add %s --kubeconfig FILE --overwrite`",
 		s.Name, s.Error, s.CheckedAt.UTC().Format(time.RFC3339), seen, s.Name)
 }

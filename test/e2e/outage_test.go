@@ -274,6 +274,51 @@ func TestDeployThroughAPIServerKill(t *testing.T) {
 	}
 }
 
+// TestDeployThroughAPIServerHang: TestDeployThroughAPIServerKill with flaky's API server hung
+// (SIGSTOP) while the deploy is tracked: its watches get no event and no error, only silence.
+// Let run again (SIGCONT) 5 s later, the deploy goes on and succeeds; hung for good during the
+// next deploy, that deploy fails as unreachable by its deadline instead of waiting on silence.
+func TestDeployThroughAPIServerHang(t *testing.T) {
+	t.Parallel() // each has its own API server, NATS and namespaces
+	api := harness.StartAPIServer(t, repoRoot, 3)
+	kc := flakyKubeconfig(t, api.Addr())
+	ns := namespace(t)
+	t.Cleanup(func() {
+		_ = memberClient(t, "sandbox-3").CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	data := t.TempDir()
+	deploy := func(name, message string) *process {
+		return start(t, name, sealaneBin, "deploy", "test/e2e/testdata/fleet", "--kubeconfig", kc, "--kube-context", "flaky",
+			"-n", ns, "--release", "fleet", "--set", "minReadySeconds=20", "--set", "message="+message, "--data-dir", data, "--timeout", "45s")
+	}
+
+	p := deploy("deploy through a hang", "first")
+	waitOutput(t, p, "applied phase 1/1")
+	api.Freeze()
+	time.Sleep(5 * time.Second)
+	api.Thaw()
+	if code := p.wait(t, 3*time.Minute); code != 0 || !strings.Contains(p.output(), "revision 1 deployed") {
+		t.Fatalf("deploy through a hang: exit %d\n%s", code, p.output())
+	}
+
+	p = deploy("deploy hung", "second")
+	waitOutput(t, p, "applied phase 1/1")
+	api.Freeze()
+	hung := time.Now()
+	code := p.wait(t, 4*time.Minute)
+	t.Logf("the deploy ended %s after the hang", time.Since(hung).Round(time.Second))
+	api.Thaw()
+	if code == 0 || !strings.Contains(p.output(), `cluster "flaky" unreachable: `) || strings.Contains(p.output(), "max deliveries") {
+		t.Fatalf("deploy whose cluster stays hung: exit %d, want a failure naming the outage:\n%s", code, p.output())
+	}
+	for _, line := range strings.Split(p.output(), "\n") {
+		if strings.Contains(line, "unreachable: ") {
+			t.Logf("it said: %s", strings.TrimSpace(line))
+			break
+		}
+	}
+}
+
 // flakyKubeconfig writes a kubeconfig whose context "flaky" is sandbox-3 at server (host:port).
 func flakyKubeconfig(t *testing.T, server string) string {
 	t.Helper()
