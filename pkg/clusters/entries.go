@@ -36,13 +36,13 @@ func (r *Registry) Entries() []Entry {
 	}
 	if n := r.opts.InClusterName; n != "" && r.inCluster != nil && !seen[n] {
 		seen[n] = true
-		out = append(out, Entry{Spec: clusterspec.Spec{Name: n, Source: "in-cluster", InCluster: true}})
+		out = append(out, Entry{Spec: clusterspec.Spec{Name: n, Source: SourceInCluster, InCluster: true}})
 	}
 	if r.opts.Contexts {
 		for n := range r.contexts() {
 			if !seen[n] {
 				seen[n] = true
-				out = append(out, Entry{Spec: clusterspec.Spec{Name: n, Source: "kubeconfig context"}})
+				out = append(out, Entry{Spec: clusterspec.Spec{Name: n, Source: SourceContext}})
 			}
 		}
 	}

@@ -58,8 +58,7 @@ func (r *Registry) Recheck(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	s, _ := r.Status(name)
-	s.Name = name
+	s := r.statusWithSource(name)
 	cctx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
 	now := time.Now()
@@ -84,8 +83,24 @@ func (r *Registry) MarkUnreachable(name, cause string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.status[name]
+	if s.Source == "" {
+		s.Source = r.sourceLocked(name)
+	}
 	s.Name, s.Reachable, s.Error, s.CheckedAt = name, false, cause, time.Now()
 	r.status[name] = s
+}
+
+// statusWithSource is name's last recorded check, or a new one, knowing where name is
+// registered (a cluster no check reached yet has no status).
+func (r *Registry) statusWithSource(name string) Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.status[name]
+	s.Name = name
+	if s.Source == "" {
+		s.Source = r.sourceLocked(name)
+	}
+	return s
 }
 
 // AwaitReachable blocks until name's API server answers a check (every interval) and

@@ -140,19 +140,26 @@ func TestRecheckOutage(t *testing.T) {
 }
 
 // An unreachable cluster's reason names when it was checked, and when it last answered a
-// check only if one ever did: the stages may have talked to it without a check.
+// check only if one ever did (the stages may have talked to it without a check); what to fix
+// follows from where the cluster is registered.
 func TestUnreachableErrorText(t *testing.T) {
 	checked := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, c := range []struct {
-		seen time.Time
-		want string
+		seen   time.Time
+		source string
+		want   string
 	}{
-		{time.Time{}, `cluster "a" unreachable: dial tcp: timeout (checked at 2026-01-02T03:04:05Z); deploys to it fail`},
-		{checked.Add(-time.Minute), `cluster "a" unreachable: dial tcp: timeout (checked at 2026-01-02T03:04:05Z, last seen: 2026-01-02T03:03:05Z); deploys`},
+		{time.Time{}, SourceContext, `cluster "a" unreachable: dial tcp: timeout (checked at 2026-01-02T03:04:05Z); deploys to it fail ` +
+			"until it answers again — see `sealane cluster list`, or the server of kubeconfig context \"a\""},
+		{checked.Add(-time.Minute), "secret sealane/cluster-a", `cluster "a" unreachable: dial tcp: timeout (checked at 2026-01-02T03:04:05Z, ` +
+			"last seen: 2026-01-02T03:03:05Z); deploys to it fail until it answers again — see `sealane cluster list`, or fix its Secret " +
+			"with `sealane cluster add a --kubeconfig FILE --overwrite`"},
+		{time.Time{}, SourceInCluster, `cluster "a" unreachable: dial tcp: timeout (checked at 2026-01-02T03:04:05Z); deploys to it fail ` +
+			"until it answers again — see `sealane cluster list`"},
 	} {
-		err := &UnreachableError{Status: Status{Name: "a", Error: "dial tcp: timeout", CheckedAt: checked, LastSeen: c.seen}}
-		if !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("Error() = %q, want it to start %q", err.Error(), c.want)
+		err := &UnreachableError{Status: Status{Name: "a", Source: c.source, Error: "dial tcp: timeout", CheckedAt: checked, LastSeen: c.seen}}
+		if err.Error() != c.want {
+			t.Errorf("Error() =\n%s\nwant\n%s", err.Error(), c.want)
 		}
 	}
 }

@@ -158,8 +158,18 @@ func (e *UnreachableError) Error() string {
 		seen = ", last seen: " + s.LastSeen.UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("cluster %q unreachable: %s (checked at %s%s); deploys to it fail until it answers "+
-		"again — see `sealane cluster list`, or fix its Secret with `sealane cluster add %s --kubeconfig FILE --overwrite`",
-		s.Name, s.Error, s.CheckedAt.UTC().Format(time.RFC3339), seen, s.Name)
+		"again — see `sealane cluster list`%s", s.Name, s.Error, s.CheckedAt.UTC().Format(time.RFC3339), seen, fixHint(s))
+}
+
+// fixHint is what to check when a cluster does not answer, by where it was registered.
+func fixHint(s Status) string {
+	switch {
+	case strings.HasPrefix(s.Source, "secret "):
+		return fmt.Sprintf(", or fix its Secret with `sealane cluster add %s --kubeconfig FILE --overwrite`", s.Name)
+	case s.Source == SourceContext:
+		return fmt.Sprintf(", or the server of kubeconfig context %q", s.Name)
+	}
+	return ""
 }
 
 // Is makes errors.Is(err, ErrUnreachable) true.
@@ -255,6 +265,28 @@ func (r *Registry) clientsLocked(name string) (*kube.Cluster, error) {
 	}
 	r.clients.Add(name, c)
 	return c, nil
+}
+
+// SourceContext and SourceInCluster are the Source of a cluster registered by a kubeconfig
+// context and of the cluster the service runs in (a Secret's is "secret <namespace>/<name>").
+const (
+	SourceContext   = "kubeconfig context"
+	SourceInCluster = "in-cluster"
+)
+
+// sourceLocked says where name is registered, as buildLocked finds it ("" for none); r.mu is
+// held.
+func (r *Registry) sourceLocked(name string) string {
+	if spec, found, err := r.secretLocked(name); found && err == nil {
+		return spec.Source
+	}
+	switch {
+	case name == r.opts.InClusterName && r.inCluster != nil:
+		return SourceInCluster
+	case r.opts.Contexts && r.hasContext(name):
+		return SourceContext
+	}
+	return ""
 }
 
 // buildLocked builds name's clients from its source; r.mu is held.
