@@ -231,17 +231,7 @@ func regexpFind(s, expr string) bool { return regexp.MustCompile(expr).MatchStri
 // deploy fails at its deadline as unreachable — not after its deliveries ran out.
 func TestDeployThroughAPIServerKill(t *testing.T) {
 	t.Parallel() // each has its own API server, NATS and namespaces
-	api := harness.StartAPIServer(t, repoRoot, 3)
-	kc := flakyKubeconfig(t, api.Addr())
-	ns := namespace(t)
-	t.Cleanup(func() {
-		_ = memberClient(t, "sandbox-3").CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	})
-	data := t.TempDir()
-	deploy := func(name, message string) *process {
-		return start(t, name, sealaneBin, "deploy", "test/e2e/testdata/fleet", "--kubeconfig", kc, "--kube-context", "flaky",
-			"-n", ns, "--release", "fleet", "--set", "minReadySeconds=20", "--set", "message="+message, "--data-dir", data, "--timeout", "45s")
-	}
+	api, deploy, ns := flakyDeploys(t)
 
 	p := deploy("deploy back", "first")
 	waitOutput(t, p, "applied phase 1/1")
@@ -280,17 +270,7 @@ func TestDeployThroughAPIServerKill(t *testing.T) {
 // next deploy, that deploy fails as unreachable by its deadline instead of waiting on silence.
 func TestDeployThroughAPIServerHang(t *testing.T) {
 	t.Parallel() // each has its own API server, NATS and namespaces
-	api := harness.StartAPIServer(t, repoRoot, 3)
-	kc := flakyKubeconfig(t, api.Addr())
-	ns := namespace(t)
-	t.Cleanup(func() {
-		_ = memberClient(t, "sandbox-3").CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	})
-	data := t.TempDir()
-	deploy := func(name, message string) *process {
-		return start(t, name, sealaneBin, "deploy", "test/e2e/testdata/fleet", "--kubeconfig", kc, "--kube-context", "flaky",
-			"-n", ns, "--release", "fleet", "--set", "minReadySeconds=20", "--set", "message="+message, "--data-dir", data, "--timeout", "45s")
-	}
+	api, deploy, _ := flakyDeploys(t)
 
 	p := deploy("deploy through a hang", "first")
 	waitOutput(t, p, "applied phase 1/1")
@@ -317,6 +297,24 @@ func TestDeployThroughAPIServerHang(t *testing.T) {
 			break
 		}
 	}
+}
+
+// flakyDeploys starts a second API server of sandbox-3 ("flaky") for one test and returns it,
+// a function that starts an embedded deploy of the fleet chart to flaky (its Deployment takes
+// 20 s to become available, the deploy's timeout is 45 s) and the deploys' namespace.
+func flakyDeploys(t *testing.T) (*harness.APIServer, func(name, message string) *process, string) {
+	t.Helper()
+	api := harness.StartAPIServer(t, repoRoot, 3)
+	kc := flakyKubeconfig(t, api.Addr())
+	ns := namespace(t)
+	t.Cleanup(func() {
+		_ = memberClient(t, "sandbox-3").CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	data := t.TempDir()
+	return api, func(name, message string) *process {
+		return start(t, name, sealaneBin, "deploy", "test/e2e/testdata/fleet", "--kubeconfig", kc, "--kube-context", "flaky",
+			"-n", ns, "--release", "fleet", "--set", "minReadySeconds=20", "--set", "message="+message, "--data-dir", data, "--timeout", "45s")
+	}, ns
 }
 
 // flakyKubeconfig writes a kubeconfig whose context "flaky" is sandbox-3 at server (host:port).
